@@ -1,0 +1,39 @@
+# Gauntlet — make targets. `make demo` and `make test` are the two set-up
+# commands of the README.
+
+GO      ?= go
+BIN     := bin/gauntlet
+DEMO    := .demo
+ADDR    ?= 127.0.0.1:8080
+
+.PHONY: all build demo test lint bench generate clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/gauntlet
+
+# The server with the example definitions, copied into .demo/ on first run
+# so that edits made through the API never touch examples/.
+demo: build
+	@mkdir -p $(DEMO)
+	@[ -d $(DEMO)/definitions ] || cp -r examples/definitions $(DEMO)/definitions
+	./$(BIN) serve --addr $(ADDR) --data $(DEMO)/data --definitions $(DEMO)/definitions
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Benchmarks print their figures; docs/performance.md records them.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x ./...
+
+generate:
+	$(GO) generate ./...
+
+clean:
+	rm -rf bin $(DEMO)

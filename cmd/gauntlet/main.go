@@ -1,0 +1,67 @@
+// Command gauntlet evaluates language models and runs conversational
+// agents. Subcommands:
+//
+//	gauntlet serve   the HTTP API (and, later, the dashboard)
+//	gauntlet version print the version
+//
+// Every flag of serve can also be set through its environment variable;
+// a flag given on the command line wins. Run "gauntlet serve -h" for the
+// list.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gauntlet-eval/gauntlet/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "gauntlet:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return errUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "gauntlet", server.Version)
+		return nil
+	case "help", "-h", "--help":
+		usage(stdout)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "gauntlet: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return errUsage
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: gauntlet <command> [flags]
+
+Commands:
+  serve     run the HTTP API server
+  version   print the version
+
+Run "gauntlet <command> -h" for a command's flags.
+`)
+}

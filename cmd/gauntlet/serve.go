@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/server"
+)
+
+// settings are the values of CONTRACT §1, from flags and the environment.
+type settings struct {
+	addr        string
+	data        string
+	definitions string
+	plugins     string
+	database    string
+	llmBaseURL  string
+	llmModel    string
+	llmAPIKey   string
+	concurrency int
+	apiToken    string
+	debug       bool
+	insecure    bool
+}
+
+// env returns the environment variable's value, or def when unset.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envBool(name string, def bool) (bool, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: not a boolean", name, v)
+	}
+	return b, nil
+}
+
+func envInt(name string, def int) (int, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: not an integer", name, v)
+	}
+	return n, nil
+}
+
+// commonFlags registers the settings shared by serve and run.
+func commonFlags(fs *flag.FlagSet, s *settings) error {
+	concurrency, err := envInt("GAUNTLET_CONCURRENCY", 8)
+	if err != nil {
+		return err
+	}
+	debug, err := envBool("DEBUG", false)
+	if err != nil {
+		return err
+	}
+	fs.StringVar(&s.data, "data", env("GAUNTLET_DATA", "./data"), "SQLite database, run logs, knowledge-base files (GAUNTLET_DATA)")
+	fs.StringVar(&s.definitions, "definitions", env("GAUNTLET_DEFINITIONS", "./definitions"), "definition files, the source of truth (GAUNTLET_DEFINITIONS)")
+	fs.StringVar(&s.plugins, "plugins", env("GAUNTLET_PLUGINS", "./plugins"), "directory scanned for plugin executables (GAUNTLET_PLUGINS)")
+	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
+	fs.StringVar(&s.llmBaseURL, "llm-base-url", env("LLM_BASE_URL", "http://127.0.0.1:11434/v1"), "OpenAI-compatible endpoint (LLM_BASE_URL)")
+	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model name sent to the endpoint (LLM_MODEL)")
+	fs.StringVar(&s.llmAPIKey, "llm-api-key", env("LLM_API_KEY", ""), "API key of the endpoint, never logged or returned (LLM_API_KEY)")
+	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
+	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (DEBUG)")
+	return nil
+}
+
+func (s *settings) databaseURL() string {
+	if s.database != "" {
+		return s.database
+	}
+	return "sqlite://" + filepath.Join(s.data, "gauntlet.db")
+}
+
+func (s *settings) check() error {
+	if s.concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1, not %d", s.concurrency)
+	}
+	return nil
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var s settings
+	fs := flag.NewFlagSet("gauntlet serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := commonFlags(fs, &s); err != nil {
+		return err
+	}
+	fs.StringVar(&s.addr, "addr", env("GAUNTLET_ADDR", "127.0.0.1:8080"), "listen address (GAUNTLET_ADDR)")
+	fs.StringVar(&s.apiToken, "api-token", env("GAUNTLET_API_TOKEN", ""), "when set, every /api/ request needs Authorization: Bearer <token> (GAUNTLET_API_TOKEN)")
+	fs.BoolVar(&s.insecure, "insecure", false, "allow a non-loopback address without an API token")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := checkExposure(s.addr, s.apiToken, s.insecure); err != nil {
+		return err
+	}
+
+	level := slog.LevelInfo
+	if s.debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	db, err := store.Open(ctx, s.databaseURL())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	reg := harness.NewRegistry()
+	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: s.definitions, DB: db, Registry: reg})
+	if err != nil {
+		return err
+	}
+	for _, fe := range res.Errors {
+		log.Warn("definitions file not loaded", slog.String("file", fe.File), slog.String("error", fe.Error))
+	}
+	log.Info("definitions loaded", slog.String("dir", s.definitions),
+		slog.Int("domains", res.Loaded.Domains), slog.Int("tests", res.Loaded.Tests),
+		slog.Int("evaluators", res.Loaded.Evaluators), slog.Int("tools", res.Loaded.Tools))
+
+	model, err := llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{
+		Catalog:  cat,
+		LLM:      server.LLMConfig{BaseURL: s.llmBaseURL, Model: s.llmModel},
+		Models:   model,
+		Debug:    s.debug,
+		APIToken: s.apiToken,
+		Logger:   log,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "Gauntlet is listening on http://%s (API docs at http://%s/docs)\n", ln.Addr(), ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(shutdownCtx)
+}
+
+// checkExposure refuses to listen beyond loopback without an API token.
+func checkExposure(addr, token string, insecure bool) error {
+	if token != "" || insecure {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on %s without an API token: anyone who can reach it could change your definitions. "+
+		"Set --api-token (GAUNTLET_API_TOKEN), listen on 127.0.0.1, or pass --insecure", addr)
+}

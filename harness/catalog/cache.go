@@ -1,0 +1,221 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
+)
+
+// The cache tables. They mirror the definition files and are rebuilt from
+// them by Sync; nothing else is the source of truth.
+
+type domainRow struct {
+	bun.BaseModel `bun:"table:def_domains"`
+	ID            string `bun:"id,pk"`
+	Name          string `bun:"name,notnull"`
+	Description   string `bun:"description,notnull"`
+	EvaluatorID   string `bun:"evaluator_id,notnull"`
+	Enabled       bool   `bun:"enabled,notnull"`
+	SystemPrompt  string `bun:"system_prompt,notnull"`
+	Icon          string `bun:"icon,notnull"`
+	Color         string `bun:"color,notnull"`
+}
+
+type levelRow struct {
+	bun.BaseModel    `bun:"table:def_levels"`
+	DomainID         string   `bun:"domain_id,pk"`
+	Level            int      `bun:"level,pk"`
+	SystemPrompt     string   `bun:"system_prompt,notnull"`
+	SystemPromptMode string   `bun:"system_prompt_mode,notnull"`
+	PassThreshold    float64  `bun:"pass_threshold,notnull"`
+	Tools            []string `bun:"tools,type:text"`
+}
+
+type testRow struct {
+	bun.BaseModel `bun:"table:def_tests"`
+	ID            string           `bun:"id,pk"`
+	DomainID      string           `bun:"domain_id,notnull"`
+	Level         int              `bun:"level,notnull"`
+	Position      int              `bun:"position,notnull"`
+	Name          string           `bun:"name,notnull"`
+	Prompt        string           `bun:"prompt,notnull"`
+	Expected      harness.Expected `bun:"expected,type:text"`
+	EvaluatorID   string           `bun:"evaluator_id,notnull"`
+	Tools         []string         `bun:"tools,type:text"`
+}
+
+type evaluatorRow struct {
+	bun.BaseModel   `bun:"table:def_evaluators"`
+	ID              string         `bun:"id,pk"`
+	Name            string         `bun:"name,notnull"`
+	Description     string         `bun:"description,notnull"`
+	Type            string         `bun:"type,notnull"`
+	ExtractionRegex string         `bun:"extraction_regex,notnull"`
+	UsesPass2       bool           `bun:"uses_pass2,notnull"`
+	Config          map[string]any `bun:"config,type:text"`
+}
+
+type toolRow struct {
+	bun.BaseModel `bun:"table:def_tools"`
+	ID            string              `bun:"id,pk"`
+	Name          string              `bun:"name,notnull"`
+	Description   string              `bun:"description,notnull"`
+	Function      harness.FunctionDef `bun:"function,type:text"`
+	MockResponse  string              `bun:"mock_response,notnull"`
+}
+
+var cacheModels = []any{(*domainRow)(nil), (*levelRow)(nil), (*testRow)(nil), (*evaluatorRow)(nil), (*toolRow)(nil)}
+
+func createCache(ctx context.Context, db bun.IDB) error {
+	if err := store.CreateTables(ctx, db, cacheModels...); err != nil {
+		return err
+	}
+	if err := store.CreateIndex(ctx, db, "def_tests_domain_level", "def_tests", "domain_id", "level", "position"); err != nil {
+		return err
+	}
+	return store.CreateIndex(ctx, db, "def_tests_evaluator", "def_tests", "evaluator_id")
+}
+
+func toDomainRow(d harness.Domain) *domainRow {
+	return &domainRow{ID: d.ID, Name: d.Name, Description: d.Description, EvaluatorID: d.EvaluatorID,
+		Enabled: d.Enabled, SystemPrompt: d.SystemPrompt, Icon: d.Icon, Color: d.Color}
+}
+
+func (r *domainRow) domain() harness.Domain {
+	return harness.Domain{ID: r.ID, Name: r.Name, Description: r.Description, EvaluatorID: r.EvaluatorID,
+		Enabled: r.Enabled, SystemPrompt: r.SystemPrompt, Icon: r.Icon, Color: r.Color}
+}
+
+func toLevelRow(l harness.LevelConfig) *levelRow {
+	return &levelRow{DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
+		SystemPromptMode: string(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: l.Tools}
+}
+
+func (r *levelRow) level() harness.LevelConfig {
+	return harness.LevelConfig{DomainID: r.DomainID, Level: r.Level, SystemPrompt: r.SystemPrompt,
+		SystemPromptMode: harness.PromptMode(r.SystemPromptMode), PassThreshold: r.PassThreshold,
+		Tools: nonNil(r.Tools)}
+}
+
+func toTestRow(t harness.Test, pos int) *testRow {
+	return &testRow{ID: t.ID, DomainID: t.DomainID, Level: t.Level, Position: pos, Name: t.Name,
+		Prompt: t.Prompt, Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools}
+}
+
+func (r *testRow) test() harness.Test {
+	return harness.Test{ID: r.ID, DomainID: r.DomainID, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
+		Expected: r.Expected, EvaluatorID: r.EvaluatorID, Tools: nonNil(r.Tools)}
+}
+
+func toEvaluatorRow(e harness.EvaluatorConfig) *evaluatorRow {
+	return &evaluatorRow{ID: e.ID, Name: e.Name, Description: e.Description, Type: e.Type,
+		ExtractionRegex: e.ExtractionRegex, UsesPass2: e.UsesPass2, Config: e.Config}
+}
+
+func (r *evaluatorRow) evaluator() harness.EvaluatorConfig {
+	return harness.EvaluatorConfig{ID: r.ID, Name: r.Name, Description: r.Description, Type: r.Type,
+		ExtractionRegex: r.ExtractionRegex, UsesPass2: r.UsesPass2, Config: r.Config}
+}
+
+func toToolRow(t harness.ToolDefinition) (*toolRow, error) {
+	r := &toolRow{ID: t.ID, Name: t.Name, Description: t.Description, Function: t.Function}
+	if t.MockResponse != nil {
+		b, err := json.Marshal(t.MockResponse)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: mock_response: %w", t.ID, err)
+		}
+		r.MockResponse = string(b)
+	}
+	return r, nil
+}
+
+func (r *toolRow) tool() (harness.ToolDefinition, error) {
+	t := harness.ToolDefinition{ID: r.ID, Name: r.Name, Description: r.Description, Function: r.Function}
+	if r.MockResponse != "" {
+		if err := json.Unmarshal([]byte(r.MockResponse), &t.MockResponse); err != nil {
+			return t, fmt.Errorf("tool %s: mock_response: %w", r.ID, err)
+		}
+	}
+	return t, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// batchSize bounds the rows of one INSERT (SQLite limits the variables of
+// a statement; batches are also much faster than row-by-row inserts).
+const batchSize = 500
+
+func insertBatches[T any](ctx context.Context, db bun.IDB, rows []T) error {
+	for start := 0; start < len(rows); start += batchSize {
+		end := min(start+batchSize, len(rows))
+		chunk := rows[start:end]
+		if _, err := db.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebuildCache replaces the whole cache with a snapshot, in one
+// transaction.
+func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
+	for _, m := range cacheModels {
+		if _, err := tx.NewDelete().Model(m).Where("1 = 1").Exec(ctx); err != nil {
+			return err
+		}
+	}
+	domains := make([]*domainRow, len(s.Domains))
+	for i, d := range s.Domains {
+		domains[i] = toDomainRow(d)
+	}
+	levels := make([]*levelRow, len(s.Levels))
+	for i, l := range s.Levels {
+		levels[i] = toLevelRow(l)
+	}
+	type key struct {
+		d string
+		l int
+	}
+	pos := map[key]int{}
+	tests := make([]*testRow, len(s.Tests))
+	for i, t := range s.Tests {
+		k := key{t.DomainID, t.Level}
+		tests[i] = toTestRow(t, pos[k])
+		pos[k]++
+	}
+	evaluators := make([]*evaluatorRow, len(s.Evaluators))
+	for i, e := range s.Evaluators {
+		evaluators[i] = toEvaluatorRow(e)
+	}
+	tools := make([]*toolRow, len(s.Tools))
+	for i, t := range s.Tools {
+		r, err := toToolRow(t)
+		if err != nil {
+			return err
+		}
+		tools[i] = r
+	}
+	if err := insertBatches(ctx, tx, domains); err != nil {
+		return err
+	}
+	if err := insertBatches(ctx, tx, levels); err != nil {
+		return err
+	}
+	if err := insertBatches(ctx, tx, tests); err != nil {
+		return err
+	}
+	if err := insertBatches(ctx, tx, evaluators); err != nil {
+		return err
+	}
+	return insertBatches(ctx, tx, tools)
+}

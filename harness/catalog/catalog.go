@@ -1,0 +1,312 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+// Options configure a Catalog.
+type Options struct {
+	// Dir is the definitions directory; it is created if missing.
+	Dir string
+	// DB is the database holding the cache (see store.Open).
+	DB *bun.DB
+	// Registry knows the evaluator and expected answer types; nil means
+	// harness.NewRegistry().
+	Registry *harness.Registry
+}
+
+// Catalog is the definitions store: files on disk, cached in the database.
+type Catalog struct {
+	dir string
+	db  *bun.DB
+	reg *harness.Registry
+
+	// mu serialises writes and guards the fields below.
+	mu sync.Mutex
+	// hashes holds the sha256 of every file the cache reflects.
+	hashes map[string]string
+	refs   *refSet
+	// tests maps a test id to its domain and level.
+	tests map[string]levelKey
+}
+
+type levelKey struct {
+	domain string
+	level  int
+}
+
+// Open creates the cache tables if needed and loads the definitions
+// directory into the cache. Files that fail to load are reported in the
+// returned SyncResult; they do not make Open fail.
+func Open(ctx context.Context, opts Options) (*Catalog, *SyncResult, error) {
+	if opts.Dir == "" || opts.DB == nil {
+		return nil, nil, errors.New("catalog: Dir and DB are required")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("catalog: %w", err)
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = harness.NewRegistry()
+	}
+	c := &Catalog{dir: opts.Dir, db: opts.DB, reg: reg}
+	if err := createCache(ctx, opts.DB); err != nil {
+		return nil, nil, fmt.Errorf("catalog: %w", err)
+	}
+	res, err := c.Sync(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, res, nil
+}
+
+// Dir returns the definitions directory.
+func (c *Catalog) Dir() string { return c.dir }
+
+// Registry returns the registry the catalog validates against.
+func (c *Catalog) Registry() *harness.Registry { return c.reg }
+
+// validator returns a validator whose reference checks see the catalog's
+// current definitions. Callers hold c.mu.
+func (c *Catalog) validator() harness.Validator {
+	return harness.Validator{Registry: c.reg, Refs: c.refs}
+}
+
+// setIndex replaces the in-memory index with one built from a snapshot.
+// Callers hold c.mu.
+func (c *Catalog) setIndex(s *harness.Snapshot, hashes map[string]string) {
+	refs := newRefSet()
+	for _, d := range s.Domains {
+		refs.domains[d.ID] = true
+	}
+	for _, e := range s.Evaluators {
+		refs.evaluators[e.ID] = true
+	}
+	for _, t := range s.Tools {
+		refs.tools[t.ID] = true
+	}
+	tests := make(map[string]levelKey, len(s.Tests))
+	for _, t := range s.Tests {
+		tests[t.ID] = levelKey{t.DomainID, t.Level}
+	}
+	c.refs, c.tests, c.hashes = refs, tests, hashes
+}
+
+func notFound(kind, id string) error {
+	return fmt.Errorf("%s %q: %w", kind, id, harness.ErrNotFound)
+}
+
+func wrapNotFound(err error, kind, id string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(kind, id)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s %q: %w", kind, id, err)
+	}
+	return nil
+}
+
+// Domains lists every domain, ordered by id.
+func (c *Catalog) Domains(ctx context.Context) ([]harness.Domain, error) {
+	var rows []domainRow
+	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list domains: %w", err)
+	}
+	out := make([]harness.Domain, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// Domain returns one domain, or an error wrapping harness.ErrNotFound.
+func (c *Catalog) Domain(ctx context.Context, id string) (harness.Domain, error) {
+	return getDomain(ctx, c.db, id)
+}
+
+func getDomain(ctx context.Context, db bun.IDB, id string) (harness.Domain, error) {
+	var row domainRow
+	err := db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	if err := wrapNotFound(err, "domain", id); err != nil {
+		return harness.Domain{}, err
+	}
+	return row.domain(), nil
+}
+
+// Level returns the configuration of a level of a domain. A level with no
+// file yet has the default configuration. An unknown domain is an error
+// wrapping harness.ErrNotFound.
+func (c *Catalog) Level(ctx context.Context, domainID string, level int) (harness.LevelConfig, error) {
+	if _, err := c.Domain(ctx, domainID); err != nil {
+		return harness.LevelConfig{}, err
+	}
+	return getLevel(ctx, c.db, domainID, level)
+}
+
+func getLevel(ctx context.Context, db bun.IDB, domainID string, level int) (harness.LevelConfig, error) {
+	var row levelRow
+	err := db.NewSelect().Model(&row).Where("domain_id = ? AND level = ?", domainID, level).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return defaultLevel(domainID, level), nil
+	}
+	if err != nil {
+		return harness.LevelConfig{}, fmt.Errorf("read level %s/%d: %w", domainID, level, err)
+	}
+	return row.level(), nil
+}
+
+// Levels lists the level configurations of a domain (every level that has
+// a file), ascending; an empty domainID lists those of all domains.
+func (c *Catalog) Levels(ctx context.Context, domainID string) ([]harness.LevelConfig, error) {
+	var rows []levelRow
+	q := c.db.NewSelect().Model(&rows).Order("domain_id", "level")
+	if domainID != "" {
+		q = q.Where("domain_id = ?", domainID)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list levels: %w", err)
+	}
+	out := make([]harness.LevelConfig, len(rows))
+	for i := range rows {
+		out[i] = rows[i].level()
+	}
+	return out, nil
+}
+
+// TestFilter selects tests. Zero fields select everything.
+type TestFilter struct {
+	DomainID string
+	// Level, when not nil, selects one level.
+	Level *int
+}
+
+// Tests lists the tests that match f, ordered by domain, level and their
+// order in the level's file.
+func (c *Catalog) Tests(ctx context.Context, f TestFilter) ([]harness.Test, error) {
+	return listTests(ctx, c.db, f)
+}
+
+func listTests(ctx context.Context, db bun.IDB, f TestFilter) ([]harness.Test, error) {
+	var rows []testRow
+	q := db.NewSelect().Model(&rows).Order("domain_id", "level", "position")
+	if f.DomainID != "" {
+		q = q.Where("domain_id = ?", f.DomainID)
+	}
+	if f.Level != nil {
+		q = q.Where("level = ?", *f.Level)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list tests: %w", err)
+	}
+	out := make([]harness.Test, len(rows))
+	for i := range rows {
+		out[i] = rows[i].test()
+	}
+	return out, nil
+}
+
+// Test returns one test, or an error wrapping harness.ErrNotFound.
+func (c *Catalog) Test(ctx context.Context, id string) (harness.Test, error) {
+	var row testRow
+	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	if err := wrapNotFound(err, "test", id); err != nil {
+		return harness.Test{}, err
+	}
+	return row.test(), nil
+}
+
+// Evaluators lists every evaluator record, ordered by id.
+func (c *Catalog) Evaluators(ctx context.Context) ([]harness.EvaluatorConfig, error) {
+	var rows []evaluatorRow
+	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list evaluators: %w", err)
+	}
+	out := make([]harness.EvaluatorConfig, len(rows))
+	for i := range rows {
+		out[i] = rows[i].evaluator()
+	}
+	return out, nil
+}
+
+// Evaluator returns one evaluator record, or an error wrapping
+// harness.ErrNotFound.
+func (c *Catalog) Evaluator(ctx context.Context, id string) (harness.EvaluatorConfig, error) {
+	var row evaluatorRow
+	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	if err := wrapNotFound(err, "evaluator", id); err != nil {
+		return harness.EvaluatorConfig{}, err
+	}
+	return row.evaluator(), nil
+}
+
+// Tools lists every tool record, ordered by id.
+func (c *Catalog) Tools(ctx context.Context) ([]harness.ToolDefinition, error) {
+	var rows []toolRow
+	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list tools: %w", err)
+	}
+	out := make([]harness.ToolDefinition, len(rows))
+	for i := range rows {
+		t, err := rows[i].tool()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// Tool returns one tool record, or an error wrapping harness.ErrNotFound.
+func (c *Catalog) Tool(ctx context.Context, id string) (harness.ToolDefinition, error) {
+	var row toolRow
+	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	if err := wrapNotFound(err, "tool", id); err != nil {
+		return harness.ToolDefinition{}, err
+	}
+	return row.tool()
+}
+
+// Export returns every definition.
+func (c *Catalog) Export(ctx context.Context) (*harness.Snapshot, error) {
+	return snapshot(ctx, c)
+}
+
+func snapshot(ctx context.Context, c *Catalog) (*harness.Snapshot, error) {
+	var s harness.Snapshot
+	var err error
+	if s.Domains, err = c.Domains(ctx); err != nil {
+		return nil, err
+	}
+	if s.Levels, err = c.Levels(ctx, ""); err != nil {
+		return nil, err
+	}
+	if s.Tests, err = c.Tests(ctx, TestFilter{}); err != nil {
+		return nil, err
+	}
+	if s.Evaluators, err = c.Evaluators(ctx); err != nil {
+		return nil, err
+	}
+	if s.Tools, err = c.Tools(ctx); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

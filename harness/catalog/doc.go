@@ -1,0 +1,22 @@
+// Package catalog keeps Gauntlet's definitions: domains, level
+// configurations, tests, evaluators and tools.
+//
+// The definitions directory is the source of truth, in the YAML layout
+//
+//	evaluators/<evaluator_id>.yaml
+//	tools/<tool_id>.yaml
+//	domains/<domain_id>/domain.yaml
+//	domains/<domain_id>/level-<n>.yaml   (level settings and its tests)
+//
+// and a SQLite database (see harness/store) holds a cache of it that serves
+// every read. A Catalog validates each write with harness.Validator, writes
+// the file first (atomically) and the cache second; if either step fails,
+// both are left as they were. Sync rebuilds the cache from the files,
+// reporting each file it refuses; Open runs a sync.
+//
+// A write to a file that changed on disk since the last sync fails with
+// harness.ErrConflict rather than overwrite the hand edit; sync first.
+//
+// A Catalog is safe for concurrent use: writes are serialised, reads run
+// in parallel against the cache.
+package catalog

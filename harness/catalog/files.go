@@ -1,0 +1,591 @@
+package catalog
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/token"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+// The layout of a definitions directory (CONTRACT §2). Paths are relative
+// to the directory and use forward slashes.
+const (
+	evaluatorsDir = "evaluators"
+	toolsDir      = "tools"
+	domainsDir    = "domains"
+	domainFile    = "domain.yaml"
+	yamlExt       = ".yaml"
+)
+
+func evaluatorPath(id string) string { return evaluatorsDir + "/" + id + yamlExt }
+func toolPath(id string) string      { return toolsDir + "/" + id + yamlExt }
+func domainPath(id string) string    { return domainsDir + "/" + id + "/" + domainFile }
+func domainDir(id string) string     { return domainsDir + "/" + id }
+func levelPath(domainID string, level int) string {
+	return domainsDir + "/" + domainID + "/level-" + strconv.Itoa(level) + yamlExt
+}
+
+// parseLevelName reads n from "level-<n>.yaml".
+func parseLevelName(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, "level-")
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, yamlExt)
+	if !ok || s == "" || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > harness.MaxLevel {
+		return 0, false
+	}
+	return n, true
+}
+
+// domainDoc is the form of domain.yaml.
+type domainDoc struct {
+	ID           string `yaml:"id"`
+	Name         string `yaml:"name"`
+	Description  string `yaml:"description,omitempty"`
+	EvaluatorID  string `yaml:"evaluator_id,omitempty"`
+	Enabled      *bool  `yaml:"enabled"`
+	SystemPrompt string `yaml:"system_prompt,omitempty"`
+	Icon         string `yaml:"icon,omitempty"`
+	Color        string `yaml:"color,omitempty"`
+}
+
+// levelDoc is the form of level-<n>.yaml: the level's configuration and
+// its tests, in order.
+type levelDoc struct {
+	SystemPrompt     string         `yaml:"system_prompt,omitempty"`
+	SystemPromptMode string         `yaml:"system_prompt_mode,omitempty"`
+	PassThreshold    *float64       `yaml:"pass_threshold,omitempty"`
+	Tools            []string       `yaml:"tools,omitempty"`
+	Tests            []harness.Test `yaml:"tests"`
+}
+
+var encodeOptions = []yaml.EncodeOption{
+	yaml.Indent(2),
+	yaml.IndentSequence(true),
+	yaml.UseLiteralStyleIfMultiline(true),
+}
+
+func marshal(v any) ([]byte, error) {
+	node, err := yaml.ValueToNode(v, encodeOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("encode yaml: %w", err)
+	}
+	ast.Walk(scalarFixer{}, node)
+	return []byte(node.String() + "\n"), nil
+}
+
+// scalarFixer adjusts the scalars go-yaml would write in a form it cannot
+// read back as written:
+//
+//   - strings with a tab, a carriage return or another control character,
+//     strings go-yaml reads as something else (".inf", ".nan"), multi-line
+//     strings whose first line starts with a space or a tab (a literal
+//     block needs an indentation indicator go-yaml does not write) and
+//     strings made only of line breaks are written double-quoted;
+//   - strings with "<<" (go-yaml takes it for a merge key) and one-line
+//     strings that start with "?" (a complex key) are written double-quoted;
+//   - map keys with a line break are written double-quoted;
+//   - integral floats are written as integers ("3", not "3.0" or
+//     "1.23456789e+08"): the cache keeps numbers as JSON, which reads every
+//     number back as a float64, so without this an export re-imported would
+//     not give the same bytes as the file a hand-written "3" came from.
+type scalarFixer struct{}
+
+func (f scalarFixer) Visit(n ast.Node) ast.Visitor {
+	switch n := n.(type) {
+	case *ast.MappingValueNode:
+		if k, ok := n.Key.(*ast.StringNode); ok && plainString(k) && (strings.Contains(k.Value, "\n") || !yamlSafe(k.Value)) {
+			doubleQuote(k)
+		}
+	case *ast.StringNode:
+		if plainString(n) && !yamlSafe(n.Value) {
+			doubleQuote(n)
+		}
+	case *ast.FloatNode:
+		if v := n.Value; v == math.Trunc(v) && math.Abs(v) <= 1<<53 {
+			n.Token.Value = strconv.FormatInt(int64(v), 10)
+		}
+	}
+	return f
+}
+
+// plainString reports whether go-yaml left a string node unquoted. A
+// string it quoted holds the quoted text: one line starting with a double
+// quote (a one-line string that starts with a quote is always quoted;
+// multi-line strings never are).
+func plainString(n *ast.StringNode) bool {
+	return n.Token.Type != token.DoubleQuoteType && n.Token.Type != token.SingleQuoteType &&
+		(strings.ContainsAny(n.Value, "\n\r") || !strings.HasPrefix(n.Value, `"`))
+}
+
+func doubleQuote(n *ast.StringNode) {
+	n.Token.Type = token.DoubleQuoteType
+	n.Token.Value = n.Value
+}
+
+// yamlSafe reports whether go-yaml reads s back unchanged when it writes
+// s plain, or as a literal block when s has several lines.
+func yamlSafe(s string) bool {
+	for _, r := range s {
+		if r != '\n' && (unicode.IsControl(r) || r == '\uFEFF') {
+			return false
+		}
+	}
+	if tk := token.New(s, s, &token.Position{}); tk.Type != token.StringType {
+		return false
+	}
+	if strings.Contains(s, "<<") {
+		return false
+	}
+	if !strings.Contains(s, "\n") {
+		return !strings.HasPrefix(s, "?")
+	}
+	first := strings.TrimLeft(s, "\n")
+	return first != "" && first[0] != ' ' && !strings.HasSuffix(strings.TrimRight(s, "\n"), " ")
+}
+
+func unmarshal(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return errors.New("file is empty")
+	}
+	if err := yaml.Unmarshal(data, v); err != nil {
+		return errors.New(yaml.FormatError(err, false, false))
+	}
+	return nil
+}
+
+func encodeDomain(d harness.Domain) ([]byte, error) {
+	enabled := d.Enabled
+	return marshal(domainDoc{
+		ID: d.ID, Name: d.Name, Description: d.Description, EvaluatorID: d.EvaluatorID,
+		Enabled: &enabled, SystemPrompt: d.SystemPrompt, Icon: d.Icon, Color: d.Color,
+	})
+}
+
+func decodeDomain(data []byte) (harness.Domain, error) {
+	var doc domainDoc
+	if err := unmarshal(data, &doc); err != nil {
+		return harness.Domain{}, err
+	}
+	d := harness.Domain{
+		ID: doc.ID, Name: doc.Name, Description: doc.Description, EvaluatorID: doc.EvaluatorID,
+		Enabled: doc.Enabled == nil || *doc.Enabled, SystemPrompt: doc.SystemPrompt, Icon: doc.Icon, Color: doc.Color,
+	}
+	return d, nil
+}
+
+func encodeLevel(l harness.LevelConfig, tests []harness.Test) ([]byte, error) {
+	doc := levelDoc{
+		SystemPrompt:     l.SystemPrompt,
+		SystemPromptMode: string(l.SystemPromptMode),
+		Tools:            l.Tools,
+		Tests:            make([]harness.Test, len(tests)),
+	}
+	if doc.SystemPromptMode == string(harness.PromptAppend) {
+		doc.SystemPromptMode = ""
+	}
+	if l.PassThreshold != harness.DefaultPassThreshold {
+		pt := l.PassThreshold
+		doc.PassThreshold = &pt
+	}
+	for i, t := range tests {
+		if len(t.Tools) == 0 {
+			t.Tools = nil
+		}
+		if len(t.Expected.Arguments) == 0 {
+			t.Expected.Arguments = nil
+		}
+		doc.Tests[i] = t
+	}
+	return marshal(doc)
+}
+
+func decodeLevel(data []byte, domainID string, level int) (harness.LevelConfig, []harness.Test, error) {
+	var doc levelDoc
+	if err := unmarshal(data, &doc); err != nil {
+		return harness.LevelConfig{}, nil, err
+	}
+	l := harness.LevelConfig{
+		DomainID:         domainID,
+		Level:            level,
+		SystemPrompt:     doc.SystemPrompt,
+		SystemPromptMode: harness.PromptMode(doc.SystemPromptMode),
+		PassThreshold:    harness.DefaultPassThreshold,
+		Tools:            doc.Tools,
+	}
+	if doc.PassThreshold != nil {
+		l.PassThreshold = *doc.PassThreshold
+	}
+	for i := range doc.Tests {
+		t := &doc.Tests[i]
+		t.DomainID, t.Level = domainID, level
+		if t.ID == "" {
+			t.ID = fmt.Sprintf("%s-l%d-%d", domainID, level, i+1)
+		}
+	}
+	return l, doc.Tests, nil
+}
+
+func encodeEvaluator(e harness.EvaluatorConfig) ([]byte, error) { return marshal(e) }
+
+func decodeEvaluator(data []byte) (harness.EvaluatorConfig, error) {
+	var e harness.EvaluatorConfig
+	err := unmarshal(data, &e)
+	return e, err
+}
+
+func encodeTool(t harness.ToolDefinition) ([]byte, error) { return marshal(t) }
+
+func decodeTool(data []byte) (harness.ToolDefinition, error) {
+	var t harness.ToolDefinition
+	err := unmarshal(data, &t)
+	return t, err
+}
+
+// FileError is a definitions file that could not be loaded, and why.
+type FileError struct {
+	// File is the path relative to the definitions directory.
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+func hashOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// loaded is what reading a definitions directory produced: the valid
+// definitions, the hash of every file they came from, and the files that
+// were refused.
+type loaded struct {
+	snap   harness.Snapshot
+	hashes map[string]string
+	errs   []FileError
+}
+
+// refSet answers harness.Lookup over sets of ids.
+type refSet struct {
+	domains, evaluators, tools map[string]bool
+}
+
+func newRefSet() *refSet {
+	return &refSet{domains: map[string]bool{}, evaluators: map[string]bool{}, tools: map[string]bool{}}
+}
+
+func (r *refSet) HasDomain(id string) bool    { return r.domains[id] }
+func (r *refSet) HasEvaluator(id string) bool { return r.evaluators[id] }
+func (r *refSet) HasTool(id string) bool      { return r.tools[id] }
+
+// readDir loads a definitions directory. Each file is decoded and
+// validated on its own, in dependency order (evaluators, tools, domains,
+// levels); a file that fails is reported and contributes nothing, and the
+// files that depend on it fail in turn.
+func readDir(root string, reg *harness.Registry) (*loaded, error) {
+	out := &loaded{hashes: map[string]string{}}
+	refs := newRefSet()
+	v := harness.Validator{Registry: reg, Refs: refs}
+	fail := func(rel string, err error) {
+		out.errs = append(out.errs, FileError{File: rel, Error: err.Error()})
+	}
+	read := func(rel string) ([]byte, bool) {
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			fail(rel, err)
+			return nil, false
+		}
+		return data, true
+	}
+	stem := func(rel string) string { return strings.TrimSuffix(path.Base(rel), yamlExt) }
+
+	files, err := yamlFiles(root, evaluatorsDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, rel := range files {
+		data, ok := read(rel)
+		if !ok {
+			continue
+		}
+		e, err := decodeEvaluator(data)
+		if err == nil {
+			err = checkFileID(&e.ID, stem(rel))
+		}
+		if err == nil {
+			err = v.Evaluator(&e)
+		}
+		if err != nil {
+			fail(rel, err)
+			continue
+		}
+		refs.evaluators[e.ID] = true
+		out.snap.Evaluators = append(out.snap.Evaluators, e)
+		out.hashes[rel] = hashOf(data)
+	}
+
+	if files, err = yamlFiles(root, toolsDir); err != nil {
+		return nil, err
+	}
+	for _, rel := range files {
+		data, ok := read(rel)
+		if !ok {
+			continue
+		}
+		t, err := decodeTool(data)
+		if err == nil {
+			err = checkFileID(&t.ID, stem(rel))
+		}
+		if err == nil {
+			err = v.Tool(&t)
+		}
+		if err != nil {
+			fail(rel, err)
+			continue
+		}
+		refs.tools[t.ID] = true
+		out.snap.Tools = append(out.snap.Tools, t)
+		out.hashes[rel] = hashOf(data)
+	}
+
+	entries, err := os.ReadDir(filepath.Join(root, domainsDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read definitions: %w", err)
+	}
+	testFile := map[string]string{}
+	for _, ent := range entries {
+		if !ent.IsDir() || strings.HasPrefix(ent.Name(), ".") {
+			continue
+		}
+		id := ent.Name()
+		levels, err := levelFiles(root, id)
+		if err != nil {
+			return nil, err
+		}
+		drel := domainPath(id)
+		data, ok := read(drel)
+		domainOK := false
+		if ok {
+			d, err := decodeDomain(data)
+			if err == nil {
+				err = checkFileID(&d.ID, id)
+			}
+			if err == nil {
+				err = v.Domain(&d)
+			}
+			if err != nil {
+				fail(drel, err)
+			} else {
+				domainOK = true
+				refs.domains[d.ID] = true
+				out.snap.Domains = append(out.snap.Domains, d)
+				out.hashes[drel] = hashOf(data)
+			}
+		}
+		for _, lv := range levels {
+			rel := levelPath(id, lv)
+			if !domainOK {
+				fail(rel, fmt.Errorf("skipped: %s did not load", drel))
+				continue
+			}
+			data, ok := read(rel)
+			if !ok {
+				continue
+			}
+			l, tests, err := decodeLevel(data, id, lv)
+			if err == nil {
+				err = checkLevel(v, &l, tests, rel, testFile)
+			}
+			if err != nil {
+				fail(rel, err)
+				continue
+			}
+			for _, t := range tests {
+				testFile[t.ID] = rel
+			}
+			out.snap.Levels = append(out.snap.Levels, l)
+			out.snap.Tests = append(out.snap.Tests, tests...)
+			out.hashes[rel] = hashOf(data)
+		}
+	}
+	return out, nil
+}
+
+// checkLevel validates a level file's configuration and tests; test ids
+// must be unique within the file and across the files loaded before it.
+func checkLevel(v harness.Validator, l *harness.LevelConfig, tests []harness.Test, rel string, seen map[string]string) error {
+	ve := &harness.ValidationError{}
+	ve.Merge("", v.Level(l))
+	inFile := map[string]bool{}
+	for i := range tests {
+		t := &tests[i]
+		field := "tests[" + strconv.Itoa(i) + "]"
+		ve.Merge(field, v.Test(t))
+		if other, dup := seen[t.ID]; dup {
+			ve.Add(field+".id", "test %q is already defined in %s", t.ID, other)
+		} else if inFile[t.ID] {
+			ve.Add(field+".id", "test %q is defined twice in this file", t.ID)
+		}
+		inFile[t.ID] = true
+	}
+	return ve.Err()
+}
+
+// checkFileID fills an id missing from a file with the file's name, and
+// refuses an id that differs from it.
+func checkFileID(id *string, want string) error {
+	if *id == "" {
+		*id = want
+		return nil
+	}
+	if *id != want {
+		return harness.Invalid("id", "%q does not match the file name %q", *id, want)
+	}
+	return nil
+}
+
+// yamlFiles lists the .yaml files directly under root/dir, sorted, as
+// relative slash paths. Hidden files are ignored.
+func yamlFiles(root, dir string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(root, dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read definitions: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), yamlExt) && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, dir+"/"+e.Name())
+		}
+	}
+	return out, nil
+}
+
+// levelFiles lists the level numbers of a domain directory, ascending.
+func levelFiles(root, domainID string) ([]int, error) {
+	entries, err := os.ReadDir(filepath.Join(root, domainsDir, domainID))
+	if err != nil {
+		return nil, fmt.Errorf("read definitions: %w", err)
+	}
+	var out []int
+	for _, e := range entries {
+		if n, ok := parseLevelName(e.Name()); ok && e.Type().IsRegular() {
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// render encodes a whole snapshot into the files of the layout.
+func render(s *harness.Snapshot) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	put := func(rel string, data []byte, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		files[rel] = data
+		return nil
+	}
+	for _, e := range s.Evaluators {
+		b, err := encodeEvaluator(e)
+		if err := put(evaluatorPath(e.ID), b, err); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range s.Tools {
+		b, err := encodeTool(t)
+		if err := put(toolPath(t.ID), b, err); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range s.Domains {
+		b, err := encodeDomain(d)
+		if err := put(domainPath(d.ID), b, err); err != nil {
+			return nil, err
+		}
+	}
+	type key struct {
+		domain string
+		level  int
+	}
+	levels := map[key]harness.LevelConfig{}
+	for _, l := range s.Levels {
+		levels[key{l.DomainID, l.Level}] = l
+	}
+	tests := map[key][]harness.Test{}
+	for _, t := range s.Tests {
+		k := key{t.DomainID, t.Level}
+		tests[k] = append(tests[k], t)
+		if _, ok := levels[k]; !ok {
+			levels[k] = defaultLevel(t.DomainID, t.Level)
+		}
+	}
+	for k, l := range levels {
+		b, err := encodeLevel(l, tests[k])
+		if err := put(levelPath(k.domain, k.level), b, err); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// layoutFiles lists every file of the layout present under root.
+func layoutFiles(root string) ([]string, error) {
+	var out []string
+	for _, dir := range []string{evaluatorsDir, toolsDir} {
+		files, err := yamlFiles(root, dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, files...)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, domainsDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read definitions: %w", err)
+	}
+	for _, ent := range entries {
+		if !ent.IsDir() || strings.HasPrefix(ent.Name(), ".") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, domainsDir, ent.Name(), domainFile)); err == nil {
+			out = append(out, domainPath(ent.Name()))
+		}
+		levels, err := levelFiles(root, ent.Name())
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range levels {
+			out = append(out, levelPath(ent.Name(), n))
+		}
+	}
+	return out, nil
+}
+
+func defaultLevel(domainID string, level int) harness.LevelConfig {
+	return harness.LevelConfig{
+		DomainID: domainID, Level: level,
+		SystemPromptMode: harness.PromptAppend, PassThreshold: harness.DefaultPassThreshold,
+	}
+}

@@ -1,0 +1,214 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+// Counts counts definitions by kind.
+type Counts struct {
+	Domains    int `json:"domains"`
+	Levels     int `json:"levels"`
+	Tests      int `json:"tests"`
+	Evaluators int `json:"evaluators"`
+	Tools      int `json:"tools"`
+}
+
+func countsOf(s *harness.Snapshot) Counts {
+	return Counts{Domains: len(s.Domains), Levels: len(s.Levels), Tests: len(s.Tests),
+		Evaluators: len(s.Evaluators), Tools: len(s.Tools)}
+}
+
+// SyncResult reports what a sync loaded and which files it refused.
+type SyncResult struct {
+	Loaded Counts      `json:"loaded"`
+	Errors []FileError `json:"errors"`
+}
+
+// Sync rebuilds the cache from the definitions directory. A file that fails
+// to decode or validate is reported in the result and loads nothing; the
+// other files load. The error is for failures of the directory or the
+// database as a whole.
+func (c *Catalog) Sync(ctx context.Context) (*SyncResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := readDir(c.dir, c.reg)
+	if err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
+	}
+	if err := c.db.RunInTx(context.WithoutCancel(ctx), nil, func(ctx context.Context, tx bun.Tx) error {
+		return rebuildCache(ctx, tx, &l.snap)
+	}); err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
+	}
+	c.setIndex(&l.snap, l.hashes)
+	errs := l.errs
+	if errs == nil {
+		errs = []FileError{}
+	}
+	return &SyncResult{Loaded: countsOf(&l.snap), Errors: errs}, nil
+}
+
+// ImportResult reports what an import stored.
+type ImportResult struct {
+	Merge bool `json:"merge"`
+	// Imported counts the definitions of the import.
+	Imported Counts `json:"imported"`
+	// Total counts every definition after the import.
+	Total Counts `json:"total"`
+}
+
+// Import stores a set of definitions. With merge, each definition replaces
+// the one with the same id (a level: the same domain and level) and the
+// others stay; without, the import replaces every definition. The whole
+// import is validated first: on any error nothing is written and the error
+// (wrapping harness.ErrInvalid) names each offending field, such as
+// "tests[3].expected.type".
+func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) (*ImportResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	base := &harness.Snapshot{}
+	if merge {
+		var err error
+		if base, err = snapshot(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	result, err := c.mergeSnapshot(base, in)
+	if err != nil {
+		return nil, err
+	}
+	files, err := render(result)
+	if err != nil {
+		return nil, err
+	}
+	var changes []change
+	for _, rel := range sortedKeys(files) {
+		if h, ok := c.hashes[rel]; ok && h == hashOf(files[rel]) {
+			continue
+		}
+		changes = append(changes, change{rel: rel, data: files[rel]})
+	}
+	if !merge {
+		present, err := layoutFiles(c.dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, rel := range present {
+			if _, keep := files[rel]; !keep {
+				changes = append(changes, change{rel: rel, remove: true})
+			}
+		}
+	}
+	// A merge must not overwrite hand edits; a replace is asked to.
+	err = c.commit(ctx, changes, merge, func(ctx context.Context, tx bun.Tx) error {
+		return rebuildCache(ctx, tx, result)
+	})
+	if err != nil {
+		return nil, err
+	}
+	hashes := make(map[string]string, len(files))
+	for rel, data := range files {
+		hashes[rel] = hashOf(data)
+	}
+	c.setIndex(result, hashes)
+	return &ImportResult{Merge: merge, Imported: countsOf(in), Total: countsOf(result)}, nil
+}
+
+// mergeSnapshot upserts in into base, validating every imported
+// definition against the result.
+func (c *Catalog) mergeSnapshot(base, in *harness.Snapshot) (*harness.Snapshot, error) {
+	ve := &harness.ValidationError{}
+	out := &harness.Snapshot{}
+	refs := newRefSet()
+	v := harness.Validator{Registry: c.reg, Refs: refs}
+
+	// Evaluators and tools first: domains and tests refer to them.
+	out.Evaluators = upsertByKey(ve, "evaluators", base.Evaluators, in.Evaluators,
+		func(e harness.EvaluatorConfig) string { return e.ID },
+		func(e *harness.EvaluatorConfig) error { return v.Evaluator(e) })
+	for _, e := range out.Evaluators {
+		refs.evaluators[e.ID] = true
+	}
+	out.Tools = upsertByKey(ve, "tools", base.Tools, in.Tools,
+		func(t harness.ToolDefinition) string { return t.ID },
+		func(t *harness.ToolDefinition) error { return v.Tool(t) })
+	for _, t := range out.Tools {
+		refs.tools[t.ID] = true
+	}
+	out.Domains = upsertByKey(ve, "domains", base.Domains, in.Domains,
+		func(d harness.Domain) string { return d.ID },
+		func(d *harness.Domain) error { return v.Domain(d) })
+	for _, d := range out.Domains {
+		refs.domains[d.ID] = true
+	}
+	out.Levels = upsertByKey(ve, "levels", base.Levels, in.Levels,
+		func(l harness.LevelConfig) string { return l.DomainID + "\x00" + strconv.Itoa(l.Level) },
+		func(l *harness.LevelConfig) error {
+			if l.DomainID == "" {
+				return harness.Invalid("domain_id", "is required")
+			}
+			return v.Level(l)
+		})
+	for i := range in.Tests {
+		if in.Tests[i].ID == "" {
+			in.Tests[i].ID = NewTestID()
+		}
+	}
+	out.Tests = upsertByKey(ve, "tests", base.Tests, in.Tests,
+		func(t harness.Test) string { return t.ID },
+		func(t *harness.Test) error { return v.Test(t) })
+	if err := ve.Err(); err != nil {
+		return nil, err
+	}
+	// Every test's level has a configuration, as after a sync.
+	hasLevel := map[levelKey]bool{}
+	for _, l := range out.Levels {
+		hasLevel[levelKey{l.DomainID, l.Level}] = true
+	}
+	for _, t := range out.Tests {
+		if k := (levelKey{t.DomainID, t.Level}); !hasLevel[k] {
+			hasLevel[k] = true
+			out.Levels = append(out.Levels, defaultLevel(t.DomainID, t.Level))
+		}
+	}
+	return out, nil
+}
+
+// upsertByKey returns base with each item of in replacing the item with the
+// same key, or appended; items of in are validated (with their index in
+// in as the field prefix), and a key repeated within in is refused.
+func upsertByKey[T any](ve *harness.ValidationError, field string, base, in []T, key func(T) string, check func(*T) error) []T {
+	out := append([]T(nil), base...)
+	at := make(map[string]int, len(out))
+	for i, x := range out {
+		at[key(x)] = i
+	}
+	seen := map[string]bool{}
+	for i := range in {
+		x := in[i]
+		prefix := field + "[" + strconv.Itoa(i) + "]"
+		if err := check(&x); err != nil {
+			ve.Merge(prefix, err)
+			continue
+		}
+		k := key(x)
+		if seen[k] {
+			ve.Add(prefix, "duplicates an earlier item of %s", field)
+			continue
+		}
+		seen[k] = true
+		if j, ok := at[k]; ok {
+			out[j] = x
+		} else {
+			at[k] = len(out)
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package harness
+
+// Domain is an evaluation area: a named group of tests, organised by level,
+// scored by one evaluator unless a test overrides it.
+type Domain struct {
+	ID          string `json:"id" yaml:"id" doc:"Identifier chosen by the client at creation."`
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description" yaml:"description,omitempty"`
+	// EvaluatorID names the evaluator that scores this domain's tests. Empty
+	// means the built-in regex evaluator with its defaults.
+	EvaluatorID  string `json:"evaluator_id" yaml:"evaluator_id,omitempty"`
+	Enabled      bool   `json:"enabled" yaml:"enabled"`
+	SystemPrompt string `json:"system_prompt" yaml:"system_prompt,omitempty"`
+	Icon         string `json:"icon" yaml:"icon,omitempty"`
+	// Color is a hex colour, #RRGGBB.
+	Color string `json:"color" yaml:"color,omitempty"`
+}
+
+// PromptMode says how a level's system prompt combines with its domain's.
+type PromptMode string
+
+// The system prompt modes.
+const (
+	// PromptAppend puts the level's prompt after the domain's, separated by a
+	// blank line. It is the default.
+	PromptAppend PromptMode = "append"
+	// PromptPrepend puts the level's prompt before the domain's.
+	PromptPrepend PromptMode = "prepend"
+	// PromptReplace uses the level's prompt alone.
+	PromptReplace PromptMode = "replace"
+)
+
+// Valid reports whether m is one of the known modes.
+func (m PromptMode) Valid() bool {
+	return m == PromptAppend || m == PromptPrepend || m == PromptReplace
+}
+
+// DefaultPassThreshold is the cell score at which a level counts as passed
+// when its configuration does not say otherwise.
+const DefaultPassThreshold = 0.5
+
+// LevelConfig is the configuration of one level of one domain.
+type LevelConfig struct {
+	DomainID         string     `json:"domain_id"`
+	Level            int        `json:"level"`
+	SystemPrompt     string     `json:"system_prompt"`
+	SystemPromptMode PromptMode `json:"system_prompt_mode" enum:"append,prepend,replace"`
+	// PassThreshold is the mean score at which the level's cell is passed.
+	PassThreshold float64 `json:"pass_threshold" minimum:"0" maximum:"1"`
+	// Tools lists tool ids offered to the model for every test of the level.
+	Tools []string `json:"tools"`
+}
+
+// EffectiveSystemPrompt combines a domain's system prompt with a level's,
+// per the level's mode.
+func EffectiveSystemPrompt(domainPrompt string, level LevelConfig) string {
+	lp := level.SystemPrompt
+	switch {
+	case level.SystemPromptMode == PromptReplace:
+		return lp
+	case lp == "":
+		return domainPrompt
+	case domainPrompt == "":
+		return lp
+	case level.SystemPromptMode == PromptPrepend:
+		return lp + "\n\n" + domainPrompt
+	default:
+		return domainPrompt + "\n\n" + lp
+	}
+}
+
+// Expected is a test's expected answer and how to compare a response to it.
+type Expected struct {
+	Answer string `json:"answer" yaml:"answer"`
+	// Type is the kind of comparison: exact, numeric, integer, choice,
+	// contains, regex, boolean, json, tool_call, or a type registered by an
+	// evaluator.
+	Type string `json:"type" yaml:"type"`
+	// Tolerance is the relative tolerance of numeric comparisons.
+	Tolerance *float64 `json:"tolerance,omitempty" yaml:"tolerance,omitempty"`
+	// Arguments, for tool_call, must be a subset of the call's arguments.
+	Arguments map[string]any `json:"arguments,omitempty" yaml:"arguments,omitempty"`
+}
+
+// Test is one prompt with its expected answer, at one level of one domain.
+type Test struct {
+	ID       string   `json:"id" yaml:"id"`
+	DomainID string   `json:"domain_id" yaml:"-"`
+	Level    int      `json:"level" yaml:"-"`
+	Name     string   `json:"name" yaml:"name,omitempty"`
+	Prompt   string   `json:"prompt" yaml:"prompt"`
+	Expected Expected `json:"expected" yaml:"expected"`
+	// EvaluatorID overrides the domain's evaluator for this test.
+	EvaluatorID string `json:"evaluator_id" yaml:"evaluator_id,omitempty"`
+	// Tools lists tool ids offered to the model for this test, in addition
+	// to the level's.
+	Tools []string `json:"tools" yaml:"tools,omitempty"`
+}
+
+// EvaluatorTypeRegex is the built-in evaluator type: extraction with a
+// regular expression, then comparison per the test's expected type.
+const EvaluatorTypeRegex = "regex"
+
+// EvaluatorConfig is an evaluator record: which implementation scores a
+// response (Type) and its settings.
+type EvaluatorConfig struct {
+	ID          string `json:"id" yaml:"id"`
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description" yaml:"description,omitempty"`
+	// Type selects the implementation: "regex", a type registered in the
+	// Registry, or a plugin's type.
+	Type string `json:"type" yaml:"type"`
+	// ExtractionRegex extracts the answer from a response (type regex): the
+	// named group "answer", else group 1, else the whole match.
+	ExtractionRegex string `json:"extraction_regex" yaml:"extraction_regex,omitempty"`
+	// UsesPass2 asks the model to restate its final answer when extraction
+	// finds nothing usable.
+	UsesPass2 bool `json:"uses_pass2" yaml:"uses_pass2"`
+	// Config holds settings of other evaluator types (a rubric, a judge
+	// model...).
+	Config map[string]any `json:"config,omitempty" yaml:"config,omitempty"`
+}
+
+// FunctionDef describes a function a model may call, as in the OpenAI tools
+// API.
+type FunctionDef struct {
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description" yaml:"description,omitempty"`
+	// Parameters is a JSON Schema object: type "object", properties,
+	// required.
+	Parameters map[string]any `json:"parameters,omitempty" yaml:"parameters,omitempty"`
+}
+
+// ToolDefinition is a tool record: a function definition and the output
+// returned when a model calls it and no registered Tool implements it.
+type ToolDefinition struct {
+	ID           string      `json:"id" yaml:"id"`
+	Name         string      `json:"name" yaml:"name"`
+	Description  string      `json:"description" yaml:"description,omitempty"`
+	Function     FunctionDef `json:"function" yaml:"function"`
+	MockResponse any         `json:"mock_response,omitempty" yaml:"mock_response,omitempty"`
+}
+
+// Snapshot is a whole set of definitions: what export returns, what import
+// takes, and what a definitions directory holds.
+type Snapshot struct {
+	Domains    []Domain          `json:"domains"`
+	Levels     []LevelConfig     `json:"levels"`
+	Tests      []Test            `json:"tests"`
+	Evaluators []EvaluatorConfig `json:"evaluators"`
+	Tools      []ToolDefinition  `json:"tools"`
+}

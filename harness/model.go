@@ -1,0 +1,76 @@
+package harness
+
+import "context"
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one message of a chat conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a function call requested by a model.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON object of arguments as the model sent it.
+	Arguments string `json:"arguments"`
+}
+
+// Usage counts the tokens of a completion.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Add returns the sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		TotalTokens:      u.TotalTokens + o.TotalTokens,
+	}
+}
+
+// ChatRequest is one chat completion request.
+type ChatRequest struct {
+	// Model is the endpoint's model name; empty means the client's default.
+	Model    string
+	Messages []Message
+	// Tools are the functions the model may call.
+	Tools       []FunctionDef
+	Temperature *float64
+	MaxTokens   int
+}
+
+// ChatResponse is the model's answer to a ChatRequest.
+type ChatResponse struct {
+	Message      Message
+	Usage        Usage
+	Model        string
+	FinishReason string
+}
+
+// ChatModel performs one chat completion. harness/llm implements it over
+// any OpenAI-compatible endpoint; embedders may bring their own.
+type ChatModel interface {
+	Chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error)
+}
+
+// ModelLister is an optional ChatModel capability: the names of the models
+// the endpoint serves.
+type ModelLister interface {
+	Models(ctx context.Context) ([]string, error)
+}

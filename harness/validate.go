@@ -1,0 +1,265 @@
+package harness
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/dlclark/regexp2"
+)
+
+var (
+	idPattern       = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	agentIDPattern  = regexp.MustCompile(`^[a-zA-Z0-9_]{1,128}$`)
+	colorPattern    = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
+	funcNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+)
+
+// MaxLevel is the highest level number a definition may use.
+const MaxLevel = 1000
+
+// ValidID reports whether id is a valid id for a domain, test, evaluator,
+// tool or channel: ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// ValidAgentID reports whether id is a valid agent id: ^[a-zA-Z0-9_]+$, at
+// most 128 characters.
+func ValidAgentID(id string) bool { return agentIDPattern.MatchString(id) }
+
+// ValidColor reports whether c is a #RRGGBB colour.
+func ValidColor(c string) bool { return colorPattern.MatchString(c) }
+
+// CompileRegex compiles a pattern as the evaluators do (regexp2, .NET
+// syntax, a superset of RE2), so that a pattern accepted on write also
+// works at run time.
+func CompileRegex(pattern string) (*regexp2.Regexp, error) {
+	return regexp2.Compile(pattern, regexp2.None)
+}
+
+// Lookup answers whether referenced definitions exist. The catalog
+// implements it over its current contents; a nil Lookup skips reference
+// checks.
+type Lookup interface {
+	HasDomain(id string) bool
+	HasEvaluator(id string) bool
+	HasTool(id string) bool
+}
+
+// Validator checks resources before they are stored. Its methods also fill
+// defaults (a domain's name, a level's mode and pass threshold, an
+// evaluator's type), so callers validate what they will store.
+type Validator struct {
+	// Registry knows the evaluator and expected answer types. Nil means a
+	// fresh NewRegistry().
+	Registry *Registry
+	// Refs checks references to other definitions; nil skips those checks.
+	Refs Lookup
+}
+
+func (v Validator) registry() *Registry {
+	if v.Registry == nil {
+		return NewRegistry()
+	}
+	return v.Registry
+}
+
+func checkID(ve *ValidationError, field, id string) {
+	switch {
+	case id == "":
+		ve.Add(field, "is required")
+	case !ValidID(id):
+		ve.Add(field, "must match ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+	}
+}
+
+func (v Validator) checkTools(ve *ValidationError, field string, ids []string) {
+	seen := map[string]bool{}
+	for i, id := range ids {
+		f := field + "[" + itoa(i) + "]"
+		switch {
+		case !ValidID(id):
+			ve.Add(f, "is not a valid tool id")
+		case seen[id]:
+			ve.Add(f, "tool %q is listed twice", id)
+		case v.Refs != nil && !v.Refs.HasTool(id):
+			ve.Add(f, "unknown tool %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+// Domain validates a domain.
+func (v Validator) Domain(d *Domain) error {
+	ve := &ValidationError{}
+	checkID(ve, "id", d.ID)
+	if strings.TrimSpace(d.Name) == "" {
+		ve.Add("name", "is required")
+	}
+	if d.Color != "" && !ValidColor(d.Color) {
+		ve.Add("color", "must be a hex colour #RRGGBB")
+	}
+	if d.EvaluatorID != "" && v.Refs != nil && !v.Refs.HasEvaluator(d.EvaluatorID) {
+		ve.Add("evaluator_id", "unknown evaluator %q", d.EvaluatorID)
+	}
+	return ve.Err()
+}
+
+// Level validates a level configuration; an empty mode becomes "append".
+func (v Validator) Level(l *LevelConfig) error {
+	ve := &ValidationError{}
+	if l.SystemPromptMode == "" {
+		l.SystemPromptMode = PromptAppend
+	}
+	if l.DomainID != "" && v.Refs != nil && !v.Refs.HasDomain(l.DomainID) {
+		ve.Add("domain_id", "unknown domain %q", l.DomainID)
+	}
+	if l.Level < 0 || l.Level > MaxLevel {
+		ve.Add("level", "must be between 0 and %d", MaxLevel)
+	}
+	if !l.SystemPromptMode.Valid() {
+		ve.Add("system_prompt_mode", "must be one of append, prepend, replace")
+	}
+	if l.PassThreshold < 0 || l.PassThreshold > 1 {
+		ve.Add("pass_threshold", "must be between 0 and 1")
+	}
+	v.checkTools(ve, "tools", l.Tools)
+	return ve.Err()
+}
+
+// Test validates a test; an empty expected type becomes "exact".
+func (v Validator) Test(t *Test) error {
+	ve := &ValidationError{}
+	checkID(ve, "id", t.ID)
+	switch {
+	case t.DomainID == "":
+		ve.Add("domain_id", "is required")
+	case v.Refs != nil && !v.Refs.HasDomain(t.DomainID):
+		ve.Add("domain_id", "unknown domain %q", t.DomainID)
+	}
+	if t.Level < 0 || t.Level > MaxLevel {
+		ve.Add("level", "must be between 0 and %d", MaxLevel)
+	}
+	if strings.TrimSpace(t.Prompt) == "" {
+		ve.Add("prompt", "is required")
+	}
+	if t.Expected.Type == "" {
+		t.Expected.Type = "exact"
+	}
+	ve.Merge("expected", v.Expected(t.Expected))
+	if t.EvaluatorID != "" && v.Refs != nil && !v.Refs.HasEvaluator(t.EvaluatorID) {
+		ve.Add("evaluator_id", "unknown evaluator %q", t.EvaluatorID)
+	}
+	v.checkTools(ve, "tools", t.Tools)
+	return ve.Err()
+}
+
+// Expected validates an expected answer against the checks of its type.
+func (v Validator) Expected(e Expected) error {
+	check, ok := v.registry().ExpectedType(e.Type)
+	if !ok {
+		return Invalid("type", "unknown expected type %q (known: %s)", e.Type,
+			strings.Join(v.registry().ExpectedTypes(), ", "))
+	}
+	if e.Tolerance != nil && *e.Tolerance < 0 {
+		return Invalid("tolerance", "must not be negative")
+	}
+	return check(e)
+}
+
+// Evaluator validates an evaluator record; an empty type becomes "regex".
+func (v Validator) Evaluator(e *EvaluatorConfig) error {
+	ve := &ValidationError{}
+	checkID(ve, "id", e.ID)
+	if strings.TrimSpace(e.Name) == "" {
+		ve.Add("name", "is required")
+	}
+	if e.Type == "" {
+		e.Type = EvaluatorTypeRegex
+	}
+	impl, registered := v.registry().Evaluator(e.Type)
+	if e.Type != EvaluatorTypeRegex && !registered {
+		ve.Add("type", "unknown evaluator type %q", e.Type)
+	}
+	if e.ExtractionRegex != "" {
+		if _, err := CompileRegex(e.ExtractionRegex); err != nil {
+			ve.Add("extraction_regex", "does not compile: %v", err)
+		}
+	}
+	if cv, ok := impl.(ConfigValidator); ok && registered {
+		ve.Merge("", cv.ValidateConfig(*e))
+	}
+	return ve.Err()
+}
+
+// Tool validates a tool record; an empty name becomes the function's name.
+func (v Validator) Tool(t *ToolDefinition) error {
+	ve := &ValidationError{}
+	checkID(ve, "id", t.ID)
+	if t.Name == "" {
+		t.Name = t.Function.Name
+	}
+	switch {
+	case t.Function.Name == "":
+		ve.Add("function.name", "is required")
+	case !funcNamePattern.MatchString(t.Function.Name):
+		ve.Add("function.name", "must match ^[a-zA-Z0-9_-]{1,64}$")
+	}
+	if strings.TrimSpace(t.Name) == "" {
+		ve.Add("name", "is required")
+	}
+	ve.Merge("function.parameters", checkParameters(t.Function.Parameters))
+	if t.MockResponse != nil {
+		if _, err := json.Marshal(t.MockResponse); err != nil {
+			ve.Add("mock_response", "is not JSON: %v", err)
+		}
+	}
+	return ve.Err()
+}
+
+func checkParameters(p map[string]any) error {
+	if p == nil {
+		return nil
+	}
+	ve := &ValidationError{}
+	if typ, ok := p["type"]; ok && typ != "object" {
+		ve.Add("type", `must be "object"`)
+	}
+	props, hasProps := p["properties"]
+	propMap, isMap := props.(map[string]any)
+	if hasProps && !isMap {
+		ve.Add("properties", "must be an object")
+	}
+	for name, s := range propMap {
+		if _, ok := s.(map[string]any); !ok {
+			ve.Add("properties."+name, "must be a schema object")
+		}
+	}
+	if req, ok := p["required"]; ok {
+		list, isList := req.([]any)
+		if !isList {
+			ve.Add("required", "must be an array of parameter names")
+		}
+		for i, r := range list {
+			name, isString := r.(string)
+			switch {
+			case !isString:
+				ve.Add("required["+itoa(i)+"]", "must be a string")
+			case isMap && propMap[name] == nil:
+				ve.Add("required["+itoa(i)+"]", "names no property %q", name)
+			}
+		}
+	}
+	return ve.Err()
+}
+
+// Agent validates an agent record.
+func (v Validator) Agent(a *Agent) error {
+	ve := &ValidationError{}
+	switch {
+	case a.ID == "":
+		ve.Add("id", "is required")
+	case !ValidAgentID(a.ID):
+		ve.Add("id", "must match ^[a-zA-Z0-9_]+$ (at most 128 characters)")
+	}
+	return ve.Err()
+}

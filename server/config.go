@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// ModelQueryTimeout bounds GET /api/config/model's question to the model
+// endpoint.
+const ModelQueryTimeout = 5 * time.Second
+
+type configHandler struct{ s *Server }
+
+type configOutput struct {
+	Body struct {
+		LLMBaseURL string `json:"llm_base_url" doc:"The OpenAI-compatible endpoint."`
+		LLMModel   string `json:"llm_model" doc:"The configured model name."`
+		Debug      bool   `json:"debug"`
+	}
+}
+
+type modelOutput struct {
+	Body struct {
+		Model       *string  `json:"model" doc:"The model the endpoint reports: the configured one when it serves it, else the first it lists; null when the endpoint did not answer."`
+		ConfigModel string   `json:"config_model" doc:"The configured model name."`
+		Available   []string `json:"available,omitempty" doc:"Every model the endpoint lists."`
+		Detail      string   `json:"detail,omitempty" doc:"Why model is null."`
+	}
+}
+
+func (h *configHandler) register(api huma.API) {
+	tags := []string{"Config"}
+	huma.Register(api, huma.Operation{
+		OperationID: "get-config", Method: http.MethodGet, Path: "/api/config",
+		Summary: "Non-secret configuration of the model endpoint", Tags: tags,
+	}, h.get)
+	huma.Register(api, huma.Operation{
+		OperationID: "get-config-model", Method: http.MethodGet, Path: "/api/config/model",
+		Summary: "The model the endpoint serves", Tags: tags,
+		Description: "Asks the endpoint's GET /models (within 5 s). When it is unreachable, model is null and detail says why.",
+	}, h.model)
+}
+
+func (h *configHandler) get(ctx context.Context, _ *struct{}) (*configOutput, error) {
+	out := &configOutput{}
+	out.Body.LLMBaseURL = h.s.opts.LLM.BaseURL
+	out.Body.LLMModel = h.s.opts.LLM.Model
+	out.Body.Debug = h.s.opts.Debug
+	return out, nil
+}
+
+func (h *configHandler) model(ctx context.Context, _ *struct{}) (*modelOutput, error) {
+	out := &modelOutput{}
+	out.Body.ConfigModel = h.s.opts.LLM.Model
+	if h.s.opts.Models == nil {
+		out.Body.Detail = "no model endpoint is configured"
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ModelQueryTimeout)
+	defer cancel()
+	models, err := h.s.opts.Models.Models(ctx)
+	switch {
+	case err != nil:
+		out.Body.Detail = "model endpoint unreachable: " + err.Error()
+	case len(models) == 0:
+		out.Body.Detail = "the model endpoint lists no models"
+	default:
+		m := models[0]
+		if slices.Contains(models, h.s.opts.LLM.Model) {
+			m = h.s.opts.LLM.Model
+		}
+		out.Body.Model = &m
+		out.Body.Available = models
+	}
+	return out, nil
+}

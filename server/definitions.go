@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+)
+
+// MaxImportBytes bounds an import body; other bodies are limited to 1 MiB.
+const MaxImportBytes = 64 << 20
+
+type definitionsHandler struct{ s *Server }
+
+type exportOutput struct {
+	Body *harness.Snapshot
+}
+
+type importInput struct {
+	Body struct {
+		// Merge defaults to true so that an import never wipes definitions
+		// by accident.
+		Merge *bool `json:"merge,omitempty" doc:"true (default): each definition replaces the one with the same id and the others stay. false: the import replaces every definition."`
+		harness.Snapshot
+	}
+}
+
+type importOutput struct {
+	Body struct {
+		Success bool `json:"success"`
+		*catalog.ImportResult
+	}
+}
+
+type syncOutput struct {
+	Body struct {
+		Success bool `json:"success" doc:"False when some files were refused; see errors."`
+		*catalog.SyncResult
+	}
+}
+
+func (h *definitionsHandler) register(api huma.API) {
+	tags := []string{"Definitions"}
+	huma.Register(api, huma.Operation{
+		OperationID: "export-definitions", Method: http.MethodGet, Path: "/api/settings/export",
+		Summary: "Export every definition", Tags: tags,
+		Description: "Top-level keys: domains, levels, tests, evaluators, tools. Importing it with merge false reproduces the same definitions.",
+	}, h.export)
+	huma.Register(api, huma.Operation{
+		OperationID: "import-definitions", Method: http.MethodPost, Path: "/api/settings/import",
+		Summary: "Import definitions", Tags: tags, MaxBodyBytes: MaxImportBytes,
+		Description: "Takes the export's shape plus merge. The whole import is validated first; " +
+			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB.",
+	}, h.importDefs)
+	huma.Register(api, huma.Operation{
+		OperationID: "sync-definitions", Method: http.MethodPost, Path: "/api/settings/sync",
+		Summary: "Rebuild the cache from the definition files", Tags: tags,
+		Description: "Reads the definitions directory again (after a git pull or a hand edit). " +
+			"A file that fails to load is listed in errors and loads nothing; the others load.",
+	}, h.sync)
+}
+
+func (h *definitionsHandler) export(ctx context.Context, _ *struct{}) (*exportOutput, error) {
+	snap, err := h.s.opts.Catalog.Export(ctx)
+	if err != nil {
+		return nil, h.s.problem(ctx, err)
+	}
+	return &exportOutput{Body: snap}, nil
+}
+
+func (h *definitionsHandler) importDefs(ctx context.Context, in *importInput) (*importOutput, error) {
+	merge := in.Body.Merge == nil || *in.Body.Merge
+	res, err := h.s.opts.Catalog.Import(ctx, &in.Body.Snapshot, merge)
+	if err != nil {
+		return nil, h.s.problem(ctx, err)
+	}
+	out := &importOutput{}
+	out.Body.Success = true
+	out.Body.ImportResult = res
+	return out, nil
+}
+
+func (h *definitionsHandler) sync(ctx context.Context, _ *struct{}) (*syncOutput, error) {
+	res, err := h.s.opts.Catalog.Sync(ctx)
+	if err != nil {
+		return nil, h.s.problem(ctx, err)
+	}
+	out := &syncOutput{}
+	out.Body.Success = len(res.Errors) == 0
+	out.Body.SyncResult = res
+	return out, nil
+}

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+)
+
+// Version is the API version reported in the OpenAPI document.
+const Version = "0.1.0"
+
+// LLMConfig is the non-secret configuration of the model endpoint, as
+// GET /api/config reports it.
+type LLMConfig struct {
+	BaseURL string
+	Model   string
+}
+
+// Options configure a Server.
+type Options struct {
+	// Catalog holds the definitions. Required.
+	Catalog *catalog.Catalog
+	// LLM describes the model endpoint; Models asks it which models it
+	// serves (GET /api/config/model). Models may be nil.
+	LLM    LLMConfig
+	Models harness.ModelLister
+	// Debug is reported by GET /api/config.
+	Debug bool
+	// APIToken, when set, is required as "Authorization: Bearer <token>" on
+	// every /api/ request.
+	APIToken string
+	// Logger receives request and error logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the HTTP API. Build it with New; serve Handler().
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	api     huma.API
+	handler http.Handler
+}
+
+// New builds the API and registers every endpoint.
+func New(opts Options) (*Server, error) {
+	if opts.Catalog == nil {
+		return nil, errors.New("server: Options.Catalog is required")
+	}
+	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.api = humago.New(s.mux, apiConfig(opts.APIToken != ""))
+
+	(&configHandler{s: s}).register(s.api)
+	(&domainHandler{s: s}).register(s.api)
+	(&levelHandler{s: s}).register(s.api)
+	(&testHandler{s: s}).register(s.api)
+	(&evaluatorHandler{s: s}).register(s.api)
+	(&toolHandler{s: s}).register(s.api)
+	(&definitionsHandler{s: s}).register(s.api)
+
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/docs", http.StatusFound)
+	})
+	s.handler = s.logRequests(s.authenticate(assumeJSON(s.mux)))
+	return s, nil
+}
+
+// Handler returns the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// API returns the huma API, for tests and for registering more operations.
+func (s *Server) API() huma.API { return s.api }
+
+func apiConfig(withAuth bool) huma.Config {
+	cfg := huma.DefaultConfig("Gauntlet", Version)
+	cfg.Info.Description = "Evaluate language models and run conversational agents. " +
+		"Errors are RFC 9457 problem+json documents with \"success\": false."
+	// No $schema fields or Link headers in responses: clients get the
+	// bodies the specification shows.
+	cfg.CreateHooks = nil
+	// Clients written against another version send fields we do not know:
+	// ignore them. Required fields are checked by harness.Validator, which
+	// names each missing field.
+	cfg.AllowAdditionalPropertiesByDefault = true
+	cfg.FieldsOptionalByDefault = true
+	if withAuth {
+		cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+			"bearer": {Type: "http", Scheme: "bearer", Description: "The server's --api-token."},
+		}
+		cfg.Security = []map[string][]string{{"bearer": {}}}
+	}
+	return cfg
+}
+
+// authenticate requires the API token on /api/ paths when one is set.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	if s.opts.APIToken == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.opts.APIToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			got := []byte(r.Header.Get("Authorization"))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet"`)
+				writeProblem(w, http.StatusUnauthorized, "missing or wrong API token: send Authorization: Bearer <token>")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// assumeJSON treats a request body without a JSON content type as JSON
+// when its type is absent or one that command-line clients send by
+// default (curl -d sends application/x-www-form-urlencoded). The API
+// speaks JSON only; multipart uploads keep their type.
+func assumeJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ct := r.Header.Get("Content-Type")
+		if mt, _, _ := strings.Cut(ct, ";"); r.Body != nil && r.ContentLength != 0 &&
+			(ct == "" || strings.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded") ||
+				strings.EqualFold(strings.TrimSpace(mt), "text/plain")) {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// logRequests logs method, path, status and duration; never headers or
+// bodies, so no secret reaches the log.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.log.Debug("request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
+	})
+}
+
+// ok is the body of a delete: {"success": true}.
+type ok struct {
+	Body struct {
+		Success bool `json:"success" doc:"True when the operation succeeded."`
+	}
+}
+
+func success() *ok {
+	out := &ok{}
+	out.Body.Success = true
+	return out
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// set copies *src to *dst when the field was present in the request.
+func set[T any](dst *T, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
