@@ -13,12 +13,20 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/gauntlet
 
-# The server with the example definitions, copied into .demo/ on first run
-# so that edits made through the API never touch examples/.
+MOCK    ?= 127.0.0.1:8081
+
+# The server with the example definitions (copied into .demo/ on first run
+# so that edits made through the API never touch examples/) and the bundled
+# mock model, so a full evaluation runs with no model installed. Ctrl-C
+# stops both.
 demo: build
 	@mkdir -p $(DEMO)
 	@[ -d $(DEMO)/definitions ] || cp -r examples/definitions $(DEMO)/definitions
-	./$(BIN) serve --addr $(ADDR) --data $(DEMO)/data --definitions $(DEMO)/definitions
+	@./$(BIN) mockllm --addr $(MOCK) --latency 150ms --jitter 300ms > $(DEMO)/mockllm.log 2>&1 & \
+	mock=$$!; trap 'kill $$mock 2>/dev/null' EXIT INT TERM; \
+	echo "mock model on http://$(MOCK)/v1 (log: $(DEMO)/mockllm.log)"; \
+	./$(BIN) serve --addr $(ADDR) --data $(DEMO)/data --definitions $(DEMO)/definitions \
+		--llm-base-url http://$(MOCK)/v1 --llm-model llmtest-model
 
 test:
 	$(GO) vet ./...

@@ -17,6 +17,8 @@ type EvalRequest struct {
 	// Model lets an evaluator ask follow-up questions (a second pass, a
 	// judge). It may be nil.
 	Model ChatModel
+	// ModelName is the model name the run uses, for follow-up requests.
+	ModelName string
 }
 
 // EvalResult is an Evaluator's verdict.

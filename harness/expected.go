@@ -84,6 +84,9 @@ func ParseNumber(s string) (float64, bool) {
 		s = strings.TrimPrefix(s, "+")
 	}
 	s = strings.TrimPrefix(s, "$")
+	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
+		return 0, false
+	}
 	scale := 1.0
 	if strings.HasSuffix(s, "%") {
 		scale, s = 0.01, strings.TrimSpace(strings.TrimSuffix(s, "%"))

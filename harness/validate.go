@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 	"strings"
 
@@ -29,11 +30,19 @@ func ValidAgentID(id string) bool { return agentIDPattern.MatchString(id) }
 // ValidColor reports whether c is a #RRGGBB colour.
 func ValidColor(c string) bool { return colorPattern.MatchString(c) }
 
-// CompileRegex compiles a pattern as the evaluators do (regexp2, .NET
-// syntax, a superset of RE2), so that a pattern accepted on write also
-// works at run time.
+// CompileRegex compiles a pattern as the evaluators do: regexp2 in its RE2
+// compatibility mode (so (?P<name>...) and RE2's classes mean what they do
+// in Go), else in its default .NET mode, a superset with look-around and
+// backreferences. A pattern accepted on write also works at run time.
 func CompileRegex(pattern string) (*regexp2.Regexp, error) {
-	return regexp2.Compile(pattern, regexp2.None)
+	re, err := regexp2.Compile(pattern, regexp2.RE2)
+	if err == nil {
+		return re, nil
+	}
+	if re, err2 := regexp2.Compile(pattern, regexp2.None); err2 == nil {
+		return re, nil
+	}
+	return nil, err
 }
 
 // Lookup answers whether referenced definitions exist. The catalog
@@ -119,7 +128,7 @@ func (v Validator) Level(l *LevelConfig) error {
 	if !l.SystemPromptMode.Valid() {
 		ve.Add("system_prompt_mode", "must be one of append, prepend, replace")
 	}
-	if l.PassThreshold < 0 || l.PassThreshold > 1 {
+	if !(l.PassThreshold >= 0 && l.PassThreshold <= 1) { // also refuses NaN
 		ve.Add("pass_threshold", "must be between 0 and 1")
 	}
 	v.checkTools(ve, "tools", l.Tools)
@@ -160,8 +169,8 @@ func (v Validator) Expected(e Expected) error {
 		return Invalid("type", "unknown expected type %q (known: %s)", e.Type,
 			strings.Join(v.registry().ExpectedTypes(), ", "))
 	}
-	if e.Tolerance != nil && *e.Tolerance < 0 {
-		return Invalid("tolerance", "must not be negative")
+	if e.Tolerance != nil && !(*e.Tolerance >= 0 && *e.Tolerance <= math.MaxFloat64) {
+		return Invalid("tolerance", "must be a finite number, not negative")
 	}
 	return check(e)
 }
@@ -180,13 +189,13 @@ func (v Validator) Evaluator(e *EvaluatorConfig) error {
 	if e.Type != EvaluatorTypeRegex && !registered {
 		ve.Add("type", "unknown evaluator type %q", e.Type)
 	}
-	if e.ExtractionRegex != "" {
+	if cv, ok := impl.(ConfigValidator); ok && registered {
+		// The implementation checks its own settings, regex included.
+		ve.Merge("", cv.ValidateConfig(*e))
+	} else if e.ExtractionRegex != "" {
 		if _, err := CompileRegex(e.ExtractionRegex); err != nil {
 			ve.Add("extraction_regex", "does not compile: %v", err)
 		}
-	}
-	if cv, ok := impl.(ConfigValidator); ok && registered {
-		ve.Merge("", cv.ValidateConfig(*e))
 	}
 	return ve.Err()
 }

@@ -23,9 +23,58 @@ type importInput struct {
 	Body struct {
 		// Merge defaults to true so that an import never wipes definitions
 		// by accident.
-		Merge *bool `json:"merge,omitempty" doc:"true (default): each definition replaces the one with the same id and the others stay. false: the import replaces every definition."`
-		harness.Snapshot
+		Merge      *bool                     `json:"merge,omitempty" doc:"true (default): each definition replaces the one with the same id and the others stay. false: the import replaces every definition."`
+		Domains    []importDomain            `json:"domains,omitempty"`
+		Levels     []importLevel             `json:"levels,omitempty"`
+		Tests      []harness.Test            `json:"tests,omitempty"`
+		Evaluators []harness.EvaluatorConfig `json:"evaluators,omitempty"`
+		Tools      []harness.ToolDefinition  `json:"tools,omitempty"`
 	}
+}
+
+// importDomain is a domain in an import body. Its fields are those of
+// harness.Domain, but an absent enabled means true, as on creation and in a
+// domain file, rather than false.
+type importDomain struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	EvaluatorID  string `json:"evaluator_id"`
+	Enabled      *bool  `json:"enabled,omitempty" doc:"Default true."`
+	SystemPrompt string `json:"system_prompt"`
+	Icon         string `json:"icon"`
+	Color        string `json:"color" doc:"Hex colour #RRGGBB."`
+}
+
+func (d importDomain) domain() harness.Domain {
+	return harness.Domain{
+		ID: d.ID, Name: d.Name, Description: d.Description, EvaluatorID: d.EvaluatorID,
+		Enabled: d.Enabled == nil || *d.Enabled, SystemPrompt: d.SystemPrompt, Icon: d.Icon, Color: d.Color,
+	}
+}
+
+// importLevel is a level configuration in an import body. Its fields are
+// those of harness.LevelConfig, but an absent pass_threshold means the
+// default (0.5), as in a level file, rather than 0 (every cell passed).
+type importLevel struct {
+	DomainID         string   `json:"domain_id" doc:"Required."`
+	Level            int      `json:"level"`
+	SystemPrompt     string   `json:"system_prompt"`
+	SystemPromptMode string   `json:"system_prompt_mode" doc:"append (default), prepend or replace."`
+	PassThreshold    *float64 `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed (default 0.5)."`
+	Tools            []string `json:"tools"`
+}
+
+func (l importLevel) config() harness.LevelConfig {
+	out := harness.LevelConfig{
+		DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
+		SystemPromptMode: harness.PromptMode(l.SystemPromptMode),
+		PassThreshold:    harness.DefaultPassThreshold, Tools: l.Tools,
+	}
+	if l.PassThreshold != nil {
+		out.PassThreshold = *l.PassThreshold
+	}
+	return out
 }
 
 type importOutput struct {
@@ -73,7 +122,14 @@ func (h *definitionsHandler) export(ctx context.Context, _ *struct{}) (*exportOu
 
 func (h *definitionsHandler) importDefs(ctx context.Context, in *importInput) (*importOutput, error) {
 	merge := in.Body.Merge == nil || *in.Body.Merge
-	res, err := h.s.opts.Catalog.Import(ctx, &in.Body.Snapshot, merge)
+	snap := &harness.Snapshot{Tests: in.Body.Tests, Evaluators: in.Body.Evaluators, Tools: in.Body.Tools}
+	for _, d := range in.Body.Domains {
+		snap.Domains = append(snap.Domains, d.domain())
+	}
+	for _, l := range in.Body.Levels {
+		snap.Levels = append(snap.Levels, l.config())
+	}
+	res, err := h.s.opts.Catalog.Import(ctx, snap, merge)
 	if err != nil {
 		return nil, h.s.problem(ctx, err)
 	}

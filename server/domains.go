@@ -54,7 +54,7 @@ type createDomainInput struct {
 
 type updateDomainInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
-	Body domainFields
+	Body     domainFields
 }
 
 func (h *domainHandler) register(api huma.API) {

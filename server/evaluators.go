@@ -55,7 +55,7 @@ type createEvaluatorInput struct {
 
 type updateEvaluatorInput struct {
 	EvaluatorID string `path:"evaluator_id" doc:"Evaluator id."`
-	Body evaluatorFields
+	Body        evaluatorFields
 }
 
 func (h *evaluatorHandler) register(api huma.API) {

@@ -13,7 +13,7 @@ type levelHandler struct{ s *Server }
 
 type levelPath struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
-	Level    int    `path:"level" doc:"Level number."`
+	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000 (harness.MaxLevel)."`
 }
 
 type levelOutput struct {
@@ -22,8 +22,8 @@ type levelOutput struct {
 
 type updateLevelInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
-	Level    int    `path:"level" doc:"Level number."`
-	Body struct {
+	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000 (harness.MaxLevel)."`
+	Body     struct {
 		SystemPrompt     *string  `json:"system_prompt,omitempty" doc:"Level-specific instructions."`
 		SystemPromptMode *string  `json:"system_prompt_mode,omitempty" doc:"How the level's prompt combines with the domain's: append (default), prepend or replace."`
 		PassThreshold    *float64 `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed (default 0.5)."`

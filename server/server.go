@@ -15,6 +15,8 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
 // Version is the API version reported in the OpenAPI document.
@@ -31,6 +33,10 @@ type LLMConfig struct {
 type Options struct {
 	// Catalog holds the definitions. Required.
 	Catalog *catalog.Catalog
+	// Engine runs evaluations and Runs stores them; the evaluation,
+	// results and history endpoints exist only when both are set.
+	Engine *engine.Engine
+	Runs   *runs.Store
 	// LLM describes the model endpoint; Models asks it which models it
 	// serves (GET /api/config/model). Models may be nil.
 	LLM    LLMConfig
@@ -71,6 +77,10 @@ func New(opts Options) (*Server, error) {
 	(&evaluatorHandler{s: s}).register(s.api)
 	(&toolHandler{s: s}).register(s.api)
 	(&definitionsHandler{s: s}).register(s.api)
+	if opts.Engine != nil && opts.Runs != nil {
+		(&runHandler{s: s}).register(s.api)
+		(&historyHandler{s: s}).register(s.api)
+	}
 
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/docs", http.StatusFound)

@@ -85,12 +85,12 @@ type createTestInput struct {
 
 type updateTestInput struct {
 	TestID string `path:"test_id" doc:"Test id."`
-	Body testFields
+	Body   testFields
 }
 
 type moveTestInput struct {
 	TestID string `path:"test_id" doc:"Test id."`
-	Body struct {
+	Body   struct {
 		DomainID *string `json:"domain_id,omitempty" doc:"Target domain. Required."`
 		Level    *int    `json:"level,omitempty" doc:"Target level. Required."`
 	}

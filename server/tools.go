@@ -13,11 +13,11 @@ type toolHandler struct{ s *Server }
 
 // toolFields are the writable fields of a tool; absent fields are nil.
 type toolFields struct {
-	ID          *string              `json:"id,omitempty" doc:"Identifier. Required on creation."`
-	Name        *string              `json:"name,omitempty" doc:"Defaults to the function's name."`
-	Description *string              `json:"description,omitempty"`
-	Function    *harness.FunctionDef `json:"function,omitempty" doc:"The function definition (name, description, parameters as a JSON Schema object). Required on creation."`
-	MockResponse any `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's simulated output."`
+	ID           *string              `json:"id,omitempty" doc:"Identifier. Required on creation."`
+	Name         *string              `json:"name,omitempty" doc:"Defaults to the function's name."`
+	Description  *string              `json:"description,omitempty"`
+	Function     *harness.FunctionDef `json:"function,omitempty" doc:"The function definition (name, description, parameters as a JSON Schema object). Required on creation."`
+	MockResponse any                  `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's simulated output."`
 }
 
 func (f *toolFields) apply(t *harness.ToolDefinition) {
@@ -50,7 +50,7 @@ type createToolInput struct {
 
 type updateToolInput struct {
 	ToolID string `path:"tool_id" doc:"Tool id."`
-	Body toolFields
+	Body   toolFields
 }
 
 func (h *toolHandler) register(api huma.API) {

@@ -1,12 +1,16 @@
 // Command gauntlet evaluates language models and runs conversational
 // agents. Subcommands:
 //
-//	gauntlet serve   the HTTP API (and, later, the dashboard)
-//	gauntlet version print the version
+//	gauntlet serve    the HTTP API (and, later, the dashboard)
+//	gauntlet run      one evaluation without the server, for CI: exits 1
+//	                  below --min-score, writes text, JSON or JUnit XML
+//	gauntlet mockllm  a deterministic OpenAI-compatible endpoint for demos
+//	                  and tests
+//	gauntlet version  print the version
 //
-// Every flag of serve can also be set through its environment variable;
-// a flag given on the command line wins. Run "gauntlet serve -h" for the
-// list.
+// Every setting of serve and run can also be set through its environment
+// variable; a flag given on the command line wins. Run "gauntlet <command>
+// -h" for the list.
 package main
 
 import (
@@ -25,7 +29,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, errUsage) {
+		switch {
+		case errors.Is(err, errBelowMin):
+			os.Exit(1)
+		case !errors.Is(err, errUsage):
 			fmt.Fprintln(os.Stderr, "gauntlet:", err)
 		}
 		os.Exit(2)
@@ -42,6 +49,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "mockllm":
+		return mockllm(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "gauntlet", server.Version)
 		return nil
@@ -60,6 +71,8 @@ func usage(w io.Writer) {
 
 Commands:
   serve     run the HTTP API server
+  mockllm   serve a deterministic OpenAI-compatible endpoint for demos and tests
+  run       run one evaluation without the server (for CI)
   version   print the version
 
 Run "gauntlet <command> -h" for a command's flags.

@@ -17,7 +17,9 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
@@ -92,6 +94,9 @@ func commonFlags(fs *flag.FlagSet, s *settings) error {
 	return nil
 }
 
+// logDir is where run log files go.
+func logDir(data string) string { return filepath.Join(data, "logs") }
+
 func (s *settings) databaseURL() string {
 	if s.database != "" {
 		return s.database
@@ -156,8 +161,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	runStore, err := runs.Open(ctx, db)
+	if err != nil {
+		return err
+	}
+	eng, err := engine.New(ctx, engine.Options{
+		Definitions: cat, Runs: runStore, Model: model, ModelName: s.llmModel, Registry: reg,
+		Concurrency: s.concurrency, LogDir: logDir(s.data), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Options{
 		Catalog:  cat,
+		Engine:   eng,
+		Runs:     runStore,
 		LLM:      server.LLMConfig{BaseURL: s.llmBaseURL, Model: s.llmModel},
 		Models:   model,
 		Debug:    s.debug,
@@ -182,6 +200,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	if eng.Running() {
+		eng.Stop(5 * time.Second)
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return hs.Shutdown(shutdownCtx)

@@ -150,7 +150,10 @@ func (c *Catalog) Level(ctx context.Context, domainID string, level int) (harnes
 	if _, err := c.Domain(ctx, domainID); err != nil {
 		return harness.LevelConfig{}, err
 	}
-	return getLevel(ctx, c.db, domainID, level)
+	l, err := getLevel(ctx, c.db, domainID, level)
+	// A default configuration lists no tools: [], as a stored one does.
+	l.Tools = nonNil(l.Tools)
+	return l, err
 }
 
 func getLevel(ctx context.Context, db bun.IDB, domainID string, level int) (harness.LevelConfig, error) {

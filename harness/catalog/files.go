@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,11 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/token"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 )
@@ -48,7 +46,9 @@ func parseLevelName(name string) (int, bool) {
 		return 0, false
 	}
 	s, ok = strings.CutSuffix(s, yamlExt)
-	if !ok || s == "" || (len(s) > 1 && s[0] == '0') {
+	// Digits only: Atoi would also take "+1" and "-0", names that
+	// levelPath does not give back.
+	if !ok || s == "" || (len(s) > 1 && s[0] == '0') || strings.Trim(s, "0123456789") != "" {
 		return 0, false
 	}
 	n, err := strconv.Atoi(s)
@@ -80,89 +80,14 @@ type levelDoc struct {
 	Tests            []harness.Test `yaml:"tests"`
 }
 
-var encodeOptions = []yaml.EncodeOption{
-	yaml.Indent(2),
-	yaml.IndentSequence(true),
-	yaml.UseLiteralStyleIfMultiline(true),
-}
-
+// marshal writes a definition file with the package's own YAML emitter
+// (yamlenc.go): stable, readable, and read back unchanged by the parser.
 func marshal(v any) ([]byte, error) {
-	node, err := yaml.ValueToNode(v, encodeOptions...)
+	b, err := encodeYAML(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode yaml: %w", err)
 	}
-	ast.Walk(scalarFixer{}, node)
-	return []byte(node.String() + "\n"), nil
-}
-
-// scalarFixer adjusts the scalars go-yaml would write in a form it cannot
-// read back as written:
-//
-//   - strings with a tab, a carriage return or another control character,
-//     strings go-yaml reads as something else (".inf", ".nan"), multi-line
-//     strings whose first line starts with a space or a tab (a literal
-//     block needs an indentation indicator go-yaml does not write) and
-//     strings made only of line breaks are written double-quoted;
-//   - strings with "<<" (go-yaml takes it for a merge key) and one-line
-//     strings that start with "?" (a complex key) are written double-quoted;
-//   - map keys with a line break are written double-quoted;
-//   - integral floats are written as integers ("3", not "3.0" or
-//     "1.23456789e+08"): the cache keeps numbers as JSON, which reads every
-//     number back as a float64, so without this an export re-imported would
-//     not give the same bytes as the file a hand-written "3" came from.
-type scalarFixer struct{}
-
-func (f scalarFixer) Visit(n ast.Node) ast.Visitor {
-	switch n := n.(type) {
-	case *ast.MappingValueNode:
-		if k, ok := n.Key.(*ast.StringNode); ok && plainString(k) && (strings.Contains(k.Value, "\n") || !yamlSafe(k.Value)) {
-			doubleQuote(k)
-		}
-	case *ast.StringNode:
-		if plainString(n) && !yamlSafe(n.Value) {
-			doubleQuote(n)
-		}
-	case *ast.FloatNode:
-		if v := n.Value; v == math.Trunc(v) && math.Abs(v) <= 1<<53 {
-			n.Token.Value = strconv.FormatInt(int64(v), 10)
-		}
-	}
-	return f
-}
-
-// plainString reports whether go-yaml left a string node unquoted. A
-// string it quoted holds the quoted text: one line starting with a double
-// quote (a one-line string that starts with a quote is always quoted;
-// multi-line strings never are).
-func plainString(n *ast.StringNode) bool {
-	return n.Token.Type != token.DoubleQuoteType && n.Token.Type != token.SingleQuoteType &&
-		(strings.ContainsAny(n.Value, "\n\r") || !strings.HasPrefix(n.Value, `"`))
-}
-
-func doubleQuote(n *ast.StringNode) {
-	n.Token.Type = token.DoubleQuoteType
-	n.Token.Value = n.Value
-}
-
-// yamlSafe reports whether go-yaml reads s back unchanged when it writes
-// s plain, or as a literal block when s has several lines.
-func yamlSafe(s string) bool {
-	for _, r := range s {
-		if r != '\n' && (unicode.IsControl(r) || r == '\uFEFF') {
-			return false
-		}
-	}
-	if tk := token.New(s, s, &token.Position{}); tk.Type != token.StringType {
-		return false
-	}
-	if strings.Contains(s, "<<") {
-		return false
-	}
-	if !strings.Contains(s, "\n") {
-		return !strings.HasPrefix(s, "?")
-	}
-	first := strings.TrimLeft(s, "\n")
-	return first != "" && first[0] != ' ' && !strings.HasSuffix(strings.TrimRight(s, "\n"), " ")
+	return b, nil
 }
 
 func unmarshal(data []byte, v any) error {
@@ -310,11 +235,16 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 	}
 	read := func(rel string) ([]byte, bool) {
 		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			fail(rel, err)
-			return nil, false
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fail(rel, errors.New("file is missing"))
+		case err != nil:
+			// Not the error's text: it holds the server's absolute path.
+			fail(rel, fmt.Errorf("cannot read the file (%v)", errors.Unwrap(err)))
+		default:
+			return data, true
 		}
-		return data, true
+		return nil, false
 	}
 	stem := func(rel string) string { return strings.TrimSuffix(path.Base(rel), yamlExt) }
 
@@ -333,6 +263,9 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 		}
 		if err == nil {
 			err = v.Evaluator(&e)
+		}
+		if err == nil {
+			err = checkStorable("config", e.Config)
 		}
 		if err != nil {
 			fail(rel, err)
@@ -435,11 +368,15 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 func checkLevel(v harness.Validator, l *harness.LevelConfig, tests []harness.Test, rel string, seen map[string]string) error {
 	ve := &harness.ValidationError{}
 	ve.Merge("", v.Level(l))
+	if math.IsNaN(l.PassThreshold) {
+		ve.Add("pass_threshold", "must be between 0 and 1")
+	}
 	inFile := map[string]bool{}
 	for i := range tests {
 		t := &tests[i]
 		field := "tests[" + strconv.Itoa(i) + "]"
 		ve.Merge(field, v.Test(t))
+		ve.Merge(field+".expected", checkStorable("", t.Expected))
 		if other, dup := seen[t.ID]; dup {
 			ve.Add(field+".id", "test %q is already defined in %s", t.ID, other)
 		} else if inFile[t.ID] {
@@ -448,6 +385,16 @@ func checkLevel(v harness.Validator, l *harness.LevelConfig, tests []harness.Tes
 		inFile[t.ID] = true
 	}
 	return ve.Err()
+}
+
+// checkStorable refuses a value the cache cannot hold: it keeps maps and
+// expected answers as JSON, which has no NaN or infinity, while YAML does
+// (.nan, .inf). Without this check one such file made the whole sync fail.
+func checkStorable(field string, v any) error {
+	if _, err := json.Marshal(v); err != nil {
+		return harness.Invalid(field, "cannot be stored: %v", err)
+	}
+	return nil
 }
 
 // checkFileID fills an id missing from a file with the file's name, and

@@ -20,6 +20,8 @@ type fileTx struct {
 	saved map[string][]byte
 	had   map[string]bool
 	order []string
+	// dirs are the directories the transaction created, outermost first.
+	dirs []string
 }
 
 func newFileTx(root string, check func(rel string, cur []byte, exists bool) error) *fileTx {
@@ -53,6 +55,17 @@ func (tx *fileTx) write(rel string, data []byte) error {
 	if err := tx.save(rel); err != nil {
 		return err
 	}
+	// Note the directories writeAtomic is about to create, so that a
+	// rollback removes them too (an empty domain directory left behind
+	// would be reported by the next sync).
+	var missing []string
+	for dir := filepath.Dir(tx.abs(rel)); dir != tx.root; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(dir); err == nil || dir == filepath.Dir(dir) {
+			break
+		}
+		missing = append([]string{dir}, missing...)
+	}
+	tx.dirs = append(tx.dirs, missing...)
 	return writeAtomic(tx.abs(rel), data)
 }
 
@@ -90,6 +103,9 @@ func (tx *fileTx) rollback() error {
 		if err != nil && first == nil {
 			first = fmt.Errorf("roll back %s: %w", rel, err)
 		}
+	}
+	for i := len(tx.dirs) - 1; i >= 0; i-- {
+		os.Remove(tx.dirs[i]) // only if empty
 	}
 	return first
 }

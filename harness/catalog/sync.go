@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/uptrace/bun"
@@ -155,12 +156,13 @@ func (c *Catalog) mergeSnapshot(base, in *harness.Snapshot) (*harness.Snapshot, 
 			}
 			return v.Level(l)
 		})
-	for i := range in.Tests {
-		if in.Tests[i].ID == "" {
-			in.Tests[i].ID = NewTestID()
+	tests := slices.Clone(in.Tests) // ids are generated in a copy: the caller's import stays as given
+	for i := range tests {
+		if tests[i].ID == "" {
+			tests[i].ID = NewTestID()
 		}
 	}
-	out.Tests = upsertByKey(ve, "tests", base.Tests, in.Tests,
+	out.Tests = upsertByKey(ve, "tests", base.Tests, tests,
 		func(t harness.Test) string { return t.ID },
 		func(t *harness.Test) error { return v.Test(t) })
 	if err := ve.Err(); err != nil {

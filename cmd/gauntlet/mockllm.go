@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+)
+
+// mockllm serves the fake OpenAI-compatible endpoint of harness/llm/llmtest
+// until ctx ends. The first line on stdout is the base URL to give
+// --llm-base-url.
+func mockllm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		addr string
+		opts llmtest.Options
+	)
+	fs := flag.NewFlagSet("gauntlet mockllm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: gauntlet mockllm [flags]
+
+Serves a deterministic OpenAI-compatible endpoint (GET /v1/models, POST
+/v1/chat/completions) for demos and tests: "What is A + B?" is answered
+"The answer is <sum>.", a request to restate the final answer gets its bare
+value, a prompt naming an offered tool gets a tool call, anything else is
+echoed. The first line printed is the base URL.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&addr, "addr", "127.0.0.1:8081", "listen address")
+	fs.StringVar(&opts.Model, "model", llmtest.DefaultModel, "model name listed by /v1/models")
+	fs.DurationVar(&opts.Latency, "latency", 0, "delay of every chat completion, e.g. 50ms")
+	fs.DurationVar(&opts.Jitter, "jitter", 0, "random extra delay, up to this much")
+	fs.Float64Var(&opts.ServerErrors.Rate, "error-rate", 0, "fraction of chat completions answered 500, from 0 to 1")
+	fs.IntVar(&opts.RateLimits.Every, "rate-limit-every", 0, "answer every n-th chat completion 429 with Retry-After (0: never)")
+	fs.DurationVar(&opts.RetryAfter, "retry-after", llmtest.DefaultRetryAfter, "wait asked for by 429 answers")
+	fs.Float64Var(&opts.Timeouts.Rate, "timeout-rate", 0, "fraction of chat completions never answered, from 0 to 1")
+	fs.Float64Var(&opts.Garbage.Rate, "garbage-rate", 0, "fraction of chat completions answered with malformed JSON, from 0 to 1")
+	fs.Uint64Var(&opts.Seed, "seed", 0, "seed of the random faults and jitter")
+	fs.StringVar(&opts.APIKey, "api-key", "", "when set, require this bearer token")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gauntlet mockllm: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	for name, rate := range map[string]float64{"--error-rate": opts.ServerErrors.Rate, "--timeout-rate": opts.Timeouts.Rate, "--garbage-rate": opts.Garbage.Rate} {
+		if rate < 0 || rate > 1 {
+			return fmt.Errorf("%s must be between 0 and 1, not %v", name, rate)
+		}
+	}
+	if opts.Latency < 0 || opts.Jitter < 0 || opts.RateLimits.Every < 0 {
+		return errors.New("--latency, --jitter and --rate-limit-every cannot be negative")
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	h := llmtest.NewHandler(opts)
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "http://%s/v1\n", ln.Addr())
+	fmt.Fprintf(stderr, "gauntlet mockllm: serving model %q; point Gauntlet at it with --llm-base-url http://%s/v1 --llm-model %s\n",
+		opts.Model, ln.Addr(), opts.Model)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	h.Close() // release requests hung by --timeout-rate
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return hs.Shutdown(shutdownCtx)
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+)
+
+// runFixture copies the example definitions into a temp dir and starts a
+// fake model endpoint; it returns the common flags.
+func runFixture(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "defs"), os.DirFS("../../examples/definitions")); err != nil {
+		t.Fatal(err)
+	}
+	mock := llmtest.NewServer(llmtest.Options{})
+	t.Cleanup(mock.Close)
+	return []string{"--data", filepath.Join(dir, "data"), "--definitions", filepath.Join(dir, "defs"),
+		"--llm-base-url", mock.URL, "--llm-model", "mock"}
+}
+
+func TestRunText(t *testing.T) {
+	flags := runFixture(t)
+	var out, errOut strings.Builder
+	err := run(context.Background(), append([]string{"run", "--domains", "arithmetic", "--model-name", "ci"}, flags...), &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"arithmetic", "L1", "L3", "pass", "overall score 1.000"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errOut.String(), "arithmetic L1: passed") {
+		t.Errorf("progress lines (not a terminal) missing:\n%s", errOut.String())
+	}
+}
+
+func TestRunMinScore(t *testing.T) {
+	flags := runFixture(t)
+	// The fake model echoes the knowledge questions: that domain fails.
+	err := run(context.Background(), append([]string{"run", "--domains", "knowledge", "--min-score", "0.8"}, flags...), io.Discard, io.Discard)
+	if !errors.Is(err, errBelowMin) {
+		t.Fatalf("err = %v, want errBelowMin", err)
+	}
+	err = run(context.Background(), append([]string{"run", "--domains", "arithmetic", "--min-score", "0.8"}, flags...), io.Discard, io.Discard)
+	if err != nil {
+		t.Fatalf("err = %v, want nil", err)
+	}
+}
+
+func TestRunJUnit(t *testing.T) {
+	flags := runFixture(t)
+	outFile := filepath.Join(t.TempDir(), "report.xml")
+	err := run(context.Background(), append([]string{"run", "--format", "junit", "--output", outFile}, flags...), io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("invalid XML: %v\n%s", err, data)
+	}
+	if doc.Tests != 12 || len(doc.Suites) != 8 {
+		t.Fatalf("tests=%d suites=%d\n%s", doc.Tests, len(doc.Suites), data)
+	}
+	failures := 0
+	for _, s := range doc.Suites {
+		n := 0
+		for _, c := range s.Cases {
+			if c.Failure != nil {
+				n++
+			}
+			if c.Name == "" || c.Classname == "" {
+				t.Errorf("case without name: %+v", c)
+			}
+		}
+		if n != s.Failures || len(s.Cases) != s.Tests {
+			t.Errorf("suite %s counts: %d failures counted, %d declared", s.Name, n, s.Failures)
+		}
+		failures += n
+	}
+	if failures == 0 || failures != doc.Failures {
+		t.Errorf("failures = %d, declared %d", failures, doc.Failures)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	flags := runFixture(t)
+	var out strings.Builder
+	if err := run(context.Background(), append([]string{"run", "--format", "json", "--domains", "tool_use"}, flags...), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		RunInfo     map[string]any   `json:"run_info"`
+		Matrix      map[string]any   `json:"matrix"`
+		TestResults []map[string]any `json:"test_results"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if doc.RunInfo["status"] != "completed" || len(doc.TestResults) != 2 || doc.Matrix["tool_use"] == nil {
+		t.Fatalf("report: %+v", doc)
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	flags := runFixture(t)
+	cases := map[string][]string{
+		"unknown domain": {"--domains", "nope"},
+		"bad format":     {"--format", "xml"},
+		"bad min score":  {"--min-score", "2"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := run(context.Background(), append(append([]string{"run"}, args...), flags...), io.Discard, io.Discard)
+			if err == nil || errors.Is(err, errBelowMin) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}

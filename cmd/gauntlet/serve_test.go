@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCheckExposure(t *testing.T) {
+	cases := []struct {
+		name     string
+		addr     string
+		token    string
+		insecure bool
+		ok       bool
+	}{
+		{"loopback v4", "127.0.0.1:8080", "", false, true},
+		{"loopback v6", "[::1]:8080", "", false, true},
+		{"localhost", "localhost:8080", "", false, true},
+		{"all interfaces", "0.0.0.0:8080", "", false, false},
+		{"empty host", ":8080", "", false, false},
+		{"lan address", "192.168.1.10:8080", "", false, false},
+		{"all interfaces with token", "0.0.0.0:8080", "s3cret", false, true},
+		{"all interfaces insecure", "0.0.0.0:8080", "", true, true},
+		{"no port", "127.0.0.1", "", false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkExposure(c.addr, c.token, c.insecure)
+			if (err == nil) != c.ok {
+				t.Fatalf("checkExposure(%q) = %v, want ok=%v", c.addr, err, c.ok)
+			}
+		})
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	var out, errOut strings.Builder
+	if err := run(context.Background(), nil, &out, &errOut); err != errUsage {
+		t.Fatalf("no command: %v", err)
+	}
+	if err := run(context.Background(), []string{"bogus"}, &out, &errOut); err != errUsage {
+		t.Fatalf("unknown command: %v", err)
+	}
+	if !strings.Contains(errOut.String(), `unknown command "bogus"`) {
+		t.Fatalf("stderr: %s", errOut.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"version"}, &out, &errOut); err != nil || !strings.HasPrefix(out.String(), "gauntlet ") {
+		t.Fatalf("version: %v %q", err, out.String())
+	}
+}
+
+func TestServeRefusesExposedAddressWithoutToken(t *testing.T) {
+	dir := t.TempDir()
+	err := run(context.Background(), []string{"serve", "--addr", "0.0.0.0:0",
+		"--data", filepath.Join(dir, "data"), "--definitions", filepath.Join(dir, "defs")}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "without an API token") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestServeBadSettings(t *testing.T) {
+	t.Setenv("GAUNTLET_CONCURRENCY", "many")
+	err := run(context.Background(), []string{"serve"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "GAUNTLET_CONCURRENCY") {
+		t.Fatalf("err = %v", err)
+	}
+	t.Setenv("GAUNTLET_CONCURRENCY", "0")
+	err = run(context.Background(), []string{"serve"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "concurrency") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestServe starts the real command on a free port, with settings from
+// both flags and the environment, and stops it through its context.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("LLM_MODEL", "env-model")
+	t.Setenv("LLM_API_KEY", "sk-never-shown")
+	t.Setenv("DEBUG", "true")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
+			"--definitions", filepath.Join(dir, "defs"), "--llm-base-url", "http://127.0.0.1:1/v1"}, pw, logs)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no start-up line: %v (%v)", err, <-done)
+	}
+	go io.Copy(io.Discard, pr)
+	base := strings.Fields(strings.SplitAfter(line, "listening on ")[1])[0]
+
+	resp, err := http.Get(base + "/api/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var cfg map[string]any
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	want := map[string]any{"llm_base_url": "http://127.0.0.1:1/v1", "llm_model": "env-model", "debug": true}
+	for k, v := range want {
+		if cfg[k] != v {
+			t.Errorf("%s = %v, want %v", k, cfg[k], v)
+		}
+	}
+	if strings.Contains(string(body), "sk-never-shown") {
+		t.Error("the API key is in /api/config")
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if strings.Contains(logs.String(), "sk-never-shown") {
+		t.Errorf("the API key is in the log:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "definitions loaded") {
+		t.Errorf("log lacks the start-up line:\n%s", logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

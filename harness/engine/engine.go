@@ -1,0 +1,498 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/regexeval"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+)
+
+// EvalComplete is the log line that ends every run.
+const EvalComplete = "EVAL_COMPLETE"
+
+// MaxPoll is the most log lines one PollLogs returns.
+const MaxPoll = 100
+
+// ErrNotRunning is returned by Stop when no run is active.
+var ErrNotRunning = errors.New("no evaluation is running")
+
+// Definitions gives the engine the definitions a run is made of. The
+// catalog implements it.
+type Definitions interface {
+	Export(ctx context.Context) (*harness.Snapshot, error)
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Definitions and Runs are required.
+	Definitions Definitions
+	Runs        *runs.Store
+	// Model answers the tests. Required.
+	Model harness.ChatModel
+	// ModelName is the endpoint model used when a run does not name one.
+	ModelName string
+	// Registry provides evaluator types and tool implementations; nil
+	// means harness.NewRegistry(). The built-in regex evaluator is used
+	// when the registry has none of that type.
+	Registry *harness.Registry
+	// Concurrency bounds the tests in flight within a run (default 8).
+	Concurrency int
+	// LogDir receives one log file per run, <run_id>.log; empty: none.
+	LogDir string
+	// MaxToolRounds bounds the tool-call rounds of one test (default 5).
+	MaxToolRounds int
+	// LogQueue is how many log lines wait for a poll before the oldest are
+	// dropped (default 10,000).
+	LogQueue int
+	// OnEvent, when set, is called for every event of every run, from the
+	// engine's goroutines, one event at a time. It must not block for long.
+	OnEvent func(Event)
+	// Logger receives operational errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// The event kinds.
+const (
+	EventRunStarted   EventKind = "run_started"
+	EventTestFinished EventKind = "test_finished"
+	EventCellFinished EventKind = "cell_finished"
+	EventLog          EventKind = "log"
+	EventRunFinished  EventKind = "run_finished"
+)
+
+// Event is something that happened in a run.
+type Event struct {
+	Kind   EventKind
+	RunID  string
+	Domain string
+	Level  int
+	// Result is set for EventTestFinished.
+	Result *runs.Result
+	// Cell is set for EventCellFinished.
+	Cell *runs.Cell
+	// Line is set for EventLog.
+	Line string
+	// Info is set for EventRunStarted and EventRunFinished.
+	Info *runs.Info
+}
+
+// StartRequest starts a run.
+type StartRequest struct {
+	// ModelName labels the run (default "default").
+	ModelName string
+	// Model overrides the endpoint model for this run.
+	Model string
+	// Domains to run; nil means every enabled domain.
+	Domains []string
+}
+
+// Engine runs one evaluation at a time.
+type Engine struct {
+	opts    Options
+	log     *slog.Logger
+	regex   harness.Evaluator
+	logs    *logQueue
+	eventMu sync.Mutex
+
+	mu      sync.Mutex
+	current *run
+	lastRun string
+}
+
+// New returns an engine and marks runs left "running" by a process that
+// died as "interrupted".
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Definitions == nil || opts.Runs == nil || opts.Model == nil {
+		return nil, errors.New("engine: Definitions, Runs and Model are required")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
+	}
+	if opts.MaxToolRounds <= 0 {
+		opts.MaxToolRounds = 5
+	}
+	if opts.LogQueue <= 0 {
+		opts.LogQueue = 10000
+	}
+	if opts.Registry == nil {
+		opts.Registry = harness.NewRegistry()
+	}
+	e := &Engine{opts: opts, log: opts.Logger, regex: regexeval.New(regexeval.Options{}), logs: newLogQueue(opts.LogQueue)}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if n, err := opts.Runs.MarkInterrupted(ctx); err != nil {
+		return nil, err
+	} else if n > 0 {
+		e.log.Warn("runs left running by a previous process marked interrupted", slog.Int("runs", n))
+	}
+	if last, err := opts.Runs.Last(ctx); err == nil {
+		e.lastRun = last.RunID
+	}
+	return e, nil
+}
+
+// Status is the engine's state, as GET /api/status reports it.
+type Status struct {
+	Status        string  `json:"status" enum:"idle,running"`
+	RunID         *string `json:"run_id"`
+	CurrentDomain *string `json:"current_domain"`
+	CurrentLevel  *int    `json:"current_level"`
+	Progress      int     `json:"progress" doc:"Tests finished."`
+	TotalTests    int     `json:"total_tests"`
+	ModelName     *string `json:"model_name"`
+	LastRunID     *string `json:"last_run_id" doc:"The most recent run, running or finished."`
+}
+
+// Status reports what the engine is doing.
+func (e *Engine) Status() Status {
+	e.mu.Lock()
+	r, last := e.current, e.lastRun
+	e.mu.Unlock()
+	st := Status{Status: "idle"}
+	if last != "" {
+		st.LastRunID = &last
+	}
+	if r == nil {
+		return st
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, label := r.info.RunID, r.info.ModelName
+	st.Status, st.RunID, st.ModelName = "running", &id, &label
+	st.Progress, st.TotalTests = r.done, r.info.TotalTests
+	if r.currentDomain != "" {
+		d, l := r.currentDomain, r.currentLevel
+		st.CurrentDomain, st.CurrentLevel = &d, &l
+	}
+	return st
+}
+
+// LiveMatrix is the matrix of the current run, or of the last run when
+// the engine is idle.
+type LiveMatrix struct {
+	Domains   runs.Matrix `json:"domains"`
+	RunID     *string     `json:"run_id"`
+	ModelName *string     `json:"model_name"`
+	Status    string      `json:"status" doc:"The run's status, or idle when there has been no run."`
+}
+
+// Matrix returns the live matrix.
+func (e *Engine) Matrix(ctx context.Context) (LiveMatrix, error) {
+	e.mu.Lock()
+	r, last := e.current, e.lastRun
+	e.mu.Unlock()
+	if r != nil {
+		return r.matrix(), nil
+	}
+	if last == "" {
+		return LiveMatrix{Domains: runs.Matrix{}, Status: "idle"}, nil
+	}
+	info, err := e.opts.Runs.Run(ctx, last)
+	if errors.Is(err, harness.ErrNotFound) {
+		return LiveMatrix{Domains: runs.Matrix{}, Status: "idle"}, nil
+	}
+	if err != nil {
+		return LiveMatrix{}, err
+	}
+	m, err := e.opts.Runs.Matrix(ctx, last)
+	if err != nil {
+		return LiveMatrix{}, err
+	}
+	return LiveMatrix{Domains: m, RunID: &info.RunID, ModelName: &info.ModelName, Status: info.Status}, nil
+}
+
+// PollLogs drains up to MaxPoll pending log lines and reports whether a
+// run is active.
+func (e *Engine) PollLogs() (lines []string, running bool) {
+	e.mu.Lock()
+	running = e.current != nil
+	e.mu.Unlock()
+	return e.logs.drain(MaxPoll), running
+}
+
+// Running reports whether a run is active.
+func (e *Engine) Running() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.current != nil
+}
+
+func newRunID(now time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// job is one test of a run, with what it needs to run.
+type job struct {
+	test         harness.Test
+	cell         *cell
+	systemPrompt string
+	tools        []harness.ToolDefinition
+	evaluator    harness.EvaluatorConfig
+}
+
+// plan builds the jobs of a run: the selected domains in the given order
+// (all enabled ones by id when nil), levels ascending, tests in file
+// order.
+func plan(snap *harness.Snapshot, domains []string) ([]string, []*cell, []job, error) {
+	byID := map[string]harness.Domain{}
+	for _, d := range snap.Domains {
+		byID[d.ID] = d
+	}
+	if domains == nil {
+		for _, d := range snap.Domains {
+			if d.Enabled {
+				domains = append(domains, d.ID)
+			}
+		}
+	} else {
+		ve := &harness.ValidationError{}
+		seen := map[string]bool{}
+		var uniq []string
+		for i, id := range domains {
+			if _, ok := byID[id]; !ok {
+				ve.Add("domains["+strconv.Itoa(i)+"]", "unknown domain %q", id)
+			}
+			if !seen[id] {
+				seen[id] = true
+				uniq = append(uniq, id)
+			}
+		}
+		if err := ve.Err(); err != nil {
+			return nil, nil, nil, err
+		}
+		domains = uniq
+	}
+	levels := map[string]harness.LevelConfig{}
+	for _, l := range snap.Levels {
+		levels[l.DomainID+"\x00"+strconv.Itoa(l.Level)] = l
+	}
+	evaluators := map[string]harness.EvaluatorConfig{}
+	for _, ev := range snap.Evaluators {
+		evaluators[ev.ID] = ev
+	}
+	tools := map[string]harness.ToolDefinition{}
+	for _, t := range snap.Tools {
+		tools[t.ID] = t
+	}
+	testsBy := map[string]map[int][]harness.Test{}
+	for _, t := range snap.Tests {
+		if testsBy[t.DomainID] == nil {
+			testsBy[t.DomainID] = map[int][]harness.Test{}
+		}
+		testsBy[t.DomainID][t.Level] = append(testsBy[t.DomainID][t.Level], t)
+	}
+	var cells []*cell
+	var jobs []job
+	for _, id := range domains {
+		d := byID[id]
+		var lvls []int
+		for l := range testsBy[id] {
+			lvls = append(lvls, l)
+		}
+		sort.Ints(lvls)
+		for _, l := range lvls {
+			lc, ok := levels[id+"\x00"+strconv.Itoa(l)]
+			if !ok {
+				lc = harness.LevelConfig{DomainID: id, Level: l, SystemPromptMode: harness.PromptAppend, PassThreshold: harness.DefaultPassThreshold}
+			}
+			c := &cell{domain: id, level: l, threshold: lc.PassThreshold, tests: len(testsBy[id][l]), status: runs.CellPending}
+			cells = append(cells, c)
+			sp := harness.EffectiveSystemPrompt(d.SystemPrompt, lc)
+			for _, t := range testsBy[id][l] {
+				j := job{test: t, cell: c, systemPrompt: sp}
+				for _, tid := range append(slices.Clone(lc.Tools), t.Tools...) {
+					if td, ok := tools[tid]; ok && !slices.ContainsFunc(j.tools, func(x harness.ToolDefinition) bool { return x.ID == tid }) {
+						j.tools = append(j.tools, td)
+					}
+				}
+				evID := t.EvaluatorID
+				if evID == "" {
+					evID = d.EvaluatorID
+				}
+				if ev, ok := evaluators[evID]; ok {
+					j.evaluator = ev
+				} else {
+					j.evaluator = harness.EvaluatorConfig{Type: harness.EvaluatorTypeRegex}
+				}
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	return domains, cells, jobs, nil
+}
+
+// Start begins a run and returns its id. A run already active is an error
+// wrapping harness.ErrConflict; unknown domains or a run with no tests
+// wrap harness.ErrInvalid.
+func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.current != nil {
+		return "", fmt.Errorf("run %s is active; stop it first: %w", e.current.info.RunID, harness.ErrConflict)
+	}
+	snap, err := e.opts.Definitions.Export(ctx)
+	if err != nil {
+		return "", err
+	}
+	domains, cells, jobs, err := plan(snap, req.Domains)
+	if err != nil {
+		return "", err
+	}
+	if len(jobs) == 0 {
+		return "", harness.Invalid("domains", "the selected domains have no tests")
+	}
+	label := req.ModelName
+	if label == "" {
+		label = "default"
+	}
+	model := req.Model
+	if model == "" {
+		model = e.opts.ModelName
+	}
+	now := time.Now()
+	info := runs.Info{
+		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: model,
+		Status: runs.StatusRunning, TotalTests: len(jobs), Domains: domains,
+	}
+	keys := make([]runs.CellKey, len(cells))
+	for i, c := range cells {
+		keys[i] = runs.CellKey{Domain: c.domain, Level: c.level, Tests: c.tests}
+	}
+	if err := e.opts.Runs.CreateRun(ctx, info, keys); err != nil {
+		return "", err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r := &run{
+		e: e, info: info, started: now, cells: cells, jobs: jobs, ctx: runCtx, cancel: cancel,
+		done_: make(chan struct{}), cellOf: map[cellKey]*cell{},
+	}
+	for _, c := range cells {
+		r.cellOf[cellKey{c.domain, c.level}] = c
+	}
+	if e.opts.LogDir != "" {
+		if err := os.MkdirAll(e.opts.LogDir, 0o755); err == nil {
+			r.logFile, _ = os.Create(e.logPath(info.RunID))
+		}
+	}
+	e.current, e.lastRun = r, info.RunID
+	e.logs.clear()
+	e.emit(Event{Kind: EventRunStarted, RunID: info.RunID, Info: &info})
+	r.logf("run", 0, "run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
+	go r.execute()
+	return info.RunID, nil
+}
+
+func (e *Engine) logPath(runID string) string { return filepath.Join(e.opts.LogDir, runID+".log") }
+
+// Stop cancels the active run: requests in flight are cancelled, finished
+// results are kept, cells not reached are skipped. It waits (up to wait)
+// for the run to wind down. With no active run it returns ErrNotRunning.
+func (e *Engine) Stop(wait time.Duration) (string, error) {
+	e.mu.Lock()
+	r := e.current
+	e.mu.Unlock()
+	if r == nil {
+		return "", ErrNotRunning
+	}
+	r.stop(runs.StatusStopped)
+	select {
+	case <-r.done_:
+	case <-time.After(wait):
+	}
+	return r.info.RunID, nil
+}
+
+// Reset puts the engine back to idle at once, whatever it was doing. An
+// active run is cancelled and recorded as aborted; its finished results
+// are kept. It returns the aborted run's id, if any.
+func (e *Engine) Reset() string {
+	e.mu.Lock()
+	r := e.current
+	e.current = nil
+	e.mu.Unlock()
+	if r == nil {
+		return ""
+	}
+	r.stop(runs.StatusAborted)
+	// Record the abort now: the run's goroutines record it again when they
+	// return, but a call that ignores cancellation may never return.
+	r.end()
+	r.logf("run", 0, "engine reset: run %s aborted", r.info.RunID)
+	r.finishLog()
+	return r.info.RunID
+}
+
+// DeleteRun deletes a stored run, its results, cells and log file. The
+// active run cannot be deleted (harness.ErrConflict).
+func (e *Engine) DeleteRun(ctx context.Context, id string) error {
+	e.mu.Lock()
+	if e.current != nil && e.current.info.RunID == id {
+		e.mu.Unlock()
+		return fmt.Errorf("run %s is active; stop it first: %w", id, harness.ErrConflict)
+	}
+	e.mu.Unlock()
+	if err := e.opts.Runs.Delete(ctx, id); err != nil {
+		return err
+	}
+	if e.opts.LogDir != "" {
+		if err := os.Remove(e.logPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			e.log.Warn("remove run log", slog.String("run", id), slog.Any("error", err))
+		}
+	}
+	e.mu.Lock()
+	if e.lastRun == id {
+		e.lastRun = ""
+		if last, err := e.opts.Runs.Last(ctx); err == nil {
+			e.lastRun = last.RunID
+		}
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// LogFile returns the path of a run's log file ("" without a LogDir).
+func (e *Engine) LogFile(runID string) string {
+	if e.opts.LogDir == "" {
+		return ""
+	}
+	return e.logPath(runID)
+}
+
+func (e *Engine) emit(ev Event) {
+	if e.opts.OnEvent == nil {
+		return
+	}
+	e.eventMu.Lock()
+	defer e.eventMu.Unlock()
+	e.opts.OnEvent(ev)
+}
+
+// evaluatorFor returns the implementation of an evaluator type.
+func (e *Engine) evaluatorFor(typ string) (harness.Evaluator, bool) {
+	if ev, ok := e.opts.Registry.Evaluator(typ); ok {
+		return ev, true
+	}
+	if typ == harness.EvaluatorTypeRegex || typ == "" {
+		return e.regex, true
+	}
+	return nil, false
+}

@@ -1,0 +1,63 @@
+// Package llmtest provides a fake OpenAI-compatible model endpoint for tests
+// and demos, in the manner of net/http/httptest: start one on loopback,
+// point a client at its URL, read its counters, close it.
+//
+//	srv := llmtest.NewServer(llmtest.Options{Latency: 10 * time.Millisecond})
+//	defer srv.Close()
+//	client, _ := llm.New(llm.Options{BaseURL: srv.URL, Model: llmtest.DefaultModel})
+//	resp, _ := client.Chat(ctx, &harness.ChatRequest{Messages: []harness.Message{
+//		{Role: harness.RoleUser, Content: "What is 2 + 3?"},
+//	}})
+//	fmt.Println(resp.Message.Content)   // The answer is 5.
+//	fmt.Println(srv.Stats().PeakInFlight)
+//
+// The server speaks the real wire protocol: GET /v1/models and POST
+// /v1/chat/completions (not streamed; a request with "stream": true gets a
+// 400 with an OpenAI-style error body). Any client of the OpenAI API works
+// against it, so a program's own tests can use it without a model.
+//
+// # Answers
+//
+// A chat completion is answered by the first of these that applies:
+//
+//  1. [Options.Respond], a function of the decoded [Request], when it
+//     returns a non-nil [Reply] (which may also be an error status);
+//  2. a summary of the tool results, when tool messages follow the last
+//     user message: "The result of get_weather is {...}.";
+//  3. [Options.Answers], when one of its keys is a substring of the last
+//     user message (the longest key wins);
+//  4. a restatement, when the last user message asks for the final answer
+//     ([IsRestate]) and an assistant answer precedes it: the bare value of
+//     that answer, its last number (with none, what follows its last
+//     "answer is", else the whole answer);
+//  5. a tool call, when the request offers tools and the last user message
+//     names one of them, or a word of its description: finish_reason
+//     "tool_calls", arguments from [Options.ToolArguments] or guessed from
+//     the prompt and the function's JSON Schema;
+//  6. arithmetic, when the last user message asks "What is A + B?" (also
+//     -, *, /, negative and decimal numbers, more than two operands):
+//     "The answer is 42.";
+//  7. otherwise the last user message, echoed.
+//
+// Usage is counted deterministically with [CountTokens] (a token per four
+// characters, rounded up), and max_tokens cuts an answer short with
+// finish_reason "length".
+//
+// # Faults
+//
+// Options add latency (fixed plus a seeded jitter) and faults picked by a
+// [Schedule] of request numbers: 500 answers, 429 answers with Retry-After,
+// requests that hang until the client gives up, and 200 answers with a
+// malformed JSON body. Latency and faults apply to chat completions only.
+// The same Seed gives the same faults to the same request numbers, however
+// many requests run at once.
+//
+// # Counters
+//
+// [Handler.Stats] reports the requests received, the peak number in flight
+// at once, the answers by status, the hung requests and the malformed
+// bodies sent. [Handler.ResetStats] starts them again.
+//
+// [NewHandler] gives the same endpoint as an http.Handler, to serve on an
+// address of one's choice; "gauntlet mockllm" does that.
+package llmtest

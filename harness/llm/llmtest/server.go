@@ -1,0 +1,614 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+// DefaultModel is the model a server lists, and answers as, when
+// Options.Model is empty.
+const DefaultModel = "llmtest-model"
+
+// DefaultRetryAfter is the wait a 429 answer asks for when
+// Options.RetryAfter is zero.
+const DefaultRetryAfter = time.Second
+
+// maxBody bounds a request body.
+const maxBody = 16 << 20
+
+// Options configure a fake endpoint. The zero value is a working,
+// deterministic endpoint with no latency and no fault.
+type Options struct {
+	// Model is the model listed by GET /v1/models and named in answers to
+	// requests that name none (default DefaultModel).
+	Model string
+	// Models are more model names to list.
+	Models []string
+	// StrictModels makes a request for a model not listed fail with 404
+	// and the code "model_not_found", as real endpoints do. Without it any
+	// model name is accepted and echoed back.
+	StrictModels bool
+	// APIKey, when set, must come as "Authorization: Bearer <APIKey>";
+	// other requests get a 401.
+	APIKey string
+
+	// Respond, when set, is asked first: it gets the decoded request and
+	// returns the reply, or nil to leave the answer to the rules of the
+	// package documentation. It may also just record the requests it sees.
+	// It is called concurrently.
+	Respond func(req *Request) *Reply
+	// Answers maps a substring of the last user message to the answer
+	// text. When several keys match, the longest wins (then the first in
+	// byte order).
+	Answers map[string]string
+	// ToolArguments maps a function name to the arguments of the calls
+	// the default behaviour makes to it, instead of guessing them from the
+	// prompt.
+	ToolArguments map[string]map[string]any
+
+	// Latency delays every chat completion answer.
+	Latency time.Duration
+	// Jitter adds to Latency a seeded random extra between 0 and Jitter.
+	Jitter time.Duration
+	// ServerErrors picks the chat completions answered 500.
+	ServerErrors Schedule
+	// RateLimits picks the chat completions answered 429 with a
+	// Retry-After header.
+	RateLimits Schedule
+	// RetryAfter is the wait 429 answers ask for (default 1 s), sent as
+	// Retry-After in whole seconds (rounded up) and as retry-after-ms.
+	RetryAfter time.Duration
+	// Timeouts picks the chat completions that never get an answer: the
+	// request hangs until the client gives up or the server closes.
+	Timeouts Schedule
+	// Garbage picks the chat completions answered 200 with a body that is
+	// not valid JSON.
+	Garbage Schedule
+	// Seed seeds the random choices: the Rate of the schedules and the
+	// Jitter. The same seed gives the same faults to the same request
+	// numbers.
+	Seed uint64
+}
+
+// Schedule picks chat completion requests by their number: 1 for the first
+// the server receives, counting every chat completion request, retries
+// included. A request is picked when any field picks it. When several
+// schedules pick the same request, Timeouts wins, then RateLimits, then
+// ServerErrors, then Garbage.
+type Schedule struct {
+	// First picks requests 1 to First.
+	First int
+	// Every picks requests Every, 2·Every, 3·Every...
+	Every int
+	// Rate picks this fraction of the requests, by a seeded hash of their
+	// number.
+	Rate float64
+}
+
+func (s Schedule) picks(n int64, seed uint64, kind uint64) bool {
+	switch {
+	case s.First > 0 && n <= int64(s.First):
+		return true
+	case s.Every > 0 && n%int64(s.Every) == 0:
+		return true
+	case s.Rate > 0:
+		return unit(seed, n, kind) < s.Rate
+	}
+	return false
+}
+
+// unit returns a number in [0, 1) determined by seed, n and kind
+// (splitmix64).
+func unit(seed uint64, n int64, kind uint64) float64 {
+	z := seed ^ uint64(n)*0x9E3779B97F4A7C15 ^ kind*0xBF58476D1CE4E5B9
+	z += 0x9E3779B97F4A7C15
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
+}
+
+const (
+	kindTimeout uint64 = iota + 1
+	kindRateLimit
+	kindServerError
+	kindGarbage
+	kindJitter
+)
+
+// Request is a decoded chat completion request, as Options.Respond sees it.
+type Request struct {
+	// N is the request's number: 1 for the first chat completion the
+	// server received.
+	N int64
+	// Model is the model asked for ("" when none).
+	Model string
+	// Messages are the conversation, content parts joined into text.
+	Messages []harness.Message
+	// Tools are the functions offered.
+	Tools []harness.FunctionDef
+	// Temperature is nil when the request sets none.
+	Temperature *float64
+	// MaxTokens is max_tokens, else max_completion_tokens; 0 when unset.
+	MaxTokens int
+	// Header is the request's HTTP header.
+	Header http.Header
+	// Body is the raw JSON body.
+	Body []byte
+}
+
+// LastUser returns the content of the last user message, "" when there is
+// none.
+func (r *Request) LastUser() string {
+	if i := r.lastUserIndex(); i >= 0 {
+		return r.Messages[i].Content
+	}
+	return ""
+}
+
+func (r *Request) lastUserIndex() int {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == harness.RoleUser {
+			return i
+		}
+	}
+	return -1
+}
+
+// Reply is an answer to a chat completion.
+type Reply struct {
+	// Content is the answer's text; with a Status, the error message.
+	Content string
+	// ToolCalls are function calls to answer with; a call with no ID gets
+	// one. Arguments default to "{}".
+	ToolCalls []harness.ToolCall
+	// FinishReason overrides the finish reason: "stop", or "tool_calls"
+	// when there are ToolCalls, or "length" when max_tokens cut the text.
+	FinishReason string
+	// Status, when neither 0 nor 200, makes the answer an OpenAI-style
+	// error with this HTTP status and Content as its message.
+	Status int
+	// Usage overrides the counted usage.
+	Usage *harness.Usage
+}
+
+// Stats are a fake endpoint's counters.
+type Stats struct {
+	// Requests is the number of HTTP requests received, on any path.
+	Requests int64
+	// ChatCompletions is the number of POST /v1/chat/completions received.
+	ChatCompletions int64
+	// InFlight is the number of requests being handled now.
+	InFlight int64
+	// PeakInFlight is the most requests handled at once.
+	PeakInFlight int64
+	// Statuses counts the answers by HTTP status.
+	Statuses map[int]int64
+	// Timeouts is the number of requests left without an answer.
+	Timeouts int64
+	// Garbage is the number of malformed bodies sent.
+	Garbage int64
+	// ToolCalls is the number of answers that called tools.
+	ToolCalls int64
+}
+
+// Handler is the fake endpoint as an http.Handler. Its routes start with
+// /v1. It is safe for concurrent use.
+type Handler struct {
+	opts      Options
+	answerKey []string // Options.Answers' keys, longest first
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	requests, chats, inFlight, peak  atomic.Int64
+	timeouts, garbage, toolCallsSent atomic.Int64
+	chatSeq                          atomic.Int64
+	mu                               sync.Mutex
+	statuses                         map[int]int64
+}
+
+// NewHandler returns the fake endpoint as an http.Handler, to serve on an
+// address of one's choice. Close it before shutting the server down, so
+// that hung requests return.
+func NewHandler(opts Options) *Handler {
+	if opts.Model == "" {
+		opts.Model = DefaultModel
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = DefaultRetryAfter
+	}
+	h := &Handler{opts: opts, closed: make(chan struct{}), statuses: map[int]int64{}}
+	for k := range opts.Answers {
+		h.answerKey = append(h.answerKey, k)
+	}
+	sortLongestFirst(h.answerKey)
+	return h
+}
+
+// Close releases the requests hung by the Timeouts schedule and makes new
+// ones return at once. It is idempotent.
+func (h *Handler) Close() { h.closeOnce.Do(func() { close(h.closed) }) }
+
+// Stats returns a snapshot of the counters.
+func (h *Handler) Stats() Stats {
+	h.mu.Lock()
+	st := make(map[int]int64, len(h.statuses))
+	for k, v := range h.statuses {
+		st[k] = v
+	}
+	h.mu.Unlock()
+	return Stats{
+		Requests:        h.requests.Load(),
+		ChatCompletions: h.chats.Load(),
+		InFlight:        h.inFlight.Load(),
+		PeakInFlight:    h.peak.Load(),
+		Statuses:        st,
+		Timeouts:        h.timeouts.Load(),
+		Garbage:         h.garbage.Load(),
+		ToolCalls:       h.toolCallsSent.Load(),
+	}
+}
+
+// ResetStats sets the counters back to zero (PeakInFlight to the number in
+// flight now). Request numbers, which the fault schedules use, go on.
+func (h *Handler) ResetStats() {
+	h.requests.Store(0)
+	h.chats.Store(0)
+	h.peak.Store(h.inFlight.Load())
+	h.timeouts.Store(0)
+	h.garbage.Store(0)
+	h.toolCallsSent.Store(0)
+	h.mu.Lock()
+	clear(h.statuses)
+	h.mu.Unlock()
+}
+
+// ServeHTTP answers GET /v1/models and POST /v1/chat/completions.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.requests.Add(1)
+	n := h.inFlight.Add(1)
+	defer h.inFlight.Add(-1)
+	for {
+		p := h.peak.Load()
+		if n <= p || h.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	rec := &recorder{ResponseWriter: w}
+	hung := h.route(rec, r)
+	switch {
+	case hung:
+		h.timeouts.Add(1)
+	case rec.status != 0:
+		h.mu.Lock()
+		h.statuses[rec.status]++
+		h.mu.Unlock()
+	}
+}
+
+// route serves one request; it reports true when it left the request
+// without an answer.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch path {
+	case "/v1/models", "/v1/chat/completions":
+	default:
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			fmt.Sprintf("Unknown request URL: %s %s. llmtest serves GET /v1/models and POST /v1/chat/completions.", r.Method, r.URL.Path))
+		return false
+	}
+	if h.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+h.opts.APIKey {
+		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect or missing API key.")
+		return false
+	}
+	if path == "/v1/models" {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "Use GET for /v1/models.")
+			return false
+		}
+		h.serveModels(w)
+		return false
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "Use POST for /v1/chat/completions.")
+		return false
+	}
+	return h.serveChat(w, r)
+}
+
+func (h *Handler) models() []string {
+	return append([]string{h.opts.Model}, h.opts.Models...)
+}
+
+func (h *Handler) serveModels(w http.ResponseWriter) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list"}
+	for _, m := range h.models() {
+		list.Data = append(list.Data, model{ID: m, Object: "model", OwnedBy: "llmtest"})
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
+	h.chats.Add(1)
+	n := h.chatSeq.Add(1)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The request body is too large.")
+		} else {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Could not read the request body: "+err.Error())
+		}
+		return false
+	}
+	req, wr, err := decodeRequest(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		return false
+	}
+	req.N, req.Header = n, r.Header
+	if wr.Stream {
+		writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "unsupported_value", "stream",
+			"llmtest does not stream: send \"stream\": false.")
+		return false
+	}
+	if h.opts.StrictModels && req.Model != "" && !contains(h.models(), req.Model) {
+		writeErrorParam(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
+			fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return false
+	}
+
+	if d := h.latency(n); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return true
+		case <-h.closed:
+			t.Stop()
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "The server is shutting down.")
+			return false
+		}
+	}
+
+	seed := h.opts.Seed
+	switch {
+	case h.opts.Timeouts.picks(n, seed, kindTimeout):
+		select {
+		case <-r.Context().Done():
+		case <-h.closed:
+		}
+		return true
+	case h.opts.RateLimits.picks(n, seed, kindRateLimit):
+		ra := h.opts.RetryAfter
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ra.Seconds())), 10))
+		w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
+		writeError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
+			fmt.Sprintf("Rate limit reached (llmtest). Please try again in %v.", ra))
+		return false
+	case h.opts.ServerErrors.picks(n, seed, kindServerError):
+		writeError(w, http.StatusInternalServerError, "server_error", "",
+			"The server had an error while processing your request (llmtest fault).")
+		return false
+	case h.opts.Garbage.picks(n, seed, kindGarbage):
+		h.garbage.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, `{"id":"chatcmpl-llmtest-%d","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The ans`, n)
+		return false
+	}
+
+	rep := h.answer(req)
+	if rep.Status != 0 && rep.Status != http.StatusOK {
+		writeError(w, rep.Status, errorType(rep.Status), "", rep.Content)
+		return false
+	}
+	if len(rep.ToolCalls) > 0 {
+		h.toolCallsSent.Add(1)
+	}
+	writeJSON(w, http.StatusOK, h.completion(req, rep))
+	return false
+}
+
+func (h *Handler) latency(n int64) time.Duration {
+	d := h.opts.Latency
+	if j := h.opts.Jitter; j > 0 {
+		d += time.Duration(unit(h.opts.Seed, n, kindJitter) * float64(j))
+	}
+	return d
+}
+
+// completion builds the wire answer of a reply.
+func (h *Handler) completion(req *Request, rep *Reply) wireResponse {
+	model := req.Model
+	if model == "" {
+		model = h.opts.Model
+	}
+	content := rep.Content
+	finish := "stop"
+	if req.MaxTokens > 0 && CountTokens(content) > req.MaxTokens {
+		content = string([]rune(content)[:req.MaxTokens*4])
+		finish = "length"
+	}
+	msg := wireOutMessage{Role: "assistant"}
+	if content != "" || len(rep.ToolCalls) == 0 {
+		msg.Content = &content
+	}
+	completionTokens := CountTokens(content)
+	for i, tc := range rep.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", req.N, i)
+		}
+		args := tc.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		msg.ToolCalls = append(msg.ToolCalls, wireToolCall{ID: id, Type: "function", Function: wireFunctionCall{Name: tc.Name, Arguments: args}})
+		completionTokens += CountTokens(tc.Name) + CountTokens(args)
+		finish = "tool_calls"
+	}
+	if rep.FinishReason != "" {
+		finish = rep.FinishReason
+	}
+	usage := harness.Usage{PromptTokens: promptTokens(req.Messages), CompletionTokens: completionTokens}
+	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+	if rep.Usage != nil {
+		usage = *rep.Usage
+	}
+	return wireResponse{
+		ID:                fmt.Sprintf("chatcmpl-llmtest-%d", req.N),
+		Object:            "chat.completion",
+		Created:           time.Now().Unix(),
+		Model:             model,
+		Choices:           []wireChoice{{Index: 0, Message: msg, FinishReason: finish}},
+		Usage:             wireUsage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, TotalTokens: usage.TotalTokens},
+		SystemFingerprint: "llmtest",
+	}
+}
+
+// CountTokens is the fake's token count of a text: one token per four
+// characters, rounded up.
+func CountTokens(s string) int {
+	n := 0
+	for range s {
+		n++
+	}
+	return (n + 3) / 4
+}
+
+// promptTokens counts the tokens of a conversation: its contents and its
+// tool calls' names and arguments.
+func promptTokens(msgs []harness.Message) int {
+	t := 0
+	for _, m := range msgs {
+		t += CountTokens(m.Content)
+		for _, tc := range m.ToolCalls {
+			t += CountTokens(tc.Name) + CountTokens(tc.Arguments)
+		}
+	}
+	return t
+}
+
+func errorType(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return "requests"
+	case status >= 500:
+		return "server_error"
+	default:
+		return "invalid_request_error"
+	}
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeErrorParam(w, status, typ, code, "", msg)
+}
+
+// writeErrorParam writes OpenAI's error body:
+// {"error": {"message", "type", "param", "code"}}.
+func writeErrorParam(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	type apiError struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}
+	e := apiError{Message: msg, Type: typ}
+	if param != "" {
+		e.Param = &param
+	}
+	if code != "" {
+		e.Code = &code
+	}
+	writeJSON(w, status, struct {
+		Error apiError `json:"error"`
+	}{e})
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Server is a fake endpoint listening on loopback, like an
+// httptest.Server. Its Handler's counters are promoted: srv.Stats().
+type Server struct {
+	// URL is the base URL of the API, http://127.0.0.1:PORT/v1.
+	URL string
+	*Handler
+	ts *httptest.Server
+}
+
+// NewServer starts a fake endpoint on a loopback port. Close it when done.
+func NewServer(opts Options) *Server {
+	h := NewHandler(opts)
+	ts := httptest.NewServer(h)
+	return &Server{URL: ts.URL + "/v1", Handler: h, ts: ts}
+}
+
+// Close releases hung requests, then shuts the server down and waits for
+// the requests in flight to finish.
+func (s *Server) Close() {
+	s.Handler.Close()
+	s.ts.Close()
+}

@@ -1,0 +1,131 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Why this package retries itself rather than through the SDK
+// (option.WithMaxRetries): the SDK (v3.96.0, internal/requestconfig) does
+// honour Retry-After, retry-after-ms and HTTP dates, and jitters its
+// backoff, but
+//   - it does not retry an attempt that timed out: when the per-request
+//     timeout fires it returns context.DeadlineExceeded at once;
+//   - it does not retry a malformed body (a 200 whose JSON does not parse);
+//   - its backoff (0.5 s doubling) cannot be tuned, which makes fault tests
+//     slow, and it reports neither the number of attempts nor the status of
+//     the last one in a useful error.
+// So the SDK makes single attempts and do() loops around them.
+
+// do runs attempt until it succeeds, fails in a way not worth retrying, the
+// retries are spent or ctx ends. Each attempt gets its own timeout; hres is
+// where the attempt stores the HTTP response it got, if any.
+func (c *Client) do(ctx context.Context, op string, attempt func(actx context.Context, n int, hres **http.Response) error) error {
+	for n := 1; ; n++ {
+		c.stats.attempts.Add(1)
+		if n > 1 {
+			c.stats.retries.Add(1)
+		}
+		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		var hres *http.Response
+		err := attempt(actx, n, &hres)
+		if err == nil {
+			cancel()
+			return nil
+		}
+		e := c.classify(ctx, actx, op, hres, err)
+		cancel()
+		e.Attempts = n
+		if !e.retryable || n > c.opts.MaxRetries {
+			return e
+		}
+		delay, ok := c.backoff(n, e.RetryAfter)
+		if !ok {
+			e.Message += fmt.Sprintf(" (the endpoint asks to retry after %v, more than the %v limit)", e.RetryAfter, c.opts.RetryMaxDelay)
+			return e
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
+			// The caller's deadline would pass while waiting: give up now
+			// with the real reason rather than later with "deadline exceeded".
+			return e
+		}
+		if c.opts.OnRetry != nil {
+			c.opts.OnRetry(n, delay, e)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return &Error{Op: op, Attempts: n, err: ctx.Err(),
+				Message: fmt.Sprintf("%v while waiting to retry after: %s", ctx.Err(), e.detail())}
+		case <-t.C:
+		}
+	}
+}
+
+// backoff returns the wait before the attempt after attempt n (1-based),
+// and false when the endpoint asks for a wait longer than RetryMaxDelay.
+//
+// Without a Retry-After, the wait is RetryBaseDelay·2^(n-1), capped at
+// RetryMaxDelay, less a random part of up to half of it ("equal jitter":
+// clients that failed together do not come back together, yet none comes
+// back at once). With one, the wait is what the endpoint asked for plus up
+// to 10% more, never less.
+func (c *Client) backoff(n int, retryAfter time.Duration) (time.Duration, bool) {
+	if retryAfter > 0 {
+		if retryAfter > c.opts.RetryMaxDelay {
+			return 0, false
+		}
+		return retryAfter + rand.N(retryAfter/10+1), true
+	}
+	d := c.opts.RetryBaseDelay
+	for i := 1; i < n && d < c.opts.RetryMaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, c.opts.RetryMaxDelay)
+	return d - rand.N(d/2+1), true
+}
+
+// retryAfter reads how long an endpoint asks the client to wait:
+// retry-after-ms (milliseconds, as OpenAI sends), else Retry-After in
+// seconds or as an HTTP date. It returns 0 when neither says anything
+// usable.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if d, ok := scaled(v, float64(time.Millisecond)); ok {
+			return d
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if d, ok := scaled(v, float64(time.Second)); ok {
+		return d
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// scaled parses a non-negative number of units into a duration, saturating
+// instead of overflowing.
+func scaled(v string, unit float64) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < 0 {
+		return 0, false
+	}
+	if f*unit >= math.MaxInt64 {
+		return time.Duration(math.MaxInt64), true
+	}
+	return time.Duration(f * unit), true
+}

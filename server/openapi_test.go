@@ -1,0 +1,196 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// specEndpoints are the endpoints of spec §4 built so far: Domains,
+// Levels, Tests, Evaluators, Tools, Import/export/sync and the two config
+// endpoints, as "METHOD path" in OpenAPI path syntax.
+var specEndpoints = []string{
+	"GET /api/settings/domains",
+	"GET /api/settings/domains/{domain_id}",
+	"POST /api/settings/domains",
+	"PUT /api/settings/domains/{domain_id}",
+	"DELETE /api/settings/domains/{domain_id}",
+
+	"GET /api/settings/levels/{domain_id}/{level}",
+	"PUT /api/settings/levels/{domain_id}/{level}",
+
+	"GET /api/settings/tests",
+	"GET /api/settings/tests/{test_id}",
+	"POST /api/settings/tests",
+	"PUT /api/settings/tests/{test_id}",
+	"DELETE /api/settings/tests/{test_id}",
+	"POST /api/settings/tests/{test_id}/move",
+
+	"GET /api/settings/evaluators",
+	"GET /api/settings/evaluators/{evaluator_id}",
+	"POST /api/settings/evaluators",
+	"PUT /api/settings/evaluators/{evaluator_id}",
+	"DELETE /api/settings/evaluators/{evaluator_id}",
+
+	"GET /api/settings/tools",
+	"GET /api/settings/tools/{tool_id}",
+	"POST /api/settings/tools",
+	"PUT /api/settings/tools/{tool_id}",
+	"DELETE /api/settings/tools/{tool_id}",
+
+	"GET /api/settings/export",
+	"POST /api/settings/import",
+	"POST /api/settings/sync",
+
+	"GET /api/config",
+	"GET /api/config/model",
+}
+
+// operations lists "METHOD path" for every operation of an OpenAPI
+// document decoded as JSON.
+func operations(t *testing.T, doc map[string]any) []string {
+	t.Helper()
+	paths, ok := doc["paths"].(map[string]any)
+	if !ok {
+		t.Fatalf("no paths in the document")
+	}
+	var out []string
+	for p, item := range paths {
+		for method := range item.(map[string]any) {
+			switch method {
+			case "get", "put", "post", "delete", "patch", "head", "options", "trace":
+				out = append(out, strings.ToUpper(method)+" "+p)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestOpenAPI31(t *testing.T) {
+	e := newEnv(t)
+	r := must(t, e.get("/openapi.json"), http.StatusOK)
+	if ct := r.contentType(); !strings.Contains(ct, "json") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	doc := r.object(t)
+	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.1") {
+		t.Fatalf("openapi %q, want 3.1.x", v)
+	}
+	t.Run("lists every endpoint of the spec and no other", func(t *testing.T) {
+		got := operations(t, doc)
+		want := slices.Sorted(slices.Values(specEndpoints))
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("missing: %s", w)
+			}
+		}
+		for _, g := range got {
+			if !slices.Contains(want, g) {
+				t.Errorf("not in the spec: %s", g)
+			}
+		}
+	})
+	t.Run("every operation has an id, a summary and a success response", func(t *testing.T) {
+		for p, item := range doc["paths"].(map[string]any) {
+			for method, op := range item.(map[string]any) {
+				o, ok := op.(map[string]any)
+				if !ok {
+					continue
+				}
+				if o["operationId"] == nil || o["summary"] == nil {
+					t.Errorf("%s %s: no operationId or summary", method, p)
+				}
+				responses, _ := o["responses"].(map[string]any)
+				want := "200"
+				if method == "post" && !strings.Contains(p, "move") && !strings.Contains(p, "import") && !strings.Contains(p, "sync") {
+					want = "201"
+				}
+				if _, ok := responses[want]; !ok {
+					t.Errorf("%s %s: no %s response; has %v", method, p, want, slices.Sorted(mapKeys(responses)))
+				}
+			}
+		}
+	})
+	t.Run("the document is the same every time", func(t *testing.T) {
+		again := must(t, e.get("/openapi.json"), http.StatusOK)
+		if string(again.body) != string(r.body) {
+			t.Fatalf("two GETs gave different documents")
+		}
+	})
+}
+
+func mapKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func TestOpenAPIYAML(t *testing.T) {
+	e := newEnv(t)
+	r := must(t, e.get("/openapi.yaml"), http.StatusOK)
+	if ct := r.contentType(); !strings.Contains(ct, "yaml") {
+		t.Errorf("Content-Type %q, want a YAML type", ct)
+	}
+	body := string(r.body)
+	if !strings.HasPrefix(body, "openapi: 3.1") && !strings.Contains(body, "\nopenapi: 3.1") {
+		t.Fatalf("not an OpenAPI 3.1 YAML document:\n%.300s", body)
+	}
+	for _, ep := range specEndpoints {
+		_, p, _ := strings.Cut(ep, " ")
+		if !strings.Contains(body, p+":") {
+			t.Errorf("%s not in the YAML document", p)
+		}
+	}
+}
+
+func TestOpenAPI30Validates(t *testing.T) {
+	e := newEnv(t, withToken("tok"))
+	r := must(t, e.get("/openapi-3.0.json"), http.StatusOK)
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(r.body)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.0") {
+		t.Fatalf("openapi %q, want 3.0.x", doc.OpenAPI)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	var got []string
+	for p, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			got = append(got, method+" "+p)
+		}
+	}
+	sort.Strings(got)
+	if want := slices.Sorted(slices.Values(specEndpoints)); !slices.Equal(got, want) {
+		t.Errorf("operations of the 3.0 document:\n%v\nwant\n%v", got, want)
+	}
+	// The level path parameter carries its bounds.
+	op := doc.Paths.Find("/api/settings/levels/{domain_id}/{level}").Get
+	if p := op.Parameters.GetByInAndName("path", "level"); p == nil || p.Schema.Value.Min == nil || p.Schema.Value.Max == nil {
+		t.Errorf("the level parameter has no bounds")
+	}
+}
+
+func TestDocs(t *testing.T) {
+	e := newEnv(t)
+	r := must(t, e.get("/docs"), http.StatusOK)
+	if ct := r.contentType(); ct != "text/html" {
+		t.Errorf("Content-Type %q, want text/html", ct)
+	}
+	if !strings.Contains(strings.ToLower(string(r.body)), "<html") || !strings.Contains(string(r.body), "/openapi") {
+		t.Errorf("docs page does not load the document:\n%.500s", r.body)
+	}
+}

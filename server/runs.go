@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+)
+
+// StopWait is how long POST /api/stop waits for the run to wind down.
+const StopWait = 5 * time.Second
+
+type runHandler struct{ s *Server }
+
+type startInput struct {
+	Body struct {
+		ModelName *string  `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
+		Domains   []string `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
+		Model     *string  `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
+	}
+}
+
+type startOutput struct {
+	Body struct {
+		Success bool   `json:"success"`
+		RunID   string `json:"run_id"`
+		Message string `json:"message"`
+	}
+}
+
+type messageOutput struct {
+	Body struct {
+		Success bool   `json:"success"`
+		Message string `json:"message"`
+		RunID   string `json:"run_id,omitempty" doc:"The run stopped or aborted, if any."`
+	}
+}
+
+type statusOutput struct {
+	Body engine.Status
+}
+
+type matrixOutput struct {
+	Body engine.LiveMatrix
+}
+
+type logPollOutput struct {
+	Body struct {
+		Messages  []string `json:"messages" doc:"Pending log lines, at most 100: \"[<domain>][L<level>] <text>\", and EVAL_COMPLETE at the end of a run."`
+		IsRunning bool     `json:"is_running"`
+	}
+}
+
+func (h *runHandler) register(api huma.API) {
+	tags := []string{"Evaluation"}
+	huma.Register(api, huma.Operation{
+		OperationID: "start-run", Method: http.MethodPost, Path: "/api/start",
+		Summary: "Start an evaluation", Tags: tags,
+		Description: "One run at a time: starting while a run is active is a 409. Unknown domains, or a selection without tests, are a 422.",
+	}, h.start)
+	huma.Register(api, huma.Operation{
+		OperationID: "stop-run", Method: http.MethodPost, Path: "/api/stop",
+		Summary: "Stop the running evaluation", Tags: tags,
+		Description: "Requests in flight are cancelled; finished results are kept; cells not reached are skipped. With no run active, success is false.",
+	}, h.stop)
+	huma.Register(api, huma.Operation{
+		OperationID: "reset-engine", Method: http.MethodPost, Path: "/api/reset",
+		Summary: "Reset the engine to idle", Tags: tags,
+		Description: "For a stuck engine: an active run is cancelled at once and recorded as aborted; its finished results are kept.",
+	}, h.reset)
+	huma.Register(api, huma.Operation{
+		OperationID: "get-status", Method: http.MethodGet, Path: "/api/status",
+		Summary: "Engine status", Tags: tags,
+	}, h.status)
+	huma.Register(api, huma.Operation{
+		OperationID: "get-test-matrix", Method: http.MethodGet, Path: "/api/test_matrix",
+		Summary: "Live matrix", Tags: tags,
+		Description: "The domain × level matrix of the current run (of the last run when idle). A cell not finished has score null.",
+	}, h.matrix)
+	huma.Register(api, huma.Operation{
+		OperationID: "poll-log", Method: http.MethodGet, Path: "/api/log_poll",
+		Summary: "Drain pending log lines", Tags: tags,
+	}, h.logPoll)
+}
+
+func (h *runHandler) start(ctx context.Context, in *startInput) (*startOutput, error) {
+	req := engine.StartRequest{Domains: in.Body.Domains}
+	set(&req.ModelName, in.Body.ModelName)
+	set(&req.Model, in.Body.Model)
+	id, err := h.s.opts.Engine.Start(ctx, req)
+	if err != nil {
+		return nil, h.s.problem(ctx, err)
+	}
+	out := &startOutput{}
+	out.Body.Success, out.Body.RunID, out.Body.Message = true, id, "evaluation started"
+	return out, nil
+}
+
+func (h *runHandler) stop(ctx context.Context, _ *struct{}) (*messageOutput, error) {
+	out := &messageOutput{}
+	id, err := h.s.opts.Engine.Stop(StopWait)
+	if errors.Is(err, engine.ErrNotRunning) {
+		out.Body.Message = err.Error()
+		return out, nil
+	}
+	if err != nil {
+		return nil, h.s.problem(ctx, err)
+	}
+	out.Body.Success, out.Body.RunID, out.Body.Message = true, id, "evaluation stopped; finished results are kept"
+	return out, nil
+}
+
+func (h *runHandler) reset(ctx context.Context, _ *struct{}) (*messageOutput, error) {
+	out := &messageOutput{}
+	out.Body.Success = true
+	if id := h.s.opts.Engine.Reset(); id != "" {
+		out.Body.RunID, out.Body.Message = id, "engine reset; run "+id+" aborted"
+	} else {
+		out.Body.Message = "engine reset; it was idle"
+	}
+	return out, nil
+}
+
+func (h *runHandler) status(ctx context.Context, _ *struct{}) (*statusOutput, error) {
+	return &statusOutput{Body: h.s.opts.Engine.Status()}, nil
+}
+
+func (h *runHandler) matrix(ctx context.Context, _ *struct{}) (*matrixOutput, error) {
+	m, err := h.s.opts.Engine.Matrix(ctx)
+	if err != nil {
+		return nil, h.s.problem(ctx, err)
+	}
+	return &matrixOutput{Body: m}, nil
+}
+
+func (h *runHandler) logPoll(ctx context.Context, _ *struct{}) (*logPollOutput, error) {
+	out := &logPollOutput{}
+	out.Body.Messages, out.Body.IsRunning = h.s.opts.Engine.PollLogs()
+	return out, nil
+}

@@ -1,0 +1,719 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/server"
+)
+
+// testEnv is a real server on loopback over a temp data directory: a
+// SQLite file opened with store.Open and a definitions directory opened
+// with catalog.Open.
+type testEnv struct {
+	t       *testing.T
+	url     string
+	defsDir string
+	dataDir string
+	token   string
+	logs    *syncBuffer
+
+	// Set by newEngineEnv: the fake model endpoint, the engine and its
+	// run store, and the directory of run log files.
+	mock   *llmtest.Server
+	engine *engine.Engine
+	runs   *runs.Store
+	logDir string
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// envOption adjusts the server's options before it is built.
+type envOption func(*server.Options)
+
+func withToken(tok string) envOption { return func(o *server.Options) { o.APIToken = tok } }
+
+func withModels(m harness.ModelLister) envOption { return func(o *server.Options) { o.Models = m } }
+
+func withLLM(baseURL, model string) envOption {
+	return func(o *server.Options) { o.LLM = server.LLMConfig{BaseURL: baseURL, Model: model} }
+}
+
+func withDebug() envOption { return func(o *server.Options) { o.Debug = true } }
+
+// newEnv starts a server with an empty definitions directory.
+func newEnv(t *testing.T, opts ...envOption) *testEnv {
+	t.Helper()
+	return newEnvIn(t, t.TempDir(), opts...)
+}
+
+// newEnvIn starts a server whose data and definitions live under root
+// (root/data and root/definitions); files already there are loaded.
+func newEnvIn(t *testing.T, root string, opts ...envOption) *testEnv {
+	t.Helper()
+	return startEnv(t, root, nil, opts...)
+}
+
+// startEnv starts a server under root; with an engine config, the server
+// also runs evaluations (see newEngineEnv).
+func startEnv(t *testing.T, root string, ec *engineConfig, opts ...envOption) *testEnv {
+	t.Helper()
+	ctx := context.Background()
+	e := &testEnv{
+		t:       t,
+		defsDir: filepath.Join(root, "definitions"),
+		dataDir: filepath.Join(root, "data"),
+		logs:    &syncBuffer{},
+	}
+	db, err := store.Open(ctx, "sqlite://"+filepath.Join(e.dataDir, "gauntlet.db"))
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cat, _, err := catalog.Open(ctx, catalog.Options{Dir: e.defsDir, DB: db})
+	if err != nil {
+		t.Fatalf("catalog.Open: %v", err)
+	}
+	o := server.Options{
+		Catalog: cat,
+		LLM:     server.LLMConfig{BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2"},
+		Logger:  slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if ec != nil {
+		e.wireEngine(ctx, ec, db, cat, &o)
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	e.token = o.APIToken
+	srv, err := server.New(o)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	e.url = hs.URL
+	return e
+}
+
+// response is an HTTP response with its body read.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *response) String() string {
+	return fmt.Sprintf("%d %s", r.status, r.body)
+}
+
+// contentType is the media type of the response, without parameters.
+func (r *response) contentType() string {
+	ct, _, _ := strings.Cut(r.header.Get("Content-Type"), ";")
+	return strings.TrimSpace(ct)
+}
+
+// object decodes the body as a JSON object.
+func (r *response) object(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+// decode decodes the body into v.
+func (r *response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode body into %T: %v\n%s", v, err, r.body)
+	}
+}
+
+// rawBody is a request body sent as is.
+type rawBody string
+
+// request sends a request with the env's token, if any. body is nil (no
+// body), a rawBody, a []byte, or a value encoded as JSON.
+func (e *testEnv) request(method, path string, body any, header ...string) *response {
+	e.t.Helper()
+	r, err := e.try(method, path, body, header...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// try is request for goroutines other than the test's: it returns errors
+// instead of failing the test.
+func (e *testEnv) try(method, path string, body any, header ...string) (*response, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case rawBody:
+		rd = strings.NewReader(string(b))
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("encode request body: %w", err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("new request: %w", err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	return trySend(req)
+}
+
+func (e *testEnv) send(req *http.Request) *response {
+	e.t.Helper()
+	r, err := trySend(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func trySend(req *http.Request) (*response, error) {
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read body: %w", req.Method, req.URL.Path, err)
+	}
+	return &response{status: res.StatusCode, header: res.Header, body: data}, nil
+}
+
+func (e *testEnv) get(path string) *response { return e.request(http.MethodGet, path, nil) }
+
+func (e *testEnv) post(path string, body any) *response {
+	return e.request(http.MethodPost, path, body)
+}
+
+func (e *testEnv) put(path string, body any) *response { return e.request(http.MethodPut, path, body) }
+
+func (e *testEnv) del(path string) *response { return e.request(http.MethodDelete, path, nil) }
+
+// must checks the status of a response and returns it.
+func must(t *testing.T, r *response, status int) *response {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body: %s", r.status, status, r.body)
+	}
+	return r
+}
+
+// problem is an RFC 9457 body as the server writes it.
+type problem struct {
+	Status  int    `json:"status"`
+	Title   string `json:"title"`
+	Detail  string `json:"detail"`
+	Success *bool  `json:"success"`
+	Errors  []struct {
+		Location string `json:"location"`
+		Message  string `json:"message"`
+		Value    any    `json:"value"`
+	} `json:"errors"`
+}
+
+func (p *problem) locations() []string {
+	out := make([]string, len(p.Errors))
+	for i, e := range p.Errors {
+		out[i] = e.Location
+	}
+	return out
+}
+
+// mustProblem checks that r is a problem+json error with the given status
+// and "success": false, whose errors name every given location.
+func mustProblem(t *testing.T, r *response, status int, locations ...string) *problem {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body: %s", r.status, status, r.body)
+	}
+	if ct := r.contentType(); ct != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json", ct)
+	}
+	var p problem
+	r.decode(t, &p)
+	if p.Success == nil || *p.Success {
+		t.Errorf("success is %v, want false; body: %s", p.Success, r.body)
+	}
+	if p.Status != status {
+		t.Errorf("status field %d, want %d", p.Status, status)
+	}
+	if p.Title != http.StatusText(status) {
+		t.Errorf("title %q, want %q", p.Title, http.StatusText(status))
+	}
+	if p.Detail == "" {
+		t.Errorf("empty detail; body: %s", r.body)
+	}
+	for _, loc := range locations {
+		if !slices.Contains(p.locations(), loc) {
+			t.Errorf("errors do not name %q; locations %q; body: %s", loc, p.locations(), r.body)
+		}
+	}
+	return &p
+}
+
+// state is what a failed write must not change: the export and the bytes
+// of every file under the definitions directory.
+type state struct {
+	export string
+	files  map[string]string
+}
+
+func (e *testEnv) state() state {
+	e.t.Helper()
+	r := must(e.t, e.get("/api/settings/export"), http.StatusOK)
+	return state{export: string(r.body), files: e.files()}
+}
+
+// files hashes every file under the definitions directory, by relative
+// path.
+func (e *testEnv) files() map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(e.defsDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(e.defsDir, p)
+		sum := sha256.Sum256(data)
+		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("walk definitions: %v", err)
+	}
+	return out
+}
+
+// assertUnchanged checks that the export and the files are as in before.
+func (e *testEnv) assertUnchanged(t *testing.T, before state) {
+	t.Helper()
+	after := e.state()
+	if after.export != before.export {
+		t.Errorf("export changed:\nbefore %s\nafter  %s", before.export, after.export)
+	}
+	if !maps.Equal(after.files, before.files) {
+		t.Errorf("definition files changed:\nbefore %v\nafter  %v", before.files, after.files)
+	}
+}
+
+// writeFile writes a definitions file by hand.
+func (e *testEnv) writeFile(rel, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.defsDir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// readFile reads a definitions file.
+func (e *testEnv) readFile(rel string) string {
+	e.t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.defsDir, filepath.FromSlash(rel)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(data)
+}
+
+func (e *testEnv) exists(rel string) bool {
+	_, err := os.Stat(filepath.Join(e.defsDir, filepath.FromSlash(rel)))
+	return err == nil
+}
+
+// fixture creates an evaluator "num", a tool "calc", domains "math"
+// (evaluator num) and "logic", and tests m1, m2 (math level 1), m3 (math
+// level 2) and l1 (logic level 1).
+func (e *testEnv) fixture() {
+	e.t.Helper()
+	must(e.t, e.post("/api/settings/evaluators", map[string]any{
+		"id": "num", "name": "Numbers", "type": "regex",
+		"extraction_regex": `(?<answer>-?\d+(\.\d+)?)`, "uses_pass2": true,
+	}), http.StatusCreated)
+	must(e.t, e.post("/api/settings/tools", map[string]any{
+		"id": "calc", "name": "Calculator", "description": "Adds numbers",
+		"function": map[string]any{
+			"name": "add", "description": "Add two numbers",
+			"parameters": map[string]any{
+				"type":       "object",
+				"properties": map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}},
+				"required":   []string{"a", "b"},
+			},
+		},
+		"mock_response": map[string]any{"result": 4},
+	}), http.StatusCreated)
+	must(e.t, e.post("/api/settings/domains", map[string]any{
+		"id": "math", "name": "Math", "description": "Arithmetic", "evaluator_id": "num",
+		"system_prompt": "Answer with a number.", "icon": "calc", "color": "#112233",
+	}), http.StatusCreated)
+	must(e.t, e.post("/api/settings/domains", map[string]any{"id": "logic", "name": "Logic"}), http.StatusCreated)
+	for _, tc := range []struct {
+		id, domain string
+		level      int
+		answer     string
+	}{{"m1", "math", 1, "4"}, {"m2", "math", 1, "6"}, {"m3", "math", 2, "10"}, {"l1", "logic", 1, "yes"}} {
+		typ := "numeric"
+		if tc.domain == "logic" {
+			typ = "boolean"
+		}
+		must(e.t, e.post("/api/settings/tests", map[string]any{
+			"id": tc.id, "domain_id": tc.domain, "level": tc.level, "name": "Test " + tc.id,
+			"prompt": "Question " + tc.id, "expected": map[string]any{"answer": tc.answer, "type": typ},
+		}), http.StatusCreated)
+	}
+}
+
+// ids returns the "id" of each object of a JSON array.
+func ids(list []map[string]any) []string {
+	out := make([]string, len(list))
+	for i, m := range list {
+		out[i], _ = m["id"].(string)
+	}
+	return out
+}
+
+// TestUnknownRoute checks that an unknown path is a 404 and the root
+// redirects to the docs.
+func TestUnknownRoute(t *testing.T) {
+	e := newEnv(t)
+	t.Run("unknown path", func(t *testing.T) {
+		if r := e.get("/api/settings/nope"); r.status != http.StatusNotFound {
+			t.Fatalf("got %s, want 404", r)
+		}
+	})
+	t.Run("root redirects to docs", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, e.url+"/", nil)
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusFound || res.Header.Get("Location") != "/docs" {
+			t.Fatalf("got %d Location %q, want 302 /docs", res.StatusCode, res.Header.Get("Location"))
+		}
+	})
+}
+
+// TestBodyWithoutContentType checks that a JSON body sent without a
+// content type (or as curl -d sends it) is read as JSON.
+func TestBodyWithoutContentType(t *testing.T) {
+	e := newEnv(t)
+	for i, ct := range []string{"", "application/x-www-form-urlencoded", "text/plain; charset=utf-8"} {
+		t.Run(fmt.Sprintf("content type %q", ct), func(t *testing.T) {
+			id := fmt.Sprintf("d%d", i)
+			req, _ := http.NewRequest(http.MethodPost, e.url+"/api/settings/domains",
+				strings.NewReader(`{"id":"`+id+`","name":"D"}`))
+			if ct != "" {
+				req.Header.Set("Content-Type", ct)
+			}
+			r := must(t, e.send(req), http.StatusCreated)
+			if got := r.object(t)["id"]; got != id {
+				t.Fatalf("id %v, want %s", got, id)
+			}
+		})
+	}
+}
+
+// engineConfig configures the evaluation engine of a test server started
+// by newEngineEnv: the fake model endpoint it asks, and the definitions
+// it starts with.
+type engineConfig struct {
+	// llm configures the llmtest endpoint that answers the tests.
+	llm llmtest.Options
+	// concurrency bounds the tests in flight within a run (default 4).
+	concurrency int
+	// timeout bounds each model request (default 10 s).
+	timeout time.Duration
+	// noExamples leaves out examples/definitions, which are otherwise
+	// copied into the definitions directory: 3 enabled domains
+	// (arithmetic, knowledge, tool_use), 8 cells, 12 tests.
+	noExamples bool
+	// files are more definition files, by path relative to the
+	// definitions directory, written before start-up.
+	files map[string]string
+}
+
+// newEngineEnv starts a server that runs evaluations, wired as
+// cmd/gauntlet/serve.go wires it: runs.Open on the same database, an
+// llm client of an llmtest endpoint on loopback, and an engine over the
+// catalog with its log files under the data directory.
+func newEngineEnv(t *testing.T, ec engineConfig, opts ...envOption) *testEnv {
+	t.Helper()
+	root := t.TempDir()
+	defs := filepath.Join(root, "definitions")
+	if !ec.noExamples {
+		if err := os.CopyFS(defs, os.DirFS(filepath.Join("..", "examples", "definitions"))); err != nil {
+			t.Fatalf("copy the example definitions: %v", err)
+		}
+	}
+	for rel, content := range ec.files {
+		p := filepath.Join(defs, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return startEnv(t, root, &ec, opts...)
+}
+
+// wireEngine opens the run store on db, starts the llmtest endpoint and
+// builds the engine, and puts both in o. Its cleanup leaves no run
+// behind before the endpoint and the database close.
+func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *bun.DB, cat *catalog.Catalog, o *server.Options) {
+	t := e.t
+	t.Helper()
+	rs, err := runs.Open(ctx, db)
+	if err != nil {
+		t.Fatalf("runs.Open: %v", err)
+	}
+	e.mock = llmtest.NewServer(ec.llm)
+	t.Cleanup(e.mock.Close)
+	timeout := ec.timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	model, err := llm.New(llm.Options{BaseURL: e.mock.URL, Model: llmtest.DefaultModel, Timeout: timeout,
+		RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("llm.New: %v", err)
+	}
+	concurrency := ec.concurrency
+	if concurrency <= 0 {
+		concurrency = 4
+	}
+	e.logDir = filepath.Join(e.dataDir, "logs")
+	eng, err := engine.New(ctx, engine.Options{
+		Definitions: cat, Runs: rs, Model: model, ModelName: llmtest.DefaultModel,
+		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger,
+	})
+	if err != nil {
+		t.Fatalf("engine.New: %v", err)
+	}
+	e.engine, e.runs = eng, rs
+	o.Engine, o.Runs, o.Models = eng, rs, model
+	o.LLM = server.LLMConfig{BaseURL: e.mock.URL, Model: llmtest.DefaultModel}
+	t.Cleanup(func() {
+		if eng.Running() {
+			eng.Stop(10 * time.Second)
+		}
+		// A reset run records its end from its own goroutine: wait for it.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			list, _, err := rs.List(context.Background(), 1000, 0)
+			if err != nil || !slices.ContainsFunc(list, func(i runs.Info) bool { return i.Status == runs.StatusRunning }) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// eventually calls cond every 10 ms until it returns true, and fails the
+// test when it has not after d. what says what was awaited.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runWait bounds how long a test waits for a run to change state.
+const runWait = 30 * time.Second
+
+// statusBody is GET /api/status.
+type statusBody struct {
+	Status        string  `json:"status"`
+	RunID         *string `json:"run_id"`
+	CurrentDomain *string `json:"current_domain"`
+	CurrentLevel  *int    `json:"current_level"`
+	Progress      int     `json:"progress"`
+	TotalTests    int     `json:"total_tests"`
+	LastRunID     *string `json:"last_run_id"`
+}
+
+// status reads GET /api/status.
+func (e *testEnv) status() statusBody {
+	e.t.Helper()
+	var st statusBody
+	must(e.t, e.get("/api/status"), http.StatusOK).decode(e.t, &st)
+	return st
+}
+
+// start posts /api/start, expects success, and returns the run id.
+func (e *testEnv) start(body any) string {
+	e.t.Helper()
+	var out struct {
+		Success bool   `json:"success"`
+		RunID   string `json:"run_id"`
+		Message string `json:"message"`
+	}
+	must(e.t, e.post("/api/start", body), http.StatusOK).decode(e.t, &out)
+	if !out.Success || out.RunID == "" || out.Message == "" {
+		e.t.Fatalf("start: success %v, run_id %q, message %q", out.Success, out.RunID, out.Message)
+	}
+	return out.RunID
+}
+
+// waitIdle polls GET /api/status until the engine is idle.
+func (e *testEnv) waitIdle() {
+	e.t.Helper()
+	eventually(e.t, runWait, "the engine to be idle", func() bool { return e.status().Status == "idle" })
+}
+
+// runToEnd starts a run, waits for it to end, and returns its id.
+func (e *testEnv) runToEnd(body any) string {
+	e.t.Helper()
+	id := e.start(body)
+	e.waitIdle()
+	return id
+}
+
+// matrixCell is a cell of a matrix.
+type matrixCell struct {
+	Status     string   `json:"status"`
+	Score      *float64 `json:"score"`
+	DurationMS *int64   `json:"duration_ms"`
+}
+
+// matrixBody is GET /api/test_matrix and GET /api/run/{id}/matrix.
+type matrixBody struct {
+	Domains   map[string]map[string]matrixCell `json:"domains"`
+	RunID     *string                          `json:"run_id"`
+	ModelName *string                          `json:"model_name"`
+	Status    string                           `json:"status"`
+}
+
+// cells lists "domain/level status" for every cell, sorted.
+func (m matrixBody) cells() []string {
+	var out []string
+	for d, levels := range m.Domains {
+		for l, c := range levels {
+			out = append(out, d+"/"+l+" "+c.Status)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// matrix reads a matrix endpoint.
+func (e *testEnv) matrix(path string) matrixBody {
+	e.t.Helper()
+	var m matrixBody
+	must(e.t, e.get(path), http.StatusOK).decode(e.t, &m)
+	return m
+}
+
+// testResult is one entry of a cell's tests.
+type testResult struct {
+	TestID   string `json:"test_id"`
+	Prompt   string `json:"prompt"`
+	Response string `json:"response"`
+	Expected struct {
+		Answer string `json:"answer"`
+		Type   string `json:"type"`
+	} `json:"expected"`
+	Score        float64        `json:"score"`
+	Status       string         `json:"status"`
+	Details      map[string]any `json:"details"`
+	DurationMS   int64          `json:"duration_ms"`
+	ModelName    string         `json:"model_name"`
+	SystemPrompt string         `json:"system_prompt"`
+}
+
+// cellBody is the body of the cell endpoints.
+type cellBody struct {
+	RunID  string       `json:"run_id"`
+	Domain string       `json:"domain"`
+	Level  int          `json:"level"`
+	Tests  []testResult `json:"tests"`
+}
+
+// exampleCells are the cells of a run over every example domain.
+var exampleCells = []string{
+	"arithmetic/1", "arithmetic/2", "arithmetic/3",
+	"knowledge/1", "knowledge/2", "knowledge/3",
+	"tool_use/1", "tool_use/2",
+}
+
+// exampleTests is the number of tests of the example definitions.
+const exampleTests = 12
