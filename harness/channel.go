@@ -1,6 +1,10 @@
 package harness
 
-import "context"
+import (
+	"context"
+	"errors"
+	"net/http"
+)
 
 // InboundMessage is a message a channel received from a user.
 type InboundMessage struct {
@@ -42,3 +46,30 @@ type Channel interface {
 type ChannelConfigValidator interface {
 	ValidateChannelConfig(config map[string]any) error
 }
+
+// InboundRequest is an HTTP request pushed to a channel, such as a
+// webhook delivery to POST /api/channels/{channel_id}/webhook.
+type InboundRequest struct {
+	Body   []byte
+	Header http.Header
+}
+
+// InboundResponse is what the HTTP caller of an inbound request gets:
+// Status (default 200) and a JSON body.
+type InboundResponse struct {
+	Status int
+	Body   any
+}
+
+// Receiver is an optional Channel capability: the channel receives
+// messages pushed to it over HTTP instead of (or as well as) fetching them
+// in Run. The server calls Receive for POST /api/channels/{id}/webhook
+// while the channel is running. An error wrapping ErrInvalid is answered
+// 422, ErrUnauthorized 401.
+type Receiver interface {
+	Receive(ctx context.Context, run *ChannelRun, req *InboundRequest) (*InboundResponse, error)
+}
+
+// ErrUnauthorized reports an inbound request whose signature or credentials
+// are missing or wrong.
+var ErrUnauthorized = errors.New("unauthorized")

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -77,12 +79,34 @@ func (s *Server) problem(ctx context.Context, err error) error {
 		return huma.Error404NotFound(err.Error())
 	case errors.Is(err, harness.ErrConflict):
 		return huma.Error409Conflict(err.Error())
+	case errors.Is(err, harness.ErrUnauthorized):
+		return huma.Error401Unauthorized(err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return huma.NewError(http.StatusServiceUnavailable, "request cancelled or timed out")
 	default:
 		s.log.ErrorContext(ctx, "request failed", slog.Any("error", err))
 		return huma.Error500InternalServerError("internal error; the server log has the details")
 	}
+}
+
+// writeError writes the problem+json body of err, mapped as problem maps
+// it, from a plain (non-huma) handler.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	se, ok := s.problem(r.Context(), err).(huma.StatusError)
+	if !ok {
+		writeProblem(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(se.GetStatus())
+	jsonEncoder(w).Encode(se)
+}
+
+// jsonEncoder returns an encoder that leaves <, > and & as they are.
+func jsonEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
 }
 
 // writeProblem writes an error outside huma (middleware).

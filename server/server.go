@@ -123,7 +123,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	}
 	want := []byte("Bearer " + s.opts.APIToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/api/") {
+		if strings.HasPrefix(r.URL.Path, "/api/") && !isWebhook(r.URL.Path) {
 			got := []byte(r.Header.Get("Authorization"))
 			if subtle.ConstantTimeCompare(got, want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet"`)
@@ -149,6 +149,17 @@ func assumeJSON(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isWebhook reports whether path is POST /api/channels/{id}/webhook, which
+// authenticates with its signature instead of the API token.
+func isWebhook(path string) bool {
+	id, ok := strings.CutPrefix(path, "/api/channels/")
+	if !ok {
+		return false
+	}
+	id, ok = strings.CutSuffix(id, "/webhook")
+	return ok && id != "" && !strings.Contains(id, "/")
 }
 
 type statusRecorder struct {

@@ -38,6 +38,18 @@ type Catalog struct {
 	refs   *refSet
 	// tests maps a test id to its domain and level.
 	tests map[string]levelKey
+	// toolUsers are checks from outside the catalog (agents) that name who
+	// still uses a tool.
+	toolUsers []func(ctx context.Context, toolID string) ([]string, error)
+}
+
+// AddToolUsers adds a check that DeleteTool consults: it names the users
+// of a tool outside the definitions (the agents that list it). A tool
+// with users is not deleted.
+func (c *Catalog) AddToolUsers(check func(ctx context.Context, toolID string) ([]string, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.toolUsers = append(c.toolUsers, check)
 }
 
 type levelKey struct {

@@ -576,9 +576,16 @@ func (c *Catalog) DeleteTool(ctx context.Context, id string) error {
 	if !c.refs.tools[id] {
 		return notFound("tool", id)
 	}
-	users, err := c.toolUsers(ctx, id)
+	users, err := c.usersOfTool(ctx, id)
 	if err != nil {
 		return err
+	}
+	for _, check := range c.toolUsers {
+		more, err := check(ctx, id)
+		if err != nil {
+			return fmt.Errorf("delete tool %q: %w", id, err)
+		}
+		users = append(users, more...)
 	}
 	if len(users) > 0 {
 		return fmt.Errorf("tool %q is used by %s: %w", id, strings.Join(users, ", "), harness.ErrConflict)
@@ -594,8 +601,8 @@ func (c *Catalog) DeleteTool(ctx context.Context, id string) error {
 	return nil
 }
 
-// toolUsers names up to five tests and levels that list a tool.
-func (c *Catalog) toolUsers(ctx context.Context, id string) ([]string, error) {
+// usersOfTool names up to five tests and levels that list a tool.
+func (c *Catalog) usersOfTool(ctx context.Context, id string) ([]string, error) {
 	pattern := "%" + `"` + id + `"` + "%"
 	var tests []testRow
 	if err := c.db.NewSelect().Model(&tests).Where("tools LIKE ?", pattern).Order("id").Scan(ctx); err != nil {
