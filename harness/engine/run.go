@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -68,6 +70,7 @@ type run struct {
 	cancel  context.CancelFunc
 	done_   chan struct{}
 	logFile *os.File
+	logBuf  *bufio.Writer // buffers logFile; flushed after each batch and at the end
 
 	mu            sync.Mutex
 	cells         []*cell
@@ -99,30 +102,55 @@ func (r *run) logf(domain string, level int, format string, args ...any) {
 }
 
 func (r *run) line(s string) {
-	r.mu.Lock()
-	closed := r.logClosed
-	if !closed && r.logFile != nil {
-		fmt.Fprintf(r.logFile, "%s %s\n", time.Now().UTC().Format(time.RFC3339Nano), s)
+	if r.write(s, false) {
+		r.e.emit(Event{Kind: EventLog, RunID: r.info.RunID, Line: s})
 	}
-	r.mu.Unlock()
-	if closed {
-		return
+}
+
+// write appends a line to the log file and the poll queue, unless the log
+// is closed; last closes it after the line. Both happen under r.mu, so
+// that no line of the run can follow its EVAL_COMPLETE.
+func (r *run) write(s string, last bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.logClosed {
+		return false
+	}
+	if r.logFile != nil {
+		if r.logBuf == nil {
+			r.logBuf = bufio.NewWriter(r.logFile)
+		}
+		r.logBuf.WriteString(time.Now().UTC().Format(time.RFC3339Nano))
+		r.logBuf.WriteByte(' ')
+		r.logBuf.WriteString(s)
+		r.logBuf.WriteByte('\n')
 	}
 	r.e.logs.push(s)
-	r.e.emit(Event{Kind: EventLog, RunID: r.info.RunID, Line: s})
+	if last {
+		r.logClosed = true
+		if r.logBuf != nil {
+			r.logBuf.Flush()
+		}
+		if r.logFile != nil {
+			r.logFile.Close()
+		}
+	}
+	return true
 }
 
 // finishLog sends EVAL_COMPLETE once and closes the log file.
 func (r *run) finishLog() {
-	r.line(EvalComplete)
+	if r.write(EvalComplete, true) {
+		r.e.emit(Event{Kind: EventLog, RunID: r.info.RunID, Line: EvalComplete})
+	}
+}
+
+// flushLog writes the buffered log lines to the run's log file.
+func (r *run) flushLog() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.logClosed {
-		return
-	}
-	r.logClosed = true
-	if r.logFile != nil {
-		r.logFile.Close()
+	if !r.logClosed && r.logBuf != nil {
+		r.logBuf.Flush()
 	}
 }
 
@@ -186,7 +214,9 @@ dispatch:
 	r.finish()
 }
 
-// writer stores results and updates the live state after each batch.
+// writer stores results as they come, in batches of whatever is waiting
+// (group commit): each batch's results and the cells they changed go to
+// the store in one transaction, then are logged and reported.
 func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 	defer close(written)
 	ctx := context.Background()
@@ -205,36 +235,57 @@ func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 				break more
 			}
 		}
-		if err := r.e.opts.Runs.SaveResults(ctx, batch); err != nil {
+		cells, settled := r.tally(batch)
+		if err := r.e.opts.Runs.SaveBatch(ctx, batch, cells); err != nil {
 			r.e.log.Error("save results", slog.String("run", r.info.RunID), slog.Any("error", err))
 		}
 		for i := range batch {
-			r.record(ctx, &batch[i])
+			r.report(&batch[i], settled[i])
 		}
+		r.flushLog()
 	}
 }
 
-// record adds a stored result to the live state, logs it, and settles its
-// cell when it was the cell's last test.
-func (r *run) record(ctx context.Context, res *runs.Result) {
+// tally adds a batch of results to the live state. It returns the new
+// states of the cells the batch changed, and for each result the final
+// state of its cell when that result was the cell's last test.
+func (r *run) tally(batch []runs.Result) ([]runs.CellUpdate, []*runs.Cell) {
 	r.mu.Lock()
-	c := r.cellOf[cellKey{res.Domain, res.Level}]
-	r.done++
-	r.tokens += res.PromptTokens + res.CompletionTokens
-	r.scoreSum += res.Score
-	c.done++
-	c.scoreSum += res.Score
-	if res.Status == runs.TestPassed {
-		c.passed++
+	defer r.mu.Unlock()
+	settled := make([]*runs.Cell, len(batch))
+	var touched []*cell
+	now := time.Now()
+	for i := range batch {
+		res := &batch[i]
+		c := r.cellOf[cellKey{res.Domain, res.Level}]
+		r.done++
+		r.tokens += res.PromptTokens + res.CompletionTokens
+		r.scoreSum += res.Score
+		c.done++
+		c.scoreSum += res.Score
+		if res.Status == runs.TestPassed {
+			c.passed++
+		}
+		c.last = now
+		if c.done == c.tests {
+			c.settle()
+			state := c.state()
+			settled[i] = &state
+		}
+		if !slices.Contains(touched, c) {
+			touched = append(touched, c)
+		}
 	}
-	c.last = time.Now()
-	finished := c.done == c.tests
-	if finished {
-		c.settle()
+	cells := make([]runs.CellUpdate, len(touched))
+	for i, c := range touched {
+		cells[i] = runs.CellUpdate{RunID: r.info.RunID, Domain: c.domain, Level: c.level, Cell: c.state()}
 	}
-	state := c.state()
-	r.mu.Unlock()
+	return cells, settled
+}
 
+// report logs a stored result and sends its event, and its cell's when
+// settled is the cell's final state.
+func (r *run) report(res *runs.Result, settled *runs.Cell) {
 	detail := ""
 	if msg, ok := res.Details["error"].(string); ok && res.Status == runs.TestError {
 		detail = ": " + msg
@@ -243,12 +294,9 @@ func (r *run) record(ctx context.Context, res *runs.Result) {
 	// The writer reuses its batch: the event gets its own copy.
 	out := *res
 	r.e.emit(Event{Kind: EventTestFinished, RunID: r.info.RunID, Domain: res.Domain, Level: res.Level, Result: &out})
-	if err := r.e.opts.Runs.SaveCell(ctx, r.info.RunID, c.domain, c.level, state); err != nil {
-		r.e.log.Error("save cell", slog.String("run", r.info.RunID), slog.Any("error", err))
-	}
-	if finished {
-		r.logf(c.domain, c.level, "level %s: score %.2f, %d/%d passed", state.Status, *state.Score, state.Passed, state.Tests)
-		r.e.emit(Event{Kind: EventCellFinished, RunID: r.info.RunID, Domain: c.domain, Level: c.level, Cell: &state})
+	if settled != nil {
+		r.logf(res.Domain, res.Level, "level %s: score %.2f, %d/%d passed", settled.Status, *settled.Score, settled.Passed, settled.Tests)
+		r.e.emit(Event{Kind: EventCellFinished, RunID: r.info.RunID, Domain: res.Domain, Level: res.Level, Cell: settled})
 	}
 }
 

@@ -156,7 +156,23 @@ func (r *resultRow) result() Result {
 
 // SaveResults stores finished results, in one transaction.
 func (s *Store) SaveResults(ctx context.Context, results []Result) error {
-	if len(results) == 0 {
+	return s.SaveBatch(ctx, results, nil)
+}
+
+// CellUpdate is the new state of one cell of a run.
+type CellUpdate struct {
+	RunID  string
+	Domain string
+	Level  int
+	Cell   Cell
+}
+
+// SaveBatch stores finished results and the states of the cells they
+// changed, in one transaction: a single commit per batch, rather than one
+// per result and one per cell, is what lets the engine keep up with a fast
+// model.
+func (s *Store) SaveBatch(ctx context.Context, results []Result, cells []CellUpdate) error {
+	if len(results) == 0 && len(cells) == 0 {
 		return nil
 	}
 	rows := make([]*resultRow, len(results))
@@ -170,13 +186,22 @@ func (s *Store) SaveResults(ctx context.Context, results []Result) error {
 				return fmt.Errorf("save results: %w", err)
 			}
 		}
+		for _, c := range cells {
+			if err := saveCell(ctx, tx, c.RunID, c.Domain, c.Level, c.Cell); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 }
 
 // SaveCell stores a cell's state.
 func (s *Store) SaveCell(ctx context.Context, runID, domain string, level int, c Cell) error {
-	_, err := s.db.NewUpdate().Model((*cellRow)(nil)).
+	return saveCell(ctx, s.db, runID, domain, level, c)
+}
+
+func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, c Cell) error {
+	_, err := db.NewUpdate().Model((*cellRow)(nil)).
 		Set("status = ?", c.Status).Set("score = ?", c.Score).Set("duration_ms = ?", c.DurationMS).
 		Set("done = ?", c.Done).Set("passed = ?", c.Passed).
 		Where("run_id = ? AND domain = ? AND level = ?", runID, domain, level).Exec(ctx)
@@ -205,7 +230,9 @@ func (s *Store) FinishRun(ctx context.Context, in Info) error {
 }
 
 // MarkInterrupted turns runs left "running" by a process that died into
-// "interrupted", with totals from the results they kept. It returns how
+// "interrupted", with totals from the results they kept: completed_at is
+// the time of the last result (the start when there is none), and
+// total_duration_ms the wall time from the start to it. It returns how
 // many runs it changed.
 func (s *Store) MarkInterrupted(ctx context.Context) (int, error) {
 	var ids []string
@@ -222,11 +249,11 @@ func (s *Store) MarkInterrupted(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		var tokens int
-		var dur int64
+		var last string
 		if err := s.db.NewSelect().Model((*resultRow)(nil)).
 			ColumnExpr("COALESCE(SUM(prompt_tokens + completion_tokens), 0)").
-			ColumnExpr("COALESCE(SUM(duration_ms), 0)").
-			Where("run_id = ?", id).Scan(ctx, &tokens, &dur); err != nil {
+			ColumnExpr("COALESCE(MAX(created_at), ?)", info.StartedAt).
+			Where("run_id = ?", id).Scan(ctx, &tokens, &last); err != nil {
 			return 0, fmt.Errorf("mark interrupted: %w", err)
 		}
 		info.Status = StatusInterrupted
@@ -234,7 +261,12 @@ func (s *Store) MarkInterrupted(ctx context.Context) (int, error) {
 			avg := st.AvgScore
 			info.OverallScore = &avg
 		}
-		info.TotalTokens, info.TotalDurationMS = tokens, dur
+		info.TotalTokens, info.CompletedAt, info.TotalDurationMS = tokens, &last, 0
+		t0, err0 := time.Parse(harness.TimeLayout, info.StartedAt)
+		t1, err1 := time.Parse(harness.TimeLayout, last)
+		if err0 == nil && err1 == nil && t1.After(t0) {
+			info.TotalDurationMS = t1.Sub(t0).Milliseconds()
+		}
 		if err := s.FinishRun(ctx, info); err != nil {
 			return 0, err
 		}

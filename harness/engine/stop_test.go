@@ -1,0 +1,247 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+)
+
+// TestStopMidRun stops a run with tests in flight: finished results stay,
+// in-flight ones leave nothing, cells not reached are skipped, and the
+// engine is idle and can start again.
+func TestStopMidRun(t *testing.T) {
+	const conc = 2
+	d := newDefs().domain("d", "", true).sums("d", 1, 10, 0).sums("d", 2, 10, 0).sums("d", 3, 10, 0)
+	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc, llm: llmtest.Options{Latency: 50 * time.Millisecond}})
+	ctx := context.Background()
+	id := f.start(t, engine.StartRequest{})
+
+	// Wait for four stored results with both slots busy again.
+	var finished []string
+	var events []engine.Event
+	for len(finished) < 4 {
+		select {
+		case ev := <-f.events:
+			events = append(events, ev)
+			if ev.Kind == engine.EventTestFinished {
+				finished = append(finished, ev.Result.TestID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no results")
+		}
+	}
+	waitFor(t, "both slots in flight", 5*time.Second, func() bool { return f.mock.Stats().InFlight == conc })
+
+	start := time.Now()
+	stopped, err := f.eng.Stop(10 * time.Second)
+	if err != nil || stopped != id {
+		t.Fatalf("stop: %q %v", stopped, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+	if f.eng.Running() || f.eng.Status().Status != "idle" {
+		t.Errorf("engine not idle after stop: %+v", f.eng.Status())
+	}
+	info, rest := f.wait(t, id)
+	events = append(events, rest...)
+	for _, ev := range rest {
+		if ev.Kind == engine.EventTestFinished {
+			finished = append(finished, ev.Result.TestID)
+		}
+	}
+	if info.Status != runs.StatusStopped || info.CompletedAt == nil || info.OverallScore == nil {
+		t.Errorf("info = %+v", info)
+	}
+
+	// Finished results are stored, and only those; none is an error.
+	results, err := f.runs.Results(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range results {
+		ids = append(ids, r.TestID)
+		if r.Status != runs.TestPassed {
+			t.Errorf("%s stored as %s: %v", r.TestID, r.Status, r.Details)
+		}
+	}
+	slices.Sort(ids)
+	slices.Sort(finished)
+	if !slices.Equal(ids, finished) || len(ids) >= 30 {
+		t.Errorf("stored %v, finished %v", ids, finished)
+	}
+	if sent := f.mock.Stats().ChatCompletions; sent <= int64(len(results)) {
+		t.Errorf("%d requests for %d results: nothing was in flight", sent, len(results))
+	}
+
+	// Cells: the one reached keeps its score, the others are skipped.
+	m, err := f.runs.Matrix(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := m["d"]["1"]; c.Status != runs.CellPassed || c.Done != len(results) || c.Score == nil || *c.Score != 1 {
+		t.Errorf("cell 1 = %+v", c)
+	}
+	for _, l := range []string{"2", "3"} {
+		if c := m["d"][l]; c.Status != runs.CellSkipped || c.Done != 0 || c.Score != nil {
+			t.Errorf("cell %s = %+v, want skipped", l, c)
+		}
+	}
+	stored, _ := f.runs.Run(ctx, id)
+	if stored.Status != runs.StatusStopped {
+		t.Errorf("stored status %q", stored.Status)
+	}
+
+	// EVAL_COMPLETE ends the logs.
+	lines, running := f.eng.PollLogs()
+	if running || len(lines) == 0 || lines[len(lines)-1] != engine.EvalComplete {
+		t.Errorf("logs after stop: running=%v %q", running, lines)
+	}
+	if last := lines[len(lines)-2]; !strings.Contains(last, "stopped") {
+		t.Errorf("last line before EVAL_COMPLETE: %q", last)
+	}
+
+	// The engine runs again, to completion.
+	f.mock.ResetStats()
+	again := f.start(t, engine.StartRequest{})
+	if info, _ := f.wait(t, again); info.Status != runs.StatusCompleted || info.TotalTests != 30 {
+		t.Errorf("run after stop: %+v", info)
+	}
+	if _, err := f.eng.Stop(time.Second); !errors.Is(err, engine.ErrNotRunning) {
+		t.Errorf("stop when idle: %v", err)
+	}
+}
+
+// TestReset gives up on a run whose model hangs: Reset returns at once,
+// the engine is idle, the run is recorded aborted, and a new run starts.
+func TestReset(t *testing.T) {
+	const conc = 2
+	d := newDefs().domain("d", "", true).sums("d", 1, 4, 0)
+	// The first requests hang until the client gives up (30 s); the later
+	// ones are answered.
+	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc, timeout: 30 * time.Second,
+		llm: llmtest.Options{Timeouts: llmtest.Schedule{First: conc}}})
+	ctx := context.Background()
+	id := f.start(t, engine.StartRequest{})
+	waitFor(t, "hung requests", 5*time.Second, func() bool { return f.mock.Stats().InFlight == conc })
+
+	start := time.Now()
+	if got := f.eng.Reset(); got != id {
+		t.Errorf("reset returned %q, want %q", got, id)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("reset took %v", d)
+	}
+	if st := f.eng.Status(); st.Status != "idle" || st.RunID != nil || f.eng.Running() {
+		t.Errorf("status after reset: %+v", st)
+	}
+	lines, running := f.eng.PollLogs()
+	if running || len(lines) == 0 || lines[len(lines)-1] != engine.EvalComplete {
+		t.Errorf("logs after reset: running=%v %q", running, lines)
+	}
+	waitFor(t, "the run recorded aborted", 5*time.Second, func() bool {
+		info, err := f.runs.Run(ctx, id)
+		return err == nil && info.Status == runs.StatusAborted
+	})
+
+	// A new run starts at once and completes.
+	again, err := f.eng.Start(ctx, engine.StartRequest{})
+	if err != nil {
+		t.Fatalf("start after reset: %v", err)
+	}
+	if info, _ := f.wait(t, again); info.Status != runs.StatusCompleted {
+		t.Errorf("run after reset: %+v", info)
+	}
+	if info, _ := f.runs.Run(ctx, id); info.Status != runs.StatusAborted || info.CompletedAt == nil {
+		t.Errorf("reset run: %+v", info)
+	}
+	if n := f.count(t, "run_results", id); n != 0 {
+		t.Errorf("the reset run stored %d results", n)
+	}
+	if f.eng.Reset() != "" {
+		t.Error("reset when idle returned a run")
+	}
+}
+
+// stuckModel is a ChatModel that ignores cancellation: its first calls
+// block until release is closed, as a wedged client or plugin would.
+type stuckModel struct {
+	inner   harness.ChatModel
+	release chan struct{}
+	mu      sync.Mutex
+	stuck   int
+}
+
+func (m *stuckModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
+	m.mu.Lock()
+	hang := m.stuck > 0
+	if hang {
+		m.stuck--
+	}
+	m.mu.Unlock()
+	if hang {
+		<-m.release
+		return nil, errors.New("released")
+	}
+	return m.inner.Chat(ctx, req)
+}
+
+// TestResetStuckModel resets a run whose model ignores cancellation: the
+// engine is idle at once, the run is recorded aborted at once, and a new
+// run completes while the old calls are still stuck.
+func TestResetStuckModel(t *testing.T) {
+	const conc = 2
+	d := newDefs().domain("d", "", true).sums("d", 1, 4, 0)
+	stuck := &stuckModel{release: make(chan struct{}), stuck: conc}
+	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc,
+		model: func(m harness.ChatModel) harness.ChatModel { stuck.inner = m; return stuck }})
+	ctx := context.Background()
+	id := f.start(t, engine.StartRequest{})
+	waitFor(t, "stuck calls", 5*time.Second, func() bool {
+		stuck.mu.Lock()
+		defer stuck.mu.Unlock()
+		return stuck.stuck == 0
+	})
+	if got := f.eng.Reset(); got != id {
+		t.Errorf("reset returned %q", got)
+	}
+	if f.eng.Running() {
+		t.Error("running after reset")
+	}
+	if info, err := f.runs.Run(ctx, id); err != nil || info.Status != runs.StatusAborted || info.CompletedAt == nil {
+		t.Errorf("stuck run after reset: %+v %v", info, err)
+	}
+	m, err := f.runs.Matrix(ctx, id)
+	if err != nil || m["d"]["1"].Status != runs.CellSkipped {
+		t.Errorf("stuck run's matrix: %+v %v", m, err)
+	}
+	again := f.start(t, engine.StartRequest{})
+	if info, _ := f.wait(t, again); info.Status != runs.StatusCompleted {
+		t.Errorf("run after reset: %+v", info)
+	}
+	// The stuck calls come back: the old run ends, still aborted, and
+	// stores no error for them.
+	close(stuck.release)
+	if info, _ := f.wait(t, id); info.Status != runs.StatusAborted {
+		t.Errorf("old run finished as %+v", info)
+	}
+	if info, _ := f.runs.Run(ctx, id); info.Status != runs.StatusAborted {
+		t.Errorf("old run stored as %+v", info)
+	}
+	if n := f.count(t, "run_results", id); n != 0 {
+		t.Errorf("the reset run stored %d results", n)
+	}
+	if st := f.eng.Status(); st.LastRunID == nil || *st.LastRunID != again {
+		t.Errorf("last run %v, want %s", ptr(st.LastRunID), again)
+	}
+}
