@@ -155,7 +155,44 @@ func (e *Evaluator) attempt(t *target, expr, text string) (string, verdict, stri
 	case !ok:
 		return "", unusable("extraction_regex found no answer in the response"), engine
 	}
-	return answer, t.judge(answer), engine
+	v := t.judge(answer)
+	if !v.usable && expr == "" {
+		// No pattern and the whole response is not an answer of the type
+		// ("The answer is 42."): take the type's last candidate in it.
+		if cand, found := lastCandidate(t.typ, text); found {
+			if cv := t.judge(cand); cv.usable {
+				return cand, cv, engine
+			}
+		}
+	}
+	return answer, v, engine
+}
+
+var (
+	numberCandidate = regexp.MustCompile(`[-+\x{2212}]?\$?\d[\d,]*(?:\.\d+)?(?:/\d+)?%?`)
+	choiceCandidate = regexp.MustCompile(`(?:^|[\s(\[*])([A-Z])(?:$|[\s).\]:*,])`)
+	boolCandidate   = regexp.MustCompile(`(?i)\b(yes|no|true|false)\b`)
+)
+
+// lastCandidate finds the answer a response without an extraction_regex
+// most likely gives: its last number (numeric, integer), its last lone
+// capital letter (choice), its first yes/no (boolean).
+func lastCandidate(typ, text string) (string, bool) {
+	switch typ {
+	case typeNumeric, typeInteger:
+		if all := numberCandidate.FindAllString(text, -1); len(all) > 0 {
+			return strings.TrimRight(all[len(all)-1], ","), true
+		}
+	case typeChoice:
+		if all := choiceCandidate.FindAllStringSubmatch(text, -1); len(all) > 0 {
+			return all[len(all)-1][1], true
+		}
+	case typeBoolean:
+		if m := boolCandidate.FindStringSubmatch(text); m != nil {
+			return m[1], true
+		}
+	}
+	return "", false
 }
 
 // rescue judges the second-pass reply: extraction on the reply first;

@@ -68,7 +68,8 @@ func TestEvaluateDetails(t *testing.T) {
 		{"extracted and wrong", numericReq("Answer: 41", `Answer: (\d+)`, false, nil), false, "41", engineStdlib, "got 41"},
 		{"no match", numericReq("no idea", `Answer: (\d+)`, false, nil), false, "", engineStdlib, "found no answer"},
 		{"no regex: whole response", numericReq(" 42\n", "", false, nil), true, "42", "", ""},
-		{"no regex: response not a number", numericReq("It is 42.", "", false, nil), false, "It is 42.", "", "not a number"},
+		{"no regex: the last number of the response", numericReq("It is 42.", "", false, nil), true, "42", "", ""},
+		{"no regex: no number in the response", numericReq("It is forty-two.", "", false, nil), false, "It is forty-two.", "", "not a number"},
 		{"regexp2 pattern", numericReq("42 is it", `(\d+)(?= is it)`, false, nil), true, "42", engineRegexp2, ""},
 		{"contains on the whole response", &harness.EvalRequest{
 			Test:     harness.Test{Expected: harness.Expected{Answer: "PARIS", Type: "contains"}},
@@ -157,8 +158,8 @@ func TestPass2(t *testing.T) {
 		{"no match, the reply matches", `Answer: (\d+)`, "Six sevens... forty-two!", "Answer: 42", true, "42"},
 		{"no match, the reply is the bare answer", `Answer: (\d+)`, "Six sevens... forty-two!", " 42\n", true, "42"},
 		{"extracted text not a number", `Answer: (.+)`, "Answer: forty-two", "42", true, "42"},
-		{"no regex, response not a number", "", "I believe it is 42.", "42", true, "42"},
-		{"labelled reply", "", "I believe it is 42.", "Final answer: 42.", true, "42"},
+		{"no regex, response not a number", "", "I believe it is forty-two.", "42", true, "42"},
+		{"labelled reply", "", "I believe it is forty-two.", "Final answer: 42.", true, "42"},
 		{"the reply is wrong", `Answer: (\d+)`, "hmm", "Answer: 41", false, "41"},
 		{"the reply is unusable too", `Answer: (\d+)`, "hmm", "I cannot say.", false, "I cannot say."},
 	}
