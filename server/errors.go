@@ -12,6 +12,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent"
 )
 
 // apiError is the problem+json body of every error: RFC 9457 fields plus
@@ -81,6 +82,10 @@ func (s *Server) problem(ctx context.Context, err error) error {
 		return huma.Error409Conflict(err.Error())
 	case errors.Is(err, harness.ErrUnauthorized):
 		return huma.Error401Unauthorized(err.Error())
+	case errors.Is(err, agent.ErrTooLarge):
+		return huma.Error413RequestEntityTooLarge(err.Error())
+	case errors.Is(err, agent.ErrUnsupported):
+		return huma.Error415UnsupportedMediaType(err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return huma.NewError(http.StatusServiceUnavailable, "request cancelled or timed out")
 	default:

@@ -14,6 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
@@ -37,6 +38,8 @@ type Options struct {
 	// results and history endpoints exist only when both are set.
 	Engine *engine.Engine
 	Runs   *runs.Store
+	// Agents serves the agent endpoints, which exist only when it is set.
+	Agents *agent.Service
 	// LLM describes the model endpoint; Models asks it which models it
 	// serves (GET /api/config/model). Models may be nil.
 	LLM    LLMConfig
@@ -80,6 +83,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Engine != nil && opts.Runs != nil {
 		(&runHandler{s: s}).register(s.api)
 		(&historyHandler{s: s}).register(s.api)
+	}
+	if opts.Agents != nil {
+		(&agentHandler{s: s}).register(s.api)
+		(&kbHandler{s: s}).register(s.api)
+		(&channelHandler{s: s}).register(s.api)
+		(&chatHandler{s: s}).register(s.api)
 	}
 
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {

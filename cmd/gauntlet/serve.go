@@ -15,7 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-eval/gauntlet/channels/telegram"
+	"github.com/gauntlet-eval/gauntlet/channels/webhook"
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
@@ -172,10 +175,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := registerChannels(reg, log); err != nil {
+		return err
+	}
+	agents, err := agent.Open(ctx, agent.Options{
+		DB: db, DataDir: s.data, Tools: cat, Registry: reg, Model: model, ModelName: s.llmModel, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer agents.Close()
+	cat.AddToolUsers(func(ctx context.Context, toolID string) ([]string, error) {
+		ids, err := agents.ToolUsers(ctx, toolID)
+		for i := range ids {
+			ids[i] = "agent " + ids[i]
+		}
+		return ids, err
+	})
 	srv, err := server.New(server.Options{
 		Catalog:  cat,
 		Engine:   eng,
 		Runs:     runStore,
+		Agents:   agents,
 		LLM:      server.LLMConfig{BaseURL: s.llmBaseURL, Model: s.llmModel},
 		Models:   model,
 		Debug:    s.debug,
@@ -194,6 +215,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Gauntlet is listening on http://%s (API docs at http://%s/docs)\n", ln.Addr(), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	// Channels that were running when the server last stopped come back.
+	if err := agents.Resume(ctx); err != nil {
+		log.Error("resume channels", slog.Any("error", err))
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -206,6 +231,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return hs.Shutdown(shutdownCtx)
+}
+
+// registerChannels links in the first-party channel types.
+func registerChannels(reg *harness.Registry, log *slog.Logger) error {
+	if err := reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: log})); err != nil {
+		return err
+	}
+	return reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: log}))
 }
 
 // checkExposure refuses to listen beyond loopback without an API token.

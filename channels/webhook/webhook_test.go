@@ -1,0 +1,582 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/channels/webhook"
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+const secret = "s3cr3t-webhook-key-value"
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type fakeHost struct {
+	mu    sync.Mutex
+	chats []harness.InboundMessage
+	reply func(ctx context.Context, msg *harness.InboundMessage) (*harness.Reply, error)
+}
+
+func (h *fakeHost) Chat(ctx context.Context, msg *harness.InboundMessage) (*harness.Reply, error) {
+	h.mu.Lock()
+	h.chats = append(h.chats, *msg)
+	reply := h.reply
+	h.mu.Unlock()
+	if reply != nil {
+		return reply(ctx, msg)
+	}
+	return &harness.Reply{Text: "echo: " + msg.Text}, nil
+}
+
+func (h *fakeHost) Clear(context.Context, string) error { return nil }
+
+func (h *fakeHost) Chats() []harness.InboundMessage {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]harness.InboundMessage(nil), h.chats...)
+}
+
+// newChannel returns a channel logging to a buffer that the test checks
+// for the secret when it ends.
+func newChannel(t *testing.T, opts webhook.Options) *webhook.Channel {
+	t.Helper()
+	logs := &syncBuffer{}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("logs contain the secret:\n%s", logs.String())
+		}
+	})
+	return webhook.New(opts)
+}
+
+func channelRun(host harness.ChannelHost, config map[string]any) *harness.ChannelRun {
+	return &harness.ChannelRun{
+		Channel: harness.ChannelConfig{ID: "hook1", AgentID: "helper", Type: "webhook", Name: "Hook", Config: config},
+		Host:    host,
+	}
+}
+
+func signed(body string) *harness.InboundRequest {
+	h := http.Header{}
+	h.Set(webhook.SignatureHeader, webhook.Sign(secret, []byte(body)))
+	return &harness.InboundRequest{Body: []byte(body), Header: h}
+}
+
+// startRun runs the channel until the test ends or stop is called.
+func startRun(t *testing.T, ch *webhook.Channel, run *harness.ChannelRun) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ch.Run(ctx, run) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				t.Error("Run did not return within 5s of cancellation")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func body(t *testing.T, resp *harness.InboundResponse) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestSignAndVerify(t *testing.T) {
+	b := []byte(`{"user_id":"u","message":"hi"}`)
+	sig := webhook.Sign(secret, b)
+	// Known answer: HMAC-SHA256 from the standard's test case 2.
+	if got := webhook.Sign("Jefe", []byte("what do ya want for nothing?")); got != "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843" {
+		t.Errorf("Sign = %s", got)
+	}
+	for _, tc := range []struct {
+		name, secret, sig string
+		body              []byte
+		want              bool
+	}{
+		{"good", secret, sig, b, true},
+		{"upper-case", secret, strings.ToUpper(sig), b, true},
+		{"spaces", secret, " " + sig + " ", b, true},
+		{"other body", secret, sig, []byte(`{"user_id":"u","message":"hi!"}`), false},
+		{"other secret", "other", sig, b, false},
+		{"no prefix", secret, strings.TrimPrefix(sig, "sha256="), b, false},
+		{"other algorithm", secret, "sha1=" + strings.TrimPrefix(sig, "sha256="), b, false},
+		{"not hex", secret, "sha256=zz", b, false},
+		{"truncated", secret, sig[:len(sig)-2], b, false},
+		{"empty", secret, "", b, false},
+		{"empty secret", "", webhook.Sign("", b), b, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := webhook.Verify(tc.secret, tc.body, tc.sig); got != tc.want {
+				t.Errorf("Verify = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReceiveReply(t *testing.T) {
+	ch := newChannel(t, webhook.Options{})
+	host := &fakeHost{}
+	run := channelRun(host, map[string]any{"secret": secret})
+	startRun(t, ch, run)
+
+	resp, err := ch.Receive(context.Background(), run, signed(`{"user_id":"alice","message":"hello"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != 200 {
+		t.Errorf("status %d", resp.Status)
+	}
+	if b := body(t, resp); b["success"] != true || b["response"] != "echo: hello" {
+		t.Errorf("body %v", b)
+	}
+	// A numeric user id is taken as its digits.
+	if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":42,"message":"hi"}`)); err != nil {
+		t.Fatal(err)
+	}
+	chats := host.Chats()
+	if len(chats) != 2 || chats[0] != (harness.InboundMessage{UserID: "alice", Text: "hello"}) || chats[1].UserID != "42" {
+		t.Errorf("host got %+v", chats)
+	}
+}
+
+func TestReceiveUnauthorized(t *testing.T) {
+	ch := newChannel(t, webhook.Options{})
+	host := &fakeHost{}
+	run := channelRun(host, map[string]any{"secret": secret})
+	const b = `{"user_id":"alice","message":"hello"}`
+	for _, tc := range []struct {
+		name string
+		req  *harness.InboundRequest
+		run  *harness.ChannelRun
+	}{
+		{"missing", &harness.InboundRequest{Body: []byte(b), Header: http.Header{}}, run},
+		{"nil header", &harness.InboundRequest{Body: []byte(b)}, run},
+		{"wrong secret", &harness.InboundRequest{Body: []byte(b), Header: http.Header{
+			webhook.SignatureHeader: {webhook.Sign("guess", []byte(b))}}}, run},
+		{"body changed", &harness.InboundRequest{Body: []byte(b + " "), Header: signed(b).Header}, run},
+		{"garbage", &harness.InboundRequest{Body: []byte(b), Header: http.Header{webhook.SignatureHeader: {"sha256=nope"}}}, run},
+		{"channel without secret", signed(b), channelRun(host, map[string]any{})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := ch.Receive(context.Background(), tc.run, tc.req)
+			if !errors.Is(err, harness.ErrUnauthorized) || resp != nil {
+				t.Fatalf("Receive = %v, %v; want ErrUnauthorized", resp, err)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q holds the secret", err)
+			}
+		})
+	}
+	if len(host.Chats()) != 0 {
+		t.Errorf("unauthorized requests reached the agent: %+v", host.Chats())
+	}
+}
+
+func TestReceiveInvalidBody(t *testing.T) {
+	ch := newChannel(t, webhook.Options{})
+	host := &fakeHost{}
+	run := channelRun(host, map[string]any{"secret": secret})
+	for _, tc := range []struct {
+		name, body string
+		fields     []string
+	}{
+		{"not json", `hello`, []string{"body"}},
+		{"array", `[1,2]`, []string{"body"}},
+		{"two objects", `{"user_id":"a","message":"b"} {}`, []string{"body"}},
+		{"empty object", `{}`, []string{"user_id", "message"}},
+		{"null", `null`, []string{"user_id", "message"}},
+		{"empty user", `{"user_id":"","message":"hi"}`, []string{"user_id"}},
+		{"blank message", `{"user_id":"a","message":"  "}`, []string{"message"}},
+		{"message not a string", `{"user_id":"a","message":5}`, []string{"message"}},
+		{"user an object", `{"user_id":{},"message":"hi"}`, []string{"user_id"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ch.Receive(context.Background(), run, signed(tc.body))
+			var ve *harness.ValidationError
+			if !errors.Is(err, harness.ErrInvalid) || !errors.As(err, &ve) {
+				t.Fatalf("Receive = %v, want a validation error", err)
+			}
+			var got []string
+			for _, f := range ve.Fields {
+				got = append(got, f.Field)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.fields, ",") {
+				t.Errorf("fields %v, want %v", got, tc.fields)
+			}
+		})
+	}
+	if len(host.Chats()) != 0 {
+		t.Errorf("invalid requests reached the agent")
+	}
+}
+
+func TestReceiveChatError(t *testing.T) {
+	ch := newChannel(t, webhook.Options{})
+	host := &fakeHost{reply: func(_ context.Context, m *harness.InboundMessage) (*harness.Reply, error) {
+		if m.Text == "too long" {
+			return nil, harness.Invalid("message", "is too long")
+		}
+		return nil, errors.New("model endpoint unreachable")
+	}}
+	run := channelRun(host, map[string]any{"secret": secret})
+	resp, err := ch.Receive(context.Background(), run, signed(`{"user_id":"a","message":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := body(t, resp); resp.Status != http.StatusBadGateway || b["success"] != false || b["error"] != "model endpoint unreachable" {
+		t.Errorf("got %d %v", resp.Status, b)
+	}
+	// The agent's own validation errors keep their meaning (422).
+	_, err = ch.Receive(context.Background(), run, signed(`{"user_id":"a","message":"too long"}`))
+	if !errors.Is(err, harness.ErrInvalid) {
+		t.Errorf("Receive = %v, want ErrInvalid", err)
+	}
+}
+
+// callbackServer records the callbacks it receives; fail answers the
+// first ones with a status.
+type callbackServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	bodies   [][]byte
+	sigs     []string
+	attempts atomic.Int32
+	got      chan struct{}
+}
+
+func newCallbackServer(t *testing.T, fail func(attempt int) int) *callbackServer {
+	cs := &callbackServer{got: make(chan struct{}, 100)}
+	cs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(cs.attempts.Add(1))
+		b, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("callback %s with %q", r.Method, r.Header.Get("Content-Type"))
+		}
+		if fail != nil {
+			if status := fail(n); status != 0 {
+				w.WriteHeader(status)
+				return
+			}
+		}
+		cs.mu.Lock()
+		cs.bodies = append(cs.bodies, b)
+		cs.sigs = append(cs.sigs, r.Header.Get(webhook.SignatureHeader))
+		cs.mu.Unlock()
+		cs.got <- struct{}{}
+	}))
+	t.Cleanup(cs.Close)
+	return cs
+}
+
+func (cs *callbackServer) wait(t *testing.T) (webhook.Callback, []byte, string) {
+	t.Helper()
+	select {
+	case <-cs.got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no callback received")
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	b, sig := cs.bodies[len(cs.bodies)-1], cs.sigs[len(cs.sigs)-1]
+	var cb webhook.Callback
+	if err := json.Unmarshal(b, &cb); err != nil {
+		t.Fatal(err)
+	}
+	return cb, b, sig
+}
+
+func TestCallback(t *testing.T) {
+	cs := newCallbackServer(t, nil)
+	ch := newChannel(t, webhook.Options{})
+	host := &fakeHost{}
+	run := channelRun(host, map[string]any{"secret": secret, "callback_url": cs.URL + "/hook?token=abc"})
+	startRun(t, ch, run)
+
+	resp, err := ch.Receive(context.Background(), run, signed(`{"user_id":"bob","message":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := body(t, resp)
+	if resp.Status != http.StatusAccepted || b["success"] != true || b["queued"] != true || b["request_id"] == "" {
+		t.Fatalf("got %d %v", resp.Status, b)
+	}
+	cb, raw, sig := cs.wait(t)
+	if !webhook.Verify(secret, raw, sig) {
+		t.Errorf("callback signature %q does not verify", sig)
+	}
+	want := webhook.Callback{ChannelID: "hook1", RequestID: b["request_id"].(string), UserID: "bob", Success: true, Response: "echo: ping"}
+	if cb != want {
+		t.Errorf("callback %+v, want %+v", cb, want)
+	}
+}
+
+func TestCallbackChatError(t *testing.T) {
+	cs := newCallbackServer(t, nil)
+	ch := newChannel(t, webhook.Options{})
+	host := &fakeHost{reply: func(context.Context, *harness.InboundMessage) (*harness.Reply, error) {
+		return nil, errors.New("model endpoint unreachable")
+	}}
+	run := channelRun(host, map[string]any{"secret": secret, "callback_url": cs.URL})
+	startRun(t, ch, run)
+	if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"bob","message":"ping"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cb, _, _ := cs.wait(t)
+	if cb.Success || cb.Error != "model endpoint unreachable" || cb.Response != "" || cb.UserID != "bob" {
+		t.Errorf("callback %+v", cb)
+	}
+}
+
+func TestCallbackRetries(t *testing.T) {
+	t.Run("recovers", func(t *testing.T) {
+		cs := newCallbackServer(t, func(n int) int {
+			if n <= 2 {
+				return http.StatusServiceUnavailable
+			}
+			return 0
+		})
+		ch := newChannel(t, webhook.Options{RetryDelay: 10 * time.Millisecond})
+		run := channelRun(&fakeHost{}, map[string]any{"secret": secret, "callback_url": cs.URL})
+		startRun(t, ch, run)
+		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if cb, _, _ := cs.wait(t); cb.Response != "echo: m" {
+			t.Errorf("callback %+v", cb)
+		}
+		if n := cs.attempts.Load(); n != 3 {
+			t.Errorf("%d attempts, want 3", n)
+		}
+	})
+	t.Run("gives up", func(t *testing.T) {
+		cs := newCallbackServer(t, func(int) int { return http.StatusBadGateway })
+		ch := newChannel(t, webhook.Options{RetryDelay: 10 * time.Millisecond, CallbackRetries: 3})
+		run := channelRun(&fakeHost{}, map[string]any{"secret": secret, "callback_url": cs.URL})
+		stop := startRun(t, ch, run)
+		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return cs.attempts.Load() == 4 })
+		time.Sleep(200 * time.Millisecond)
+		if n := cs.attempts.Load(); n != 4 {
+			t.Errorf("%d attempts, want 4", n)
+		}
+		_ = stop()
+	})
+	t.Run("refused is not retried", func(t *testing.T) {
+		cs := newCallbackServer(t, func(int) int { return http.StatusBadRequest })
+		ch := newChannel(t, webhook.Options{RetryDelay: 10 * time.Millisecond})
+		run := channelRun(&fakeHost{}, map[string]any{"secret": secret, "callback_url": cs.URL})
+		startRun(t, ch, run)
+		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return cs.attempts.Load() == 1 })
+		time.Sleep(200 * time.Millisecond)
+		if n := cs.attempts.Load(); n != 1 {
+			t.Errorf("%d attempts, want 1", n)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		release := make(chan struct{})
+		var attempts atomic.Int32
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			attempts.Add(1)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer slow.Close()
+		defer close(release)
+		ch := newChannel(t, webhook.Options{CallbackTimeout: 50 * time.Millisecond, RetryDelay: 10 * time.Millisecond, CallbackRetries: 1})
+		run := channelRun(&fakeHost{}, map[string]any{"secret": secret, "callback_url": slow.URL})
+		stop := startRun(t, ch, run)
+		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return attempts.Load() == 2 })
+		_ = stop()
+	})
+}
+
+func TestStopCancelsPendingReplies(t *testing.T) {
+	cs := newCallbackServer(t, nil)
+	inChat := make(chan struct{})
+	host := &fakeHost{reply: func(ctx context.Context, _ *harness.InboundMessage) (*harness.Reply, error) {
+		close(inChat)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	ch := newChannel(t, webhook.Options{})
+	run := channelRun(host, map[string]any{"secret": secret, "callback_url": cs.URL})
+	stop := startRun(t, ch, run)
+	reqCtx, cancelReq := context.WithCancel(context.Background())
+	if _, err := ch.Receive(reqCtx, run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cancelReq() // the HTTP request is over; the reply goes on
+	<-inChat
+	began := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if d := time.Since(began); d > time.Second {
+		t.Errorf("Run took %s to stop", d)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := cs.attempts.Load(); n != 0 {
+		t.Errorf("%d callbacks after stop", n)
+	}
+}
+
+func TestMaxPending(t *testing.T) {
+	cs := newCallbackServer(t, nil)
+	release := make(chan struct{})
+	host := &fakeHost{reply: func(context.Context, *harness.InboundMessage) (*harness.Reply, error) {
+		<-release
+		return &harness.Reply{Text: "late"}, nil
+	}}
+	ch := newChannel(t, webhook.Options{MaxPending: 2})
+	run := channelRun(host, map[string]any{"secret": secret, "callback_url": cs.URL})
+	startRun(t, ch, run)
+	for i := range 3 {
+		resp, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := http.StatusAccepted
+		if i == 2 {
+			want = http.StatusTooManyRequests
+		}
+		if resp.Status != want {
+			t.Errorf("request %d: status %d, want %d", i, resp.Status, want)
+		}
+	}
+	close(release)
+	cs.wait(t)
+	cs.wait(t)
+}
+
+func TestRun(t *testing.T) {
+	ch := newChannel(t, webhook.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ch.Run(ctx, channelRun(&fakeHost{}, map[string]any{"secret": secret})) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v before cancellation", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("Run did not return after cancellation")
+	}
+
+	err := ch.Run(context.Background(), channelRun(&fakeHost{}, map[string]any{"secret": ""}))
+	if !errors.Is(err, harness.ErrInvalid) {
+		t.Errorf("Run with an empty secret = %v, want ErrInvalid", err)
+	}
+}
+
+func TestValidateChannelConfig(t *testing.T) {
+	ch := webhook.New(webhook.Options{})
+	for _, tc := range []struct {
+		name   string
+		config map[string]any
+		fields []string
+	}{
+		{"secret", map[string]any{"secret": "x"}, nil},
+		{"https callback", map[string]any{"secret": "x", "callback_url": "https://example.com/hook"}, nil},
+		{"empty callback", map[string]any{"secret": "x", "callback_url": ""}, nil},
+		{"nil", nil, []string{"config.secret"}},
+		{"empty secret", map[string]any{"secret": ""}, []string{"config.secret"}},
+		{"secret not a string", map[string]any{"secret": 7}, []string{"config.secret"}},
+		{"relative callback", map[string]any{"secret": "x", "callback_url": "/hook"}, []string{"config.callback_url"}},
+		{"ftp callback", map[string]any{"secret": "x", "callback_url": "ftp://example.com/"}, []string{"config.callback_url"}},
+		{"callback not a string", map[string]any{"secret": "x", "callback_url": 1}, []string{"config.callback_url"}},
+		{"both", map[string]any{"callback_url": "nope"}, []string{"config.secret", "config.callback_url"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ch.ValidateChannelConfig(tc.config)
+			if tc.fields == nil {
+				if err != nil {
+					t.Fatalf("got %v, want valid", err)
+				}
+				return
+			}
+			var ve *harness.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, harness.ErrInvalid) {
+				t.Fatalf("got %v, want a validation error", err)
+			}
+			var got []string
+			for _, f := range ve.Fields {
+				got = append(got, f.Field)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.fields, ",") {
+				t.Errorf("fields %v, want %v", got, tc.fields)
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

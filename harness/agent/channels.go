@@ -1,0 +1,567 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+// stopGrace is how long a stopping channel's Run gets to return after its
+// context is cancelled before it is left behind.
+const stopGrace = 10 * time.Second
+
+// Desired channel states, stored so that Resume knows what to start.
+const (
+	desiredRunning = "running"
+	desiredStopped = "stopped"
+)
+
+var errClosed = errors.New("agent service is closed")
+
+// runner is a running channel: its supervisor goroutine, which restarts
+// its Run with backoff after failures.
+type runner struct {
+	id     string
+	run    *harness.ChannelRun
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// host is what a running channel calls back into.
+type host struct {
+	s       *Service
+	agentID string
+}
+
+var _ harness.ChannelHost = (*host)(nil)
+
+// Chat sends a user's message to the channel's agent.
+func (h *host) Chat(ctx context.Context, msg *harness.InboundMessage) (*harness.Reply, error) {
+	if msg == nil {
+		return nil, harness.Invalid("message", "is required")
+	}
+	res, err := h.s.Chat(ctx, h.agentID, msg.UserID, msg.Text)
+	if err != nil {
+		return nil, err
+	}
+	return &harness.Reply{Text: res.Response}, nil
+}
+
+// Clear forgets a user's conversation with the channel's agent.
+func (h *host) Clear(ctx context.Context, userID string) error {
+	return h.s.Clear(ctx, h.agentID, userID)
+}
+
+func (s *Service) channelRows(ctx context.Context, agentID string) ([]channelRow, error) {
+	var rows []channelRow
+	err := s.db.NewSelect().Model(&rows).Where("agent_id = ?", agentID).Order("created_at", "id").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list channels of agent %s: %w", agentID, err)
+	}
+	return rows, nil
+}
+
+func (s *Service) channelRecords(ctx context.Context, agentID string) ([]harness.ChannelConfig, error) {
+	rows, err := s.channelRows(ctx, agentID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]harness.ChannelConfig, len(rows))
+	for i := range rows {
+		out[i] = masked(rows[i].record())
+	}
+	return out, nil
+}
+
+// loadChannel returns a channel's row; agentID "" matches any agent.
+func (s *Service) loadChannel(ctx context.Context, db bun.IDB, agentID, channelID string) (*channelRow, error) {
+	var row channelRow
+	q := db.NewSelect().Model(&row).Where("id = ?", channelID)
+	if agentID != "" {
+		q = q.Where("agent_id = ?", agentID)
+	}
+	err := q.Scan(ctx)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, notFound("channel", channelID)
+	case err != nil:
+		return nil, fmt.Errorf("load channel %s: %w", channelID, err)
+	}
+	return &row, nil
+}
+
+func (s *Service) maskedChannel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
+	row, err := s.loadChannel(ctx, s.db, agentID, channelID)
+	if err != nil {
+		return harness.ChannelConfig{}, err
+	}
+	return masked(row.record()), nil
+}
+
+// Channels lists an agent's channels, oldest first, configs masked.
+func (s *Service) Channels(ctx context.Context, agentID string) ([]harness.ChannelConfig, error) {
+	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+		return nil, err
+	}
+	return s.channelRecords(ctx, agentID)
+}
+
+// Channel returns one channel of an agent, config masked.
+func (s *Service) Channel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
+	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+		return harness.ChannelConfig{}, err
+	}
+	return s.maskedChannel(ctx, agentID, channelID)
+}
+
+func newChannelID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "ch_" + hex.EncodeToString(b[:])
+}
+
+// checkChannel validates a channel record about to be stored: its type
+// must be registered, and the implementation's ChannelConfigValidator, if
+// any, must accept its config.
+func (s *Service) checkChannel(ve *harness.ValidationError, c *harness.ChannelConfig) {
+	if c.Name == "" {
+		c.Name = c.Type
+	}
+	if c.Config == nil {
+		c.Config = map[string]any{}
+	}
+	impl, ok := s.reg.Channel(c.Type)
+	switch {
+	case c.Type == "":
+		ve.Add("type", "is required")
+	case !ok:
+		ve.Add("type", "unknown channel type %q (known: %s)", c.Type, strings.Join(s.reg.ChannelTypes(), ", "))
+	}
+	if v, isValidator := impl.(harness.ChannelConfigValidator); ok && isValidator {
+		ve.Merge("config", v.ValidateChannelConfig(c.Config))
+	}
+}
+
+// CreateChannel adds a stopped channel to an agent. The type must be
+// registered in the Registry (else harness.ErrInvalid naming "type"); an
+// empty id is generated, a given one must be valid (harness.ValidID) and
+// unused (harness.ErrConflict). An empty name becomes the type. The record
+// is returned with its config masked.
+func (s *Service) CreateChannel(ctx context.Context, agentID string, c harness.ChannelConfig) (harness.ChannelConfig, error) {
+	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+		return harness.ChannelConfig{}, err
+	}
+	ve := &harness.ValidationError{}
+	switch {
+	case c.ID == "":
+		c.ID = newChannelID()
+	case !harness.ValidID(c.ID):
+		ve.Add("id", "must match ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+	}
+	if c.AgentID != "" && c.AgentID != agentID {
+		ve.Add("agent_id", "must be the agent of the path (%q)", agentID)
+	}
+	c.AgentID = agentID
+	c.Config = cloneConfig(c.Config)
+	checkNoMask(ve, "config", c.Config)
+	s.checkChannel(ve, &c)
+	if err := ve.Err(); err != nil {
+		return harness.ChannelConfig{}, fmt.Errorf("create channel: %w", err)
+	}
+	c.Status, c.LastError, c.CreatedAt = harness.ChannelStopped, "", now()
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		n, err := tx.NewSelect().Model((*channelRow)(nil)).Where("id = ?", c.ID).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("channel %q already exists: %w", c.ID, harness.ErrConflict)
+		}
+		_, err = tx.NewInsert().Model(toChannelRow(c, desiredStopped)).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return harness.ChannelConfig{}, fmt.Errorf("create channel: %w", err)
+	}
+	return masked(c), nil
+}
+
+// cloneConfig copies a config deeply enough that masking and unmasking
+// never touch the caller's maps.
+func cloneConfig(cfg map[string]any) map[string]any {
+	if cfg == nil {
+		return map[string]any{}
+	}
+	out := maps.Clone(cfg)
+	for k, v := range out {
+		if m, ok := v.(map[string]any); ok {
+			out[k] = cloneConfig(m)
+		}
+	}
+	return out
+}
+
+// UpdateChannel changes a channel: apply edits a copy of the record, its
+// config masked. A config value equal to Mask keeps the stored value. The
+// id and agent cannot change (harness.ErrInvalid); status, last_error and
+// created_at are kept. A running channel is restarted with the new record.
+// The record is returned with its config masked.
+func (s *Service) UpdateChannel(ctx context.Context, agentID, channelID string, apply func(*harness.ChannelConfig) error) (harness.ChannelConfig, error) {
+	s.chOps.Lock()
+	defer s.chOps.Unlock()
+	row, err := s.loadChannel(ctx, s.db, agentID, channelID)
+	if err != nil {
+		return harness.ChannelConfig{}, err
+	}
+	old := row.record()
+	c := masked(old)
+	if err := apply(&c); err != nil {
+		return harness.ChannelConfig{}, err
+	}
+	ve := &harness.ValidationError{}
+	if c.ID != channelID {
+		ve.Add("id", "cannot be changed (is %q)", channelID)
+	}
+	if c.AgentID != agentID {
+		ve.Add("agent_id", "cannot be changed (is %q)", agentID)
+	}
+	c.Config = cloneConfig(c.Config)
+	unmask(ve, "config", c.Config, old.Config)
+	s.checkChannel(ve, &c)
+	if err := ve.Err(); err != nil {
+		return harness.ChannelConfig{}, fmt.Errorf("update channel %s: %w", channelID, err)
+	}
+	c.ID, c.AgentID, c.Status, c.LastError, c.CreatedAt = channelID, agentID, old.Status, old.LastError, old.CreatedAt
+	_, err = s.db.NewUpdate().Model(toChannelRow(c, row.Desired)).Column("type", "name", "config").WherePK().Exec(ctx)
+	if err != nil {
+		return harness.ChannelConfig{}, fmt.Errorf("update channel %s: %w", channelID, err)
+	}
+	s.chMu.Lock()
+	_, running := s.runners[channelID]
+	s.chMu.Unlock()
+	if running {
+		s.stopRunner(channelID)
+		if err := s.start(ctx, channelID); err != nil {
+			return harness.ChannelConfig{}, fmt.Errorf("restart channel %s: %w", channelID, err)
+		}
+	}
+	return s.maskedChannel(ctx, agentID, channelID)
+}
+
+// DeleteChannel stops a channel and removes it.
+func (s *Service) DeleteChannel(ctx context.Context, agentID, channelID string) error {
+	s.chOps.Lock()
+	defer s.chOps.Unlock()
+	if _, err := s.loadChannel(ctx, s.db, agentID, channelID); err != nil {
+		return err
+	}
+	s.stopRunner(channelID)
+	if _, err := s.db.NewDelete().Model((*channelRow)(nil)).Where("id = ?", channelID).Exec(ctx); err != nil {
+		return fmt.Errorf("delete channel %s: %w", channelID, err)
+	}
+	return nil
+}
+
+// StartChannel starts a channel: its implementation's Run, in a goroutine,
+// restarted with exponential backoff (Options.RetryBaseDelay doubling up to
+// RetryMaxDelay) after each failure, which sets status error and
+// last_error, until the channel is stopped. The desired state is stored,
+// so Resume starts it again after a restart. Starting a running channel
+// does nothing. A type no longer registered gives harness.ErrInvalid
+// naming "type", and status error.
+func (s *Service) StartChannel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
+	s.chOps.Lock()
+	defer s.chOps.Unlock()
+	if _, err := s.loadChannel(ctx, s.db, agentID, channelID); err != nil {
+		return harness.ChannelConfig{}, err
+	}
+	if err := s.start(ctx, channelID); err != nil {
+		return harness.ChannelConfig{}, fmt.Errorf("start channel %s: %w", channelID, err)
+	}
+	return s.maskedChannel(ctx, agentID, channelID)
+}
+
+// start starts a channel unless it runs. Callers hold chOps.
+func (s *Service) start(ctx context.Context, channelID string) error {
+	s.chMu.Lock()
+	_, running := s.runners[channelID]
+	closed := s.closed
+	s.chMu.Unlock()
+	if closed {
+		return errClosed
+	}
+	if running {
+		_, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).Where("id = ?", channelID).Exec(ctx)
+		return err
+	}
+	row, err := s.loadChannel(ctx, s.db, "", channelID)
+	if err != nil {
+		return err
+	}
+	impl, ok := s.reg.Channel(row.Type)
+	if !ok {
+		msg := fmt.Sprintf("channel type %q is not available", row.Type)
+		_, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).
+			Set("status = ?", string(harness.ChannelError)).Set("last_error = ?", msg).Where("id = ?", channelID).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		return harness.Invalid("type", "%s", msg)
+	}
+	_, err = s.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).
+		Set("status = ?", string(harness.ChannelRunning)).Set("last_error = ''").Where("id = ?", channelID).Exec(ctx)
+	if err != nil {
+		return err
+	}
+	rec := row.record()
+	rec.Status, rec.LastError = harness.ChannelRunning, ""
+	rctx, cancel := context.WithCancel(context.Background())
+	r := &runner{
+		id:     channelID,
+		run:    &harness.ChannelRun{Channel: rec, Host: &host{s: s, agentID: rec.AgentID}},
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	s.chMu.Lock()
+	if s.closed {
+		s.chMu.Unlock()
+		cancel()
+		return errClosed
+	}
+	s.runners[channelID] = r
+	s.wg.Add(1)
+	s.chMu.Unlock()
+	s.log.Info("channel started", slog.String("channel", channelID), slog.String("type", rec.Type), slog.String("agent", rec.AgentID))
+	go s.supervise(rctx, r, impl)
+	return nil
+}
+
+// StopChannel stops a channel and waits for its Run to return (up to ten
+// seconds); its status becomes stopped and its desired state stopped.
+// Stopping a stopped channel does nothing.
+func (s *Service) StopChannel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
+	s.chOps.Lock()
+	defer s.chOps.Unlock()
+	if _, err := s.loadChannel(ctx, s.db, agentID, channelID); err != nil {
+		return harness.ChannelConfig{}, err
+	}
+	_, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredStopped).Where("id = ?", channelID).Exec(ctx)
+	if err != nil {
+		return harness.ChannelConfig{}, fmt.Errorf("stop channel %s: %w", channelID, err)
+	}
+	if !s.stopRunner(channelID) {
+		s.persistStatus(ctx, channelID, harness.ChannelStopped, nil)
+	}
+	return s.maskedChannel(ctx, agentID, channelID)
+}
+
+// stopRunner stops a channel's supervisor, if it runs, waits for it and
+// records the channel stopped. It reports whether one was running.
+func (s *Service) stopRunner(channelID string) bool {
+	s.chMu.Lock()
+	r := s.runners[channelID]
+	delete(s.runners, channelID)
+	s.chMu.Unlock()
+	if r == nil {
+		return false
+	}
+	r.cancel()
+	<-r.done // the supervisor returns at most stopGrace after the cancel
+	s.persistStatus(context.Background(), channelID, harness.ChannelStopped, nil)
+	s.log.Info("channel stopped", slog.String("channel", channelID))
+	return true
+}
+
+func (s *Service) persistStatus(ctx context.Context, channelID string, st harness.ChannelStatus, lastErr *string) {
+	q := s.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(st)).Where("id = ?", channelID)
+	if lastErr != nil {
+		q = q.Set("last_error = ?", *lastErr)
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		s.log.Error("save channel status", slog.String("channel", channelID), slog.Any("error", err))
+	}
+}
+
+// setStatus records a status change seen by a supervisor, unless its
+// channel was stopped meanwhile (the stopper records that).
+func (s *Service) setStatus(r *runner, st harness.ChannelStatus, lastErr *string) {
+	s.chMu.Lock()
+	defer s.chMu.Unlock()
+	if s.runners[r.id] != r {
+		return
+	}
+	s.persistStatus(context.Background(), r.id, st, lastErr)
+}
+
+// supervise runs a channel until it is stopped: each failure is recorded
+// (status error, last_error with the config's secrets redacted) and the
+// Run restarted after a backoff delay. After a failure, the status goes
+// back to running once a restarted Run has lasted RetryBaseDelay; the
+// delay starts again from RetryBaseDelay once a Run has lasted
+// RetryMaxDelay. A Run returning nil when not asked to stop ends the
+// channel: status and desired state stopped.
+func (s *Service) supervise(ctx context.Context, r *runner, impl harness.Channel) {
+	defer s.wg.Done()
+	defer close(r.done)
+	rec := r.run.Channel
+	secrets := secretValues(rec.Config)
+	log := s.log.With(slog.String("channel", rec.ID), slog.String("type", rec.Type), slog.String("agent", rec.AgentID))
+	delay := s.opts.RetryBaseDelay
+	failures := 0
+	for {
+		started := time.Now()
+		errc := make(chan error, 1)
+		go func() { errc <- runChannel(ctx, impl, r.run) }()
+		var healthy <-chan time.Time
+		var timer *time.Timer
+		if failures > 0 {
+			timer = time.NewTimer(s.opts.RetryBaseDelay)
+			healthy = timer.C
+		}
+		var err error
+	wait:
+		for {
+			select {
+			case <-healthy:
+				healthy = nil
+				s.setStatus(r, harness.ChannelRunning, nil)
+			case err = <-errc:
+				break wait
+			case <-ctx.Done():
+				select {
+				case err = <-errc:
+				case <-time.After(stopGrace):
+					log.Warn("channel did not stop in time; left behind")
+				}
+				if timer != nil {
+					timer.Stop()
+				}
+				return
+			}
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			log.Info("channel ended")
+			s.chMu.Lock()
+			if s.runners[r.id] == r {
+				delete(s.runners, r.id)
+				if _, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(harness.ChannelStopped)).
+					Set("desired = ?", desiredStopped).Where("id = ?", r.id).Exec(context.Background()); err != nil {
+					log.Error("save channel status", slog.Any("error", err))
+				}
+			}
+			s.chMu.Unlock()
+			return
+		}
+		failures++
+		if time.Since(started) >= s.opts.RetryMaxDelay {
+			delay = s.opts.RetryBaseDelay
+		}
+		msg := redact(err.Error(), secrets)
+		log.Warn("channel failed; retrying", slog.String("error", msg), slog.Duration("retry_in", delay))
+		s.setStatus(r, harness.ChannelError, &msg)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(delay*2, s.opts.RetryMaxDelay)
+	}
+}
+
+// runChannel runs a channel, turning a panic into an error.
+func runChannel(ctx context.Context, impl harness.Channel, run *harness.ChannelRun) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("channel panicked: %v", p)
+		}
+	}()
+	return impl.Run(ctx, run)
+}
+
+// Inbound delivers an HTTP request pushed to a channel (POST
+// /api/channels/{id}/webhook) to its implementation's Receive. An unknown
+// channel gives harness.ErrNotFound, a channel not running
+// harness.ErrConflict, an implementation that is not a harness.Receiver
+// harness.ErrInvalid.
+func (s *Service) Inbound(ctx context.Context, channelID string, req *harness.InboundRequest) (*harness.InboundResponse, error) {
+	s.chMu.Lock()
+	r := s.runners[channelID]
+	s.chMu.Unlock()
+	if r == nil {
+		if _, err := s.loadChannel(ctx, s.db, "", channelID); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("channel %q is not running: %w", channelID, harness.ErrConflict)
+	}
+	impl, ok := s.reg.Channel(r.run.Channel.Type)
+	recv, isReceiver := impl.(harness.Receiver)
+	if !ok || !isReceiver {
+		return nil, fmt.Errorf("channel %q (type %s) does not receive pushed requests: %w", channelID, r.run.Channel.Type, harness.ErrInvalid)
+	}
+	if req == nil {
+		req = &harness.InboundRequest{}
+	}
+	return recv.Receive(ctx, r.run, req)
+}
+
+// Resume starts every channel whose desired state is running: those that
+// were running when the process stopped. A channel that fails to start is
+// logged and recorded (status error); only a database failure makes
+// Resume fail.
+func (s *Service) Resume(ctx context.Context) error {
+	var rows []channelRow
+	if err := s.db.NewSelect().Model(&rows).Where("desired = ?", desiredRunning).Order("created_at", "id").Scan(ctx); err != nil {
+		return fmt.Errorf("resume channels: %w", err)
+	}
+	s.chOps.Lock()
+	defer s.chOps.Unlock()
+	for _, row := range rows {
+		if err := s.start(ctx, row.ID); err != nil {
+			if errors.Is(err, errClosed) {
+				return fmt.Errorf("resume channels: %w", err)
+			}
+			s.log.Warn("channel not resumed", slog.String("channel", row.ID), slog.String("type", row.Type), slog.Any("error", err))
+		}
+	}
+	return nil
+}
+
+// Close stops every channel and waits for them; their desired states are
+// kept, so that Resume starts them again in the next process. Close does
+// not close the database. After Close, channels cannot be started.
+func (s *Service) Close() {
+	s.chMu.Lock()
+	s.closed = true
+	rs := make([]*runner, 0, len(s.runners))
+	for _, r := range s.runners {
+		rs = append(rs, r)
+	}
+	clear(s.runners)
+	s.chMu.Unlock()
+	for _, r := range rs {
+		r.cancel()
+	}
+	s.wg.Wait()
+	for _, r := range rs {
+		s.persistStatus(context.Background(), r.id, harness.ChannelStopped, nil)
+	}
+}

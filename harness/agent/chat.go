@@ -1,0 +1,420 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+// MaxUserIDBytes is the longest user id accepted, in bytes.
+const MaxUserIDBytes = 256
+
+// ChatResult is the answer of one chat turn.
+type ChatResult struct {
+	// Response is the agent's reply.
+	Response string `json:"response"`
+	// SessionID names the conversation of the agent and the user.
+	SessionID string `json:"session_id"`
+	// ToolCalls lists the tool calls of the turn, in order, each as
+	// {name, arguments, output} (arguments and output as JSON when they are
+	// JSON, else as text).
+	ToolCalls []map[string]any `json:"tool_calls"`
+	// Usage sums the tokens of the turn's model calls.
+	Usage harness.Usage `json:"usage"`
+	// ToolRoundsExceeded reports that the model used all MaxToolRounds
+	// rounds of tool calls and was then asked for its answer without
+	// tools.
+	ToolRoundsExceeded bool `json:"tool_rounds_exceeded,omitempty"`
+}
+
+// SessionID returns the id of the conversation of an agent with a user: a
+// stable function of the two.
+func SessionID(agentID, userID string) string {
+	sum := sha256.Sum256([]byte(agentID + "\x00" + userID))
+	return "s_" + hex.EncodeToString(sum[:12])
+}
+
+func checkUserID(ve *harness.ValidationError, userID string) {
+	switch {
+	case strings.TrimSpace(userID) == "":
+		ve.Add("user_id", "is required")
+	case len(userID) > MaxUserIDBytes:
+		ve.Add("user_id", "is longer than %d bytes", MaxUserIDBytes)
+	}
+}
+
+// Chat sends a user's message to an agent and returns its reply.
+//
+// The conversation of the agent with the user is stored, and its most
+// recent messages (Options.MaxHistoryMessages, MaxHistoryTokens) go to the
+// model after a system message made of the agent's system prompt and its
+// knowledge base. The agent's tools are offered; their calls are answered
+// by the registered harness.Tool of the function's name, else by the tool
+// record's mock_response, for at most Options.MaxToolRounds rounds.
+//
+// The user's message is stored first, so that it stays in the history when
+// the model fails; the reply and the tool messages are stored when the turn
+// succeeds. Turns of one conversation run one at a time; those of
+// different users run in parallel.
+//
+// An empty message or user id gives harness.ErrInvalid naming "message" or
+// "user_id"; an unknown agent harness.ErrNotFound; a model failure an error
+// wrapping the model's.
+func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*ChatResult, error) {
+	ve := &harness.ValidationError{}
+	if strings.TrimSpace(message) == "" {
+		ve.Add("message", "is required")
+	}
+	checkUserID(ve, userID)
+	if err := ve.Err(); err != nil {
+		return nil, err
+	}
+	if s.opts.Model == nil {
+		return nil, fmt.Errorf("chat with agent %s: no model is configured", agentID)
+	}
+	a, err := s.agent(ctx, s.db, agentID)
+	if err != nil {
+		return nil, err
+	}
+	unlock := s.chats.lock(agentID + "\x00" + userID)
+	defer unlock()
+
+	sid := SessionID(agentID, userID)
+	row := &messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: harness.RoleUser, Content: message, CreatedAt: now()}
+	if _, err := s.db.NewInsert().Model(row).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("chat with agent %s: store message: %w", agentID, err)
+	}
+	history, err := s.history(ctx, agentID, userID)
+	if err != nil {
+		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
+	}
+	tools, err := s.agentTools(ctx, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
+	}
+	system := a.SystemPrompt
+	if kb, err := s.kbContext(ctx, agentID, message); err != nil {
+		s.log.Warn("knowledge base unavailable", slog.String("agent", agentID), slog.Any("error", err))
+	} else if kb != "" {
+		system = strings.TrimSpace(system + "\n\n" + kb)
+	}
+	msgs := make([]harness.Message, 0, len(history)+4)
+	if system != "" {
+		msgs = append(msgs, harness.Message{Role: harness.RoleSystem, Content: system})
+	}
+	msgs = append(msgs, history...)
+	model := s.opts.ModelName
+	if a.Model != nil {
+		model = *a.Model
+	}
+
+	res, added, err := s.turn(ctx, turn{agentID: agentID, userID: userID, model: model, msgs: msgs, tools: tools})
+	if err != nil {
+		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
+	}
+	res.SessionID = sid
+	rows := make([]messageRow, len(added))
+	for i, m := range added {
+		rows[i] = messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: m.Role, Content: m.Content,
+			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, CreatedAt: now()}
+	}
+	// The reply is stored even when the caller has gone: the model's work
+	// is done, and the history should hold it. (Should the agent have been
+	// deleted meanwhile, these rows are orphans, removed when an agent of
+	// the same id is created.)
+	if _, err := s.db.NewInsert().Model(&rows).Exec(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("chat with agent %s: store reply: %w", agentID, err)
+	}
+	return res, nil
+}
+
+type turn struct {
+	agentID, userID, model string
+	msgs                   []harness.Message
+	tools                  []harness.ToolDefinition
+}
+
+// turn asks the model and answers its tool calls until it replies. It
+// returns the messages to add to the history.
+func (s *Service) turn(ctx context.Context, t turn) (*ChatResult, []harness.Message, error) {
+	defs := make([]harness.FunctionDef, len(t.tools))
+	for i, td := range t.tools {
+		defs[i] = td.Function
+	}
+	res := &ChatResult{ToolCalls: []map[string]any{}}
+	var added []harness.Message
+	msgs := t.msgs
+	for round := 0; ; round++ {
+		req := &harness.ChatRequest{Model: t.model, Messages: msgs, Tools: defs}
+		last := round >= s.opts.MaxToolRounds
+		if last {
+			req.Tools = nil
+		}
+		resp, err := s.opts.Model.Chat(ctx, req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model: %w", err)
+		}
+		res.Usage = res.Usage.Add(resp.Usage)
+		m := resp.Message
+		m.Role = harness.RoleAssistant
+		if len(m.ToolCalls) == 0 || len(req.Tools) == 0 {
+			res.ToolRoundsExceeded = last
+			m.ToolCalls = nil // never stored without their answers
+			m.ToolCallID = ""
+			res.Response = m.Content
+			added = append(added, m)
+			return res, added, nil
+		}
+		m.ToolCalls = append([]harness.ToolCall(nil), m.ToolCalls...)
+		for i := range m.ToolCalls {
+			if m.ToolCalls[i].ID == "" {
+				m.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", round+1, i)
+			}
+		}
+		msgs = append(msgs, m)
+		added = append(added, m)
+		for _, call := range m.ToolCalls {
+			out := s.callTool(ctx, t, call)
+			res.ToolCalls = append(res.ToolCalls, map[string]any{
+				"name": call.Name, "arguments": rawJSON(call.Arguments), "output": rawJSON(out),
+			})
+			tm := harness.Message{Role: harness.RoleTool, Content: out, ToolCallID: call.ID}
+			msgs = append(msgs, tm)
+			added = append(added, tm)
+		}
+	}
+}
+
+// callTool answers a tool call: a registered Tool's real output, else the
+// tool record's mock_response ("{}" when it has none). A function the
+// agent was not given, or a failing Tool, gets {"error": "..."}.
+func (s *Service) callTool(ctx context.Context, t turn, call harness.ToolCall) string {
+	var def *harness.ToolDefinition
+	for i := range t.tools {
+		if t.tools[i].Function.Name == call.Name {
+			def = &t.tools[i]
+			break
+		}
+	}
+	if def == nil {
+		return errorJSON(fmt.Sprintf("unknown function %q", call.Name))
+	}
+	if impl, ok := s.reg.Tool(call.Name); ok {
+		args := json.RawMessage(call.Arguments)
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		out, err := impl.Call(ctx, &harness.ToolCallRequest{Arguments: args, AgentID: t.agentID, UserID: t.userID})
+		if err != nil {
+			return errorJSON(err.Error())
+		}
+		if out == nil || len(out.Output) == 0 {
+			return "{}"
+		}
+		return string(out.Output)
+	}
+	if def.MockResponse == nil {
+		return "{}"
+	}
+	b, err := json.Marshal(def.MockResponse)
+	if err != nil {
+		return errorJSON(err.Error())
+	}
+	return string(b)
+}
+
+func errorJSON(msg string) string {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	return string(b)
+}
+
+// rawJSON keeps valid JSON as JSON, and anything else as text.
+func rawJSON(s string) any {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	return s
+}
+
+// agentTools returns the tool records an agent lists. A tool deleted from
+// the catalog since it was assigned is skipped, with a log line.
+func (s *Service) agentTools(ctx context.Context, agentID string) ([]harness.ToolDefinition, error) {
+	ids, err := s.toolIDs(ctx, s.db, agentID)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	out := make([]harness.ToolDefinition, 0, len(ids))
+	for _, id := range ids {
+		if s.opts.Tools == nil {
+			s.log.Warn("agent tool skipped: no tool source", slog.String("agent", agentID), slog.String("tool", id))
+			continue
+		}
+		def, err := s.opts.Tools.Tool(ctx, id)
+		if errors.Is(err, harness.ErrNotFound) {
+			s.log.Warn("agent tool no longer exists; skipped", slog.String("agent", agentID), slog.String("tool", id))
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load tool %s: %w", id, err)
+		}
+		out = append(out, def)
+	}
+	return out, nil
+}
+
+// messageTokens estimates the tokens of a message.
+func messageTokens(m harness.Message) int {
+	n := tokensOf(m.Content)
+	for _, tc := range m.ToolCalls {
+		n += tokensOf(tc.Name) + tokensOf(tc.Arguments)
+	}
+	return n
+}
+
+// history returns the most recent messages of a conversation within the
+// message and token budgets, oldest first. An assistant message that calls
+// tools and the tool messages answering it are kept or dropped together;
+// the newest message is always kept.
+func (s *Service) history(ctx context.Context, agentID, userID string) ([]harness.Message, error) {
+	var rows []messageRow
+	err := s.db.NewSelect().Model(&rows).Column("id", "role", "content", "tool_calls", "tool_call_id").
+		Where("agent_id = ? AND user_id = ?", agentID, userID).
+		Order("id DESC").Limit(int64(s.opts.MaxHistoryMessages)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load history: %w", err)
+	}
+	// Group the messages, newest first.
+	var groups [][]harness.Message
+	var pending []harness.Message // tool messages waiting for their call, newest first
+	for i := range rows {
+		m := rows[i].message()
+		switch {
+		case m.Role == harness.RoleTool:
+			pending = append(pending, m)
+		case m.Role == harness.RoleAssistant && len(m.ToolCalls) > 0:
+			if len(pending) == 0 {
+				continue // calls without answers: not sendable
+			}
+			g := make([]harness.Message, 0, len(pending)+1)
+			g = append(g, m)
+			for j := len(pending) - 1; j >= 0; j-- {
+				g = append(g, pending[j])
+			}
+			groups = append(groups, g)
+			pending = nil
+		default:
+			pending = nil // answers whose call is gone
+			groups = append(groups, []harness.Message{m})
+		}
+	}
+	count, tokens := 0, 0
+	keep := 0
+	for i, g := range groups {
+		gt := 0
+		for _, m := range g {
+			gt += messageTokens(m)
+		}
+		if i > 0 && (count+len(g) > s.opts.MaxHistoryMessages || tokens+gt > s.opts.MaxHistoryTokens) {
+			break
+		}
+		count, tokens, keep = count+len(g), tokens+gt, i+1
+	}
+	out := make([]harness.Message, 0, count)
+	for i := keep - 1; i >= 0; i-- {
+		out = append(out, groups[i]...)
+	}
+	return out, nil
+}
+
+// Clear forgets the conversation of an agent with one user; the other
+// users' conversations are untouched. An unknown agent gives
+// harness.ErrNotFound, an empty user id harness.ErrInvalid naming
+// "user_id".
+func (s *Service) Clear(ctx context.Context, agentID, userID string) error {
+	ve := &harness.ValidationError{}
+	checkUserID(ve, userID)
+	if err := ve.Err(); err != nil {
+		return err
+	}
+	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+		return err
+	}
+	unlock := s.chats.lock(agentID + "\x00" + userID)
+	defer unlock()
+	_, err := s.db.NewDelete().Model((*messageRow)(nil)).Where("agent_id = ? AND user_id = ?", agentID, userID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("clear chat of agent %s: %w", agentID, err)
+	}
+	return nil
+}
+
+// History returns the stored conversation of an agent with a user, oldest
+// first: every message, tool calls and tool answers included, not only
+// those the model is sent.
+func (s *Service) History(ctx context.Context, agentID, userID string) ([]harness.Message, error) {
+	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+		return nil, err
+	}
+	var rows []messageRow
+	err := s.db.NewSelect().Model(&rows).Where("agent_id = ? AND user_id = ?", agentID, userID).Order("id").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load history: %w", err)
+	}
+	out := make([]harness.Message, len(rows))
+	for i := range rows {
+		out[i] = rows[i].message()
+	}
+	return out, nil
+}
+
+// keyedMutex is a set of mutexes by key, each dropped when no one holds or
+// waits for it.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{}
+		k.locks[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// size returns the number of keys held or waited for.
+func (k *keyedMutex) size() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.locks)
+}
