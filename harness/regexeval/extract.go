@@ -18,7 +18,7 @@ import (
 var ErrMatchTimeout = errors.New("regex match timed out")
 
 // defaultMatchTimeout bounds a regexp2 match when Options.MatchTimeout is 0.
-const defaultMatchTimeout = 100 * time.Millisecond
+const defaultMatchTimeout = time.Second
 
 // maxCached bounds a pattern cache. Patterns come from evaluator records and
 // regex-typed expected answers, so a real catalogue stays far below it; past
@@ -223,7 +223,7 @@ func (c *cache) extract(expr, text string) (answer string, ok bool, engine strin
 //
 // A pattern the standard library accepts is matched there in linear time;
 // any other pattern (look-arounds, back-references...) runs on regexp2 with
-// a 100 ms match timeout, reported as an error wrapping ErrMatchTimeout.
+// a 1 s match timeout, reported as an error wrapping ErrMatchTimeout.
 // An invalid pattern is an error too. Compiled patterns are cached.
 func Extract(pattern, text string) (string, bool, error) {
 	answer, ok, _, err := defaultEvaluator.patterns.extract(pattern, text)

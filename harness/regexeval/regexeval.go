@@ -18,7 +18,8 @@ const Pass2Prompt = "Reply with only your final answer: no explanation, no worki
 // Options configures an Evaluator. The zero value is ready to use.
 type Options struct {
 	// MatchTimeout bounds a regexp2 extraction (patterns the standard
-	// library cannot run). Zero means 100 ms. regexp2's clock is coarse: a
+	// library cannot run). Zero means 1 s: wall-clock time, so a busy machine
+	// must not time out an honest match. regexp2's clock is coarse: a
 	// timeout may fire up to about 100 ms late.
 	MatchTimeout time.Duration
 	// Pass2Prompt replaces the package's Pass2Prompt when not empty.

@@ -387,7 +387,7 @@ func TestValidateConfig(t *testing.T) {
 
 // Many goroutines share one Evaluator, its pattern cache and its model.
 func TestConcurrentEvaluate(t *testing.T) {
-	ev := New(Options{})
+	ev := New(Options{MatchTimeout: time.Minute}) // -race on a busy machine: no spurious timeouts
 	model := &fakeModel{reply: "Answer: 42", usage: harness.Usage{TotalTokens: 5}}
 	reqs := []struct {
 		req    *harness.EvalRequest
