@@ -38,6 +38,8 @@ type ToolSource interface {
 // that keep no catalog.
 type ToolList []harness.ToolDefinition
 
+var _ ToolSource = ToolList(nil)
+
 // Tool returns the record with the given id.
 func (l ToolList) Tool(_ context.Context, id string) (harness.ToolDefinition, error) {
 	for _, t := range l {
@@ -101,9 +103,10 @@ type Service struct {
 
 	chats keyedMutex // serialises the turns of one conversation
 
-	kbMu    sync.Mutex // serialises the final step of KB writes and deletes
-	indexMu sync.Mutex
-	indexes map[string]*kbEntry // knowledge-base caches by agent id
+	kbMu      sync.Mutex // serialises the final step of KB writes and deletes
+	indexMu   sync.Mutex
+	indexes   map[string]*kbEntry // knowledge-base caches by agent id
+	indexUses int64
 
 	chOps   sync.Mutex // serialises channel state changes
 	chMu    sync.Mutex // guards runners and closed

@@ -11,7 +11,11 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 )
+
+// The catalog is the ToolSource the server gives the service.
+var _ agent.ToolSource = (*catalog.Catalog)(nil)
 
 var timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`)
 

@@ -41,8 +41,9 @@
 // the system message; otherwise the base is cut into chunks of about 800
 // bytes on paragraph and line boundaries, with some overlap, and the
 // chunks that best match the user's message under BM25 go in, as many as
-// the budget allows. The index is built on first use, kept per agent, and
-// rebuilt when a file's name, size or modification time changes.
+// the budget allows. The index is built on first use, kept per agent (the
+// 32 most recently used), and rebuilt when a file's name, size or
+// modification time changes.
 //
 // # Channels
 //

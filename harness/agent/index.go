@@ -38,7 +38,12 @@ func tokensOf(s string) int { return (len(s) + 3) / 4 }
 type kbEntry struct {
 	mu   sync.Mutex // held while building
 	snap *kbSnapshot
+	used int64 // the service's use counter when last used; guarded by indexMu
 }
+
+// maxCachedKB bounds the knowledge bases kept in memory: past it, the
+// least recently used is dropped, to be rebuilt when next needed.
+const maxCachedKB = 32
 
 // kbSnapshot is an immutable view of a knowledge base.
 type kbSnapshot struct {
@@ -105,9 +110,20 @@ func (s *Service) snapshot(agentID string) (*kbSnapshot, error) {
 	s.indexMu.Lock()
 	e := s.indexes[agentID]
 	if e == nil {
+		if len(s.indexes) >= maxCachedKB {
+			var oldest string
+			for id, x := range s.indexes {
+				if oldest == "" || x.used < s.indexes[oldest].used {
+					oldest = id
+				}
+			}
+			delete(s.indexes, oldest)
+		}
 		e = &kbEntry{}
 		s.indexes[agentID] = e
 	}
+	s.indexUses++
+	e.used = s.indexUses
 	s.indexMu.Unlock()
 
 	e.mu.Lock()

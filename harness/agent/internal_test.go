@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -151,3 +152,32 @@ func TestTopK(t *testing.T) {
 		}
 	}
 }
+
+func TestKBCacheBounded(t *testing.T) {
+	dir := t.TempDir()
+	s := &Service{opts: Options{DataDir: dir, KBBudgetTokens: 10}, indexes: map[string]*kbEntry{}}
+	s.log = slogDiscard()
+	for i := range maxCachedKB + 5 {
+		id := fmt.Sprint("a", i)
+		root, err := s.kbRoot(id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root.WriteFile("x.md", []byte(strings.Repeat("word ", 100)), 0o644)
+		root.Close()
+		if _, err := s.snapshot(id); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 || i%3 == 0 {
+			s.snapshot("a0") // kept in use: never the least recent
+		}
+	}
+	if n := len(s.indexes); n != maxCachedKB {
+		t.Errorf("%d knowledge bases cached, want %d", n, maxCachedKB)
+	}
+	if s.indexes["a0"] == nil {
+		t.Error("the most used knowledge base was dropped")
+	}
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
