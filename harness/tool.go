@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // ToolCallRequest is one call of a tool by a model.
@@ -24,4 +25,62 @@ type ToolResult struct {
 type Tool interface {
 	Definition() FunctionDef
 	Call(ctx context.Context, req *ToolCallRequest) (*ToolResult, error)
+}
+
+// AnswerToolCall answers a model's tool call against the tools it was
+// offered: a Tool registered under the call's function name gives its real
+// output, otherwise the tool record's mock_response ("{}" when it has
+// none). A function that was not offered, or a Tool that fails, gets
+// {"error": "..."}, which the model reads like any other output. AgentID
+// and UserID of req are passed to a registered Tool; its Arguments are set
+// from the call.
+func AnswerToolCall(ctx context.Context, reg *Registry, offered []ToolDefinition, call ToolCall, req ToolCallRequest) string {
+	var def *ToolDefinition
+	for i := range offered {
+		if offered[i].Function.Name == call.Name {
+			def = &offered[i]
+			break
+		}
+	}
+	if def == nil {
+		return toolError(fmt.Sprintf("unknown function %q", call.Name))
+	}
+	if reg != nil {
+		if impl, ok := reg.Tool(call.Name); ok {
+			req.Arguments = json.RawMessage(call.Arguments)
+			if len(req.Arguments) == 0 {
+				req.Arguments = json.RawMessage("{}")
+			}
+			out, err := impl.Call(ctx, &req)
+			if err != nil {
+				return toolError(err.Error())
+			}
+			if out == nil || len(out.Output) == 0 {
+				return "{}"
+			}
+			return string(out.Output)
+		}
+	}
+	if def.MockResponse == nil {
+		return "{}"
+	}
+	b, err := json.Marshal(def.MockResponse)
+	if err != nil {
+		return toolError(err.Error())
+	}
+	return string(b)
+}
+
+func toolError(msg string) string {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	return string(b)
+}
+
+// JSONOrText returns s as raw JSON when it is valid JSON, else as a
+// string: tool arguments and outputs kept readable in result details.
+func JSONOrText(s string) any {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	return s
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -182,9 +181,9 @@ func (s *Service) turn(ctx context.Context, t turn) (*ChatResult, []harness.Mess
 		msgs = append(msgs, m)
 		added = append(added, m)
 		for _, call := range m.ToolCalls {
-			out := s.callTool(ctx, t, call)
+			out := harness.AnswerToolCall(ctx, s.reg, t.tools, call, harness.ToolCallRequest{AgentID: t.agentID, UserID: t.userID})
 			res.ToolCalls = append(res.ToolCalls, map[string]any{
-				"name": call.Name, "arguments": rawJSON(call.Arguments), "output": rawJSON(out),
+				"name": call.Name, "arguments": harness.JSONOrText(call.Arguments), "output": harness.JSONOrText(out),
 			})
 			tm := harness.Message{Role: harness.RoleTool, Content: out, ToolCallID: call.ID}
 			msgs = append(msgs, tm)
@@ -193,56 +192,6 @@ func (s *Service) turn(ctx context.Context, t turn) (*ChatResult, []harness.Mess
 	}
 }
 
-// callTool answers a tool call: a registered Tool's real output, else the
-// tool record's mock_response ("{}" when it has none). A function the
-// agent was not given, or a failing Tool, gets {"error": "..."}.
-func (s *Service) callTool(ctx context.Context, t turn, call harness.ToolCall) string {
-	var def *harness.ToolDefinition
-	for i := range t.tools {
-		if t.tools[i].Function.Name == call.Name {
-			def = &t.tools[i]
-			break
-		}
-	}
-	if def == nil {
-		return errorJSON(fmt.Sprintf("unknown function %q", call.Name))
-	}
-	if impl, ok := s.reg.Tool(call.Name); ok {
-		args := json.RawMessage(call.Arguments)
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		out, err := impl.Call(ctx, &harness.ToolCallRequest{Arguments: args, AgentID: t.agentID, UserID: t.userID})
-		if err != nil {
-			return errorJSON(err.Error())
-		}
-		if out == nil || len(out.Output) == 0 {
-			return "{}"
-		}
-		return string(out.Output)
-	}
-	if def.MockResponse == nil {
-		return "{}"
-	}
-	b, err := json.Marshal(def.MockResponse)
-	if err != nil {
-		return errorJSON(err.Error())
-	}
-	return string(b)
-}
-
-func errorJSON(msg string) string {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	return string(b)
-}
-
-// rawJSON keeps valid JSON as JSON, and anything else as text.
-func rawJSON(s string) any {
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	return s
-}
 
 // agentTools returns the tool records an agent lists. A tool deleted from
 // the catalog since it was assigned is skipped, with a log line.

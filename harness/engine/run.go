@@ -3,7 +3,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -421,8 +420,8 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		}
 		for _, call := range resp.Message.ToolCalls {
 			calls = append(calls, call)
-			out := r.callTool(ctx, j, call)
-			callLog = append(callLog, map[string]any{"name": call.Name, "arguments": rawJSON(call.Arguments), "output": rawJSON(out)})
+			out := harness.AnswerToolCall(ctx, e.opts.Registry, j.tools, call, harness.ToolCallRequest{})
+			callLog = append(callLog, map[string]any{"name": call.Name, "arguments": harness.JSONOrText(call.Arguments), "output": harness.JSONOrText(out)})
 			msgs = append(msgs, harness.Message{Role: harness.RoleTool, Content: out, ToolCallID: call.ID})
 		}
 	}
@@ -462,44 +461,3 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	return res, true
 }
 
-// callTool answers a tool call: a registered Tool's real output, else the
-// tool record's mock_response.
-func (r *run) callTool(ctx context.Context, j *job, call harness.ToolCall) string {
-	var def *harness.ToolDefinition
-	for i := range j.tools {
-		if j.tools[i].Function.Name == call.Name {
-			def = &j.tools[i]
-		}
-	}
-	if def == nil {
-		return errorJSON(fmt.Sprintf("unknown function %q", call.Name))
-	}
-	if impl, ok := r.e.opts.Registry.Tool(call.Name); ok {
-		out, err := impl.Call(ctx, &harness.ToolCallRequest{Arguments: json.RawMessage(call.Arguments)})
-		if err != nil {
-			return errorJSON(err.Error())
-		}
-		return string(out.Output)
-	}
-	if def.MockResponse == nil {
-		return "{}"
-	}
-	b, err := json.Marshal(def.MockResponse)
-	if err != nil {
-		return errorJSON(err.Error())
-	}
-	return string(b)
-}
-
-func errorJSON(msg string) string {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	return string(b)
-}
-
-// rawJSON keeps valid JSON as JSON in details, and anything else as text.
-func rawJSON(s string) any {
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	return s
-}
