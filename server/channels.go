@@ -35,6 +35,15 @@ type channelOutput struct {
 	Body harness.ChannelConfig
 }
 
+// channelActionOutput is the answer of start and stop: the channel record
+// with success, as the spec's start/stop answers carry.
+type channelActionOutput struct {
+	Body struct {
+		Success bool `json:"success"`
+		harness.ChannelConfig
+	}
+}
+
 type listChannelsOutput struct {
 	Body struct {
 		Channels []harness.ChannelConfig `json:"channels"`
@@ -151,20 +160,24 @@ func (h *channelHandler) delete(ctx context.Context, in *channelPath) (*ok, erro
 	return success(), nil
 }
 
-func (h *channelHandler) start(ctx context.Context, in *channelPath) (*channelOutput, error) {
+func (h *channelHandler) start(ctx context.Context, in *channelPath) (*channelActionOutput, error) {
 	c, err := h.s.opts.Agents.StartChannel(ctx, in.AgentID, in.ChannelID)
 	if err != nil {
 		return nil, h.s.problem(ctx, err)
 	}
-	return &channelOutput{Body: c}, nil
+	out := &channelActionOutput{}
+	out.Body.Success, out.Body.ChannelConfig = true, c
+	return out, nil
 }
 
-func (h *channelHandler) stop(ctx context.Context, in *channelPath) (*channelOutput, error) {
+func (h *channelHandler) stop(ctx context.Context, in *channelPath) (*channelActionOutput, error) {
 	c, err := h.s.opts.Agents.StopChannel(ctx, in.AgentID, in.ChannelID)
 	if err != nil {
 		return nil, h.s.problem(ctx, err)
 	}
-	return &channelOutput{Body: c}, nil
+	out := &channelActionOutput{}
+	out.Body.Success, out.Body.ChannelConfig = true, c
+	return out, nil
 }
 
 // maxWebhookBytes bounds a webhook delivery.

@@ -82,7 +82,11 @@ func (h *kbHandler) register(api huma.API) {
 		Parameters: []*huma.Param{{Name: "agent_id", In: "path", Required: true, Schema: &huma.Schema{Type: huma.TypeString}}},
 		RequestBody: &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
 			"multipart/form-data": {Schema: &huma.Schema{Type: huma.TypeObject, Required: []string{"file"}, Properties: map[string]*huma.Schema{
-				"file": {Type: huma.TypeString, Format: "binary", Description: "The file; its name is the part's filename."},
+				// format: binary, set as an extension: with Format set, huma
+				// also writes contentMediaType, which its 3.0 downgrade
+				// keeps and 3.0 validators refuse.
+				"file": {Type: huma.TypeString, Description: "The file; its name is the part's filename.",
+					Extensions: map[string]any{"format": "binary"}},
 			}}},
 			"application/json": {Schema: &huma.Schema{Type: huma.TypeObject, Required: []string{"filename", "content"}, Properties: map[string]*huma.Schema{
 				"filename": {Type: huma.TypeString}, "content": {Type: huma.TypeString},

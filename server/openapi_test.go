@@ -11,10 +11,12 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// specEndpoints are the endpoints of spec §4 built so far: Domains,
-// Levels, Tests, Evaluators, Tools, Import/export/sync, Evaluation
-// control (with the two config endpoints), Results and history, and
-// GET /api/history, as "METHOD path" in OpenAPI path syntax.
+// specEndpoints are the endpoints of spec §4: Domains, Levels, Tests,
+// Evaluators, Tools, Import/export/sync, Agents, Agent tools, Agent
+// knowledge base, Agent channels, Agent chat, Evaluation control (with the
+// two config endpoints), Results and history, GET /api/history, and the
+// webhook channel's endpoint of CONTRACT §5, as "METHOD path" in OpenAPI
+// path syntax.
 var specEndpoints = []string{
 	"GET /api/settings/domains",
 	"GET /api/settings/domains/{domain_id}",
@@ -48,6 +50,32 @@ var specEndpoints = []string{
 	"POST /api/settings/import",
 	"POST /api/settings/sync",
 
+	"GET /api/agents",
+	"GET /api/agents/{agent_id}",
+	"POST /api/agents",
+	"PUT /api/agents/{agent_id}",
+	"DELETE /api/agents/{agent_id}",
+
+	"GET /api/agents/{agent_id}/tools",
+	"PUT /api/agents/{agent_id}/tools",
+
+	"GET /api/agents/{agent_id}/kb",
+	"GET /api/agents/{agent_id}/kb/{filename}",
+	"POST /api/agents/{agent_id}/kb",
+	"PUT /api/agents/{agent_id}/kb/{filename}",
+	"DELETE /api/agents/{agent_id}/kb/{filename}",
+
+	"GET /api/agents/{agent_id}/channels",
+	"POST /api/agents/{agent_id}/channels",
+	"PUT /api/agents/{agent_id}/channels/{channel_id}",
+	"DELETE /api/agents/{agent_id}/channels/{channel_id}",
+	"POST /api/agents/{agent_id}/channels/{channel_id}/start",
+	"POST /api/agents/{agent_id}/channels/{channel_id}/stop",
+	"POST /api/channels/{channel_id}/webhook",
+
+	"POST /api/agents/{agent_id}/chat",
+	"POST /api/agents/{agent_id}/chat/clear",
+
 	"POST /api/start",
 	"POST /api/stop",
 	"POST /api/reset",
@@ -66,6 +94,9 @@ var specEndpoints = []string{
 	"GET /api/v1/history/{run_id}/{domain}/{level}",
 	"GET /api/history",
 }
+
+// agentCreates are the agent paths whose POST creates a record (201).
+var agentCreates = []string{"/api/agents", "/api/agents/{agent_id}/kb", "/api/agents/{agent_id}/channels"}
 
 // operations lists "METHOD path" for every operation of an OpenAPI
 // document decoded as JSON.
@@ -126,6 +157,9 @@ func TestOpenAPI31(t *testing.T) {
 				want := "200"
 				if method == "post" && strings.HasPrefix(p, "/api/settings/") &&
 					!strings.Contains(p, "move") && !strings.Contains(p, "import") && !strings.Contains(p, "sync") {
+					want = "201"
+				}
+				if method == "post" && slices.Contains(agentCreates, p) {
 					want = "201"
 				}
 				if _, ok := responses[want]; !ok {
@@ -193,6 +227,16 @@ func TestOpenAPI30Validates(t *testing.T) {
 	sort.Strings(got)
 	if want := slices.Sorted(slices.Values(specEndpoints)); !slices.Equal(got, want) {
 		t.Errorf("operations of the 3.0 document:\n%v\nwant\n%v", got, want)
+	}
+	// The knowledge-base upload documents its file part as a binary
+	// string, so that clients offer a file picker.
+	upload := doc.Paths.Find("/api/agents/{agent_id}/kb").Post.RequestBody.Value.Content.Get("multipart/form-data")
+	if upload == nil || upload.Schema.Value.Properties["file"] == nil || upload.Schema.Value.Properties["file"].Value.Format != "binary" {
+		t.Errorf("the knowledge-base upload has no binary file part")
+	}
+	// The webhook needs no API token.
+	if sec := doc.Paths.Find("/api/channels/{channel_id}/webhook").Post.Security; sec == nil || len(*sec) != 0 {
+		t.Errorf("the webhook operation does not lift the API token requirement: %v", sec)
 	}
 	// The level path parameter carries its bounds.
 	op := doc.Paths.Find("/api/settings/levels/{domain_id}/{level}").Get

@@ -91,9 +91,7 @@ func New(opts Options) (*Server, error) {
 		(&chatHandler{s: s}).register(s.api)
 	}
 
-	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/docs", http.StatusFound)
-	})
+	s.mountDashboard()
 	s.handler = s.logRequests(s.authenticate(assumeJSON(s.mux)))
 	return s, nil
 }

@@ -24,7 +24,10 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/gauntlet-eval/gauntlet/channels/telegram"
+	"github.com/gauntlet-eval/gauntlet/channels/webhook"
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
@@ -51,6 +54,16 @@ type testEnv struct {
 	engine *engine.Engine
 	runs   *runs.Store
 	logDir string
+
+	// Set on every server: the agent service, wired as
+	// cmd/gauntlet/serve.go wires it, and its own fake model endpoint,
+	// whose chat requests are recorded (see llmRequests).
+	agents   *agent.Service
+	agentLLM *llmtest.Server
+
+	llmMu   sync.Mutex
+	llmReqs []*llmtest.Request
+	respond func(*llmtest.Request) *llmtest.Reply
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
@@ -98,8 +111,16 @@ func newEnvIn(t *testing.T, root string, opts ...envOption) *testEnv {
 }
 
 // startEnv starts a server under root; with an engine config, the server
-// also runs evaluations (see newEngineEnv).
+// also runs evaluations (see newEngineEnv). Its agent service has the
+// default agentConfig.
 func startEnv(t *testing.T, root string, ec *engineConfig, opts ...envOption) *testEnv {
+	t.Helper()
+	return startEnvWith(t, root, ec, nil, opts...)
+}
+
+// startEnvWith is startEnv with the agent service configured by ac (nil
+// for the defaults).
+func startEnvWith(t *testing.T, root string, ec *engineConfig, ac *agentConfig, opts ...envOption) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	e := &testEnv{
@@ -128,6 +149,10 @@ func startEnv(t *testing.T, root string, ec *engineConfig, opts ...envOption) *t
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if ac == nil {
+		ac = &agentConfig{}
+	}
+	e.wireAgents(ctx, ac, db, cat, &o)
 	e.token = o.APIToken
 	srv, err := server.New(o)
 	if err != nil {
@@ -455,15 +480,15 @@ func TestUnknownRoute(t *testing.T) {
 			t.Fatalf("got %s, want 404", r)
 		}
 	})
-	t.Run("root redirects to docs", func(t *testing.T) {
+	t.Run("root serves the dashboard", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, e.url+"/", nil)
 		res, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if res.StatusCode != http.StatusFound || res.Header.Get("Location") != "/docs" {
-			t.Fatalf("got %d Location %q, want 302 /docs", res.StatusCode, res.Header.Get("Location"))
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("got %d %q, want 200 text/html", res.StatusCode, res.Header.Get("Content-Type"))
 		}
 	})
 }
@@ -717,3 +742,160 @@ var exampleCells = []string{
 
 // exampleTests is the number of tests of the example definitions.
 const exampleTests = 12
+
+// agentConfig configures the agent service of a test server.
+type agentConfig struct {
+	// llm configures the fake model endpoint of the agents (Respond is
+	// wrapped: every request is recorded first).
+	llm llmtest.Options
+	// modelURL, when set, replaces that endpoint's URL in the client (a
+	// closed port, say).
+	modelURL string
+	// apiKey is the API key the model client sends.
+	apiKey string
+	// retries is the model client's MaxRetries (default none).
+	retries int
+}
+
+// agentModel is the model name configured for the agents: what a chat
+// asks for when the agent names none.
+const agentModel = "configured-model"
+
+// wireAgents opens an agent service as cmd/gauntlet/serve.go does (the
+// same database, the knowledge bases under the data directory, the
+// catalog's tools, a registry with the telegram and webhook channel
+// types, a model client) and puts it in o.
+func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *bun.DB, cat *catalog.Catalog, o *server.Options) {
+	t := e.t
+	t.Helper()
+	lo := ac.llm
+	user := lo.Respond
+	lo.Respond = func(req *llmtest.Request) *llmtest.Reply {
+		e.llmMu.Lock()
+		e.llmReqs = append(e.llmReqs, req)
+		respond := e.respond
+		e.llmMu.Unlock()
+		if respond != nil {
+			if rep := respond(req); rep != nil {
+				return rep
+			}
+		}
+		if user != nil {
+			return user(req)
+		}
+		return nil
+	}
+	e.agentLLM = llmtest.NewServer(lo)
+	t.Cleanup(e.agentLLM.Close)
+	baseURL := e.agentLLM.URL
+	if ac.modelURL != "" {
+		baseURL = ac.modelURL
+	}
+	retries := ac.retries
+	if retries == 0 {
+		retries = -1
+	}
+	model, err := llm.New(llm.Options{BaseURL: baseURL, APIKey: ac.apiKey, Model: agentModel, Timeout: 10 * time.Second,
+		MaxRetries: retries, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("llm.New: %v", err)
+	}
+	reg := harness.NewRegistry()
+	if err := reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: o.Logger, PollTimeout: 2 * time.Second})); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: o.Logger})); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := agent.Open(ctx, agent.Options{
+		DB: db, DataDir: e.dataDir, Tools: cat, Registry: reg, Model: model, ModelName: agentModel,
+		RetryBaseDelay: 50 * time.Millisecond, RetryMaxDelay: 500 * time.Millisecond, Logger: o.Logger,
+	})
+	if err != nil {
+		t.Fatalf("agent.Open: %v", err)
+	}
+	t.Cleanup(svc.Close)
+	cat.AddToolUsers(func(ctx context.Context, toolID string) ([]string, error) {
+		ids, err := svc.ToolUsers(ctx, toolID)
+		for i := range ids {
+			ids[i] = "agent " + ids[i]
+		}
+		return ids, err
+	})
+	e.agents = svc
+	o.Agents = svc
+}
+
+// newAgentEnv starts a server with an empty definitions directory and the
+// agent service configured by ac.
+func newAgentEnv(t *testing.T, ac agentConfig, opts ...envOption) *testEnv {
+	t.Helper()
+	return startEnvWith(t, t.TempDir(), nil, &ac, opts...)
+}
+
+// llmRequests returns the chat requests the agents' model endpoint got so
+// far, oldest first.
+func (e *testEnv) llmRequests() []*llmtest.Request {
+	e.llmMu.Lock()
+	defer e.llmMu.Unlock()
+	return slices.Clone(e.llmReqs)
+}
+
+// lastLLMRequest returns the latest chat request of the agents' model
+// endpoint; it fails the test when there is none.
+func (e *testEnv) lastLLMRequest() *llmtest.Request {
+	e.t.Helper()
+	reqs := e.llmRequests()
+	if len(reqs) == 0 {
+		e.t.Fatal("the model endpoint got no request")
+	}
+	return reqs[len(reqs)-1]
+}
+
+// setRespond makes the agents' model endpoint answer with f (nil: the
+// default rules; f may return nil for them too).
+func (e *testEnv) setRespond(f func(*llmtest.Request) *llmtest.Reply) {
+	e.llmMu.Lock()
+	e.respond = f
+	e.llmMu.Unlock()
+}
+
+// createAgent creates an agent with the given id and system prompt.
+func (e *testEnv) createAgent(id, systemPrompt string) map[string]any {
+	e.t.Helper()
+	return must(e.t, e.post("/api/agents", map[string]any{
+		"id": id, "name": "Agent " + id, "description": "Test agent " + id, "system_prompt": systemPrompt,
+	}), http.StatusCreated).object(e.t)
+}
+
+// chatBody is the body of a chat answer.
+type chatBody struct {
+	Success   bool             `json:"success"`
+	Response  string           `json:"response"`
+	SessionID string           `json:"session_id"`
+	ToolCalls []map[string]any `json:"tool_calls"`
+	Usage     map[string]any   `json:"usage"`
+	Detail    string           `json:"detail"`
+}
+
+// chat sends a chat message and expects success.
+func (e *testEnv) chat(agentID, userID, message string) chatBody {
+	e.t.Helper()
+	var out chatBody
+	must(e.t, e.post("/api/agents/"+agentID+"/chat", map[string]any{"user_id": userID, "message": message}),
+		http.StatusOK).decode(e.t, &out)
+	if !out.Success {
+		e.t.Fatalf("chat: success false: %+v", out)
+	}
+	return out
+}
+
+// messagesText renders a model request's messages one per line as
+// "role: content", for searching and for failure messages.
+func messagesText(req *llmtest.Request) string {
+	var b strings.Builder
+	for _, m := range req.Messages {
+		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
+	}
+	return b.String()
+}

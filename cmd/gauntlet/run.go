@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
@@ -84,7 +83,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer db.Close()
-	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: f.definitions, DB: db, Registry: harness.NewRegistry()})
+	reg, err := newRegistry(log)
+	if err != nil {
+		return err
+	}
+	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: f.definitions, DB: db, Registry: reg})
 	if err != nil {
 		return err
 	}
@@ -103,7 +106,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	progress := newProgress(stderr)
 	finished := make(chan runs.Info, 1)
 	eng, err := engine.New(ctx, engine.Options{
-		Definitions: cat, Runs: runStore, Model: model, ModelName: f.llmModel,
+		Definitions: cat, Runs: runStore, Model: model, ModelName: f.llmModel, Registry: reg,
 		Concurrency: f.concurrency, LogDir: logDir(f.data), Logger: log,
 		OnEvent: func(ev engine.Event) {
 			progress.event(ev)

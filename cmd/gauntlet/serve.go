@@ -17,6 +17,8 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram"
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
+	"github.com/gauntlet-eval/gauntlet/evaluators/jsonschema"
+	"github.com/gauntlet-eval/gauntlet/evaluators/judge"
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
@@ -148,7 +150,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	reg := harness.NewRegistry()
+	reg, err := newRegistry(log)
+	if err != nil {
+		return err
+	}
 	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: s.definitions, DB: db, Registry: reg})
 	if err != nil {
 		return err
@@ -173,9 +178,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Concurrency: s.concurrency, LogDir: logDir(s.data), Logger: log,
 	})
 	if err != nil {
-		return err
-	}
-	if err := registerChannels(reg, log); err != nil {
 		return err
 	}
 	agents, err := agent.Open(ctx, agent.Options{
@@ -212,7 +214,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "Gauntlet is listening on http://%s (API docs at http://%s/docs)\n", ln.Addr(), ln.Addr())
+	fmt.Fprintf(stdout, "Gauntlet is listening on http://%s (dashboard at http://%s/, API docs at http://%s/docs)\n", ln.Addr(), ln.Addr(), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	// Channels that were running when the server last stopped come back.
@@ -233,12 +235,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return hs.Shutdown(shutdownCtx)
 }
 
-// registerChannels links in the first-party channel types.
-func registerChannels(reg *harness.Registry, log *slog.Logger) error {
-	if err := reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: log})); err != nil {
-		return err
+// newRegistry links in the first-party evaluators and channel types: only
+// the binary decides what is built in.
+func newRegistry(log *slog.Logger) (*harness.Registry, error) {
+	reg := harness.NewRegistry()
+	for _, err := range []error{
+		reg.RegisterEvaluator(judge.Type, judge.New(judge.Options{Logger: log})),
+		reg.RegisterEvaluator(jsonschema.Type, jsonschema.New(jsonschema.Options{})),
+		jsonschema.RegisterExpectedType(reg),
+		reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: log})),
+		reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: log})),
+	} {
+		if err != nil {
+			return nil, err
+		}
 	}
-	return reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: log}))
+	return reg, nil
 }
 
 // checkExposure refuses to listen beyond loopback without an API token.

@@ -149,7 +149,26 @@ func (s *Service) checkChannel(ve *harness.ValidationError, c *harness.ChannelCo
 		ve.Add("type", "unknown channel type %q (known: %s)", c.Type, strings.Join(s.reg.ChannelTypes(), ", "))
 	}
 	if v, isValidator := impl.(harness.ChannelConfigValidator); ok && isValidator {
-		ve.Merge("config", v.ValidateChannelConfig(c.Config))
+		mergeConfigErrors(ve, v.ValidateChannelConfig(c.Config))
+	}
+}
+
+// mergeConfigErrors adds a channel validator's errors under "config". A
+// validator may name its fields relative to the config ("bot_token") or
+// from the record ("config.bot_token", as channels/telegram and
+// channels/webhook do); both end up as "config.bot_token".
+func mergeConfigErrors(ve *harness.ValidationError, err error) {
+	var cve *harness.ValidationError
+	if !errors.As(err, &cve) {
+		ve.Merge("config", err)
+		return
+	}
+	for _, f := range cve.Fields {
+		if f.Field == "config" || strings.HasPrefix(f.Field, "config.") {
+			ve.Fields = append(ve.Fields, f)
+			continue
+		}
+		ve.Merge("config", &harness.ValidationError{Fields: []harness.FieldError{f}})
 	}
 }
 

@@ -192,7 +192,6 @@ func (s *Service) turn(ctx context.Context, t turn) (*ChatResult, []harness.Mess
 	}
 }
 
-
 // agentTools returns the tool records an agent lists. A tool deleted from
 // the catalog since it was assigned is skipped, with a log line.
 func (s *Service) agentTools(ctx context.Context, agentID string) ([]harness.ToolDefinition, error) {

@@ -460,4 +460,3 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	res.CreatedAt = runs.Now()
 	return res, true
 }
-

@@ -1,0 +1,152 @@
+// Entry point: the hash router, the header (engine and model status), the
+// banners for an unreachable server or model endpoint, and the API-token
+// prompt.
+
+import { get, getToken, setToken, onTokenNeeded, onReachability, onAuth, APIError } from './api.js';
+import { h, banner, errorText, fill } from './ui.js';
+import * as live from './live.js';
+import * as history from './history.js';
+import * as definitions from './definitions.js';
+import * as agents from './agents.js';
+
+const VIEWS = {
+  live: { module: live, section: 'view-live', title: 'Live run', nav: 'live' },
+  history: { module: history, section: 'view-history', title: 'History', nav: 'history' },
+  run: { module: history, section: 'view-history', title: 'Run', nav: 'history' },
+  compare: { module: history, section: 'view-history', title: 'Compare runs', nav: 'history' },
+  definitions: { module: definitions, section: 'view-definitions', title: 'Definitions', nav: 'definitions' },
+  agents: { module: agents, section: 'view-agents', title: 'Agents', nav: 'agents' },
+};
+
+let current = null;
+
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  const [path, query] = raw.split('?');
+  const parts = path.split('/').filter(Boolean).map((p) => { try { return decodeURIComponent(p); } catch { return p; } });
+  parts.query = query || '';
+  return parts;
+}
+
+async function route() {
+  const parts = parseHash();
+  if (!parts.length) { location.replace('#/live'); return; }
+  const view = VIEWS[parts[0]];
+  for (const s of document.querySelectorAll('main > .view')) s.hidden = true;
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    if (view && a.dataset.nav === view.nav) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  if (!view) {
+    if (current && current.module.hide) current.module.hide();
+    current = null;
+    document.getElementById('view-missing').hidden = false;
+    document.title = 'Not found · Gauntlet';
+    return;
+  }
+  const changed = !current || current.section !== view.section;
+  if (current && current.module !== view.module && current.module.hide) current.module.hide();
+  current = view;
+  const section = document.getElementById(view.section);
+  section.hidden = false;
+  document.title = `${view.title} · Gauntlet`;
+  if (changed && routed) document.getElementById('main').focus({ preventScroll: true });
+  routed = true;
+  try {
+    await view.module.show(parts);
+  } catch (err) {
+    fill(section, h('h1', null, view.title), h('p', { class: 'error', role: 'alert' }, errorText(err)));
+  }
+}
+let routed = false;
+
+// ---- API token ----
+
+function tokenDialog(reason) {
+  const dlg = document.getElementById('token-dialog');
+  const input = dlg.querySelector('#token-input');
+  dlg.querySelector('#token-why').textContent = reason ||
+    'This server requires an API token (its --api-token). It is kept in this browser\u2019s local storage and sent as "Authorization: Bearer …".';
+  input.value = getToken();
+  dlg.returnValue = '';
+  return new Promise((resolve) => {
+    dlg.addEventListener('close', () => {
+      const v = dlg.returnValue;
+      if (v === 'save' && input.value.trim()) resolve(input.value.trim());
+      else { if (v === 'forget') setToken(''); resolve(null); }
+    }, { once: true });
+    if (!dlg.open) dlg.showModal();
+    input.focus();
+  });
+}
+
+async function askForToken() {
+  const tok = await tokenDialog(getToken()
+    ? 'The server refused the saved API token. Enter the token the server was started with (--api-token).'
+    : 'This server requires an API token (the --api-token it was started with). It is kept in this browser\u2019s local storage and sent as "Authorization: Bearer …".');
+  return tok;
+}
+
+async function tokenButton() {
+  const tok = await tokenDialog(null);
+  if (tok) setToken(tok);
+  route();
+  checkModel();
+}
+
+// ---- Model endpoint ----
+
+let modelTimer = null;
+
+async function checkModel() {
+  clearTimeout(modelTimer);
+  modelTimer = setTimeout(checkModel, 60000);
+  const chip = document.getElementById('model-chip');
+  try {
+    const [cfg, m] = await Promise.all([get('/api/config'), get('/api/config/model')]);
+    live.setModels(m.config_model, m.available);
+    if (m.model === null || m.model === undefined) {
+      chip.className = 'chip chip-button chip-warn';
+      chip.textContent = '⚠ Model endpoint unreachable';
+      banner('model', `The model endpoint ${cfg.llm_base_url} is not answering: ${m.detail || 'no detail'}. ` +
+        'Runs and chats will fail until it is reachable (check --llm-base-url and that the model server is running).', 'warn',
+      { label: 'Check again', run: checkModel });
+      return;
+    }
+    chip.className = 'chip chip-button chip-ok';
+    chip.textContent = `✓ Model ${m.model}`;
+    chip.title = `${cfg.llm_base_url} (configured: ${m.config_model})`;
+    if (m.config_model && m.model !== m.config_model) {
+      banner('model', `The endpoint ${cfg.llm_base_url} does not list the configured model ${m.config_model}; it serves ${(m.available || []).join(', ')}.`, 'warn',
+        { label: 'Check again', run: checkModel });
+    } else {
+      banner('model', null);
+    }
+  } catch (err) {
+    chip.className = 'chip chip-button chip-warn';
+    chip.textContent = 'Model: unknown';
+    if (!(err instanceof APIError && err.status === 401)) chip.title = errorText(err);
+  }
+}
+
+// ---- Start ----
+
+function init() {
+  onTokenNeeded(askForToken);
+  onReachability((ok, err) => {
+    if (ok) banner('server', null);
+    else banner('server', `Cannot reach the Gauntlet server at ${location.origin} (${err.cause && err.cause.message ? err.cause.message : 'network error'}). Is gauntlet serve running? Retrying…`, 'error');
+  });
+  onAuth((ok) => {
+    if (ok) banner('auth', null);
+    else banner('auth', 'This server requires an API token, and none (or a wrong one) is saved in this browser.', 'warn', { label: 'Enter token', run: tokenButton });
+  });
+  document.getElementById('token-button').addEventListener('click', tokenButton);
+  document.getElementById('model-chip').addEventListener('click', checkModel);
+  for (const v of [live, history, definitions, agents]) v.mount(document.getElementById(VIEWS[Object.keys(VIEWS).find((k) => VIEWS[k].module === v)].section));
+  window.addEventListener('hashchange', route);
+  route();
+  live.startPolling();
+  checkModel();
+}
+
+init();

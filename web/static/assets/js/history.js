@@ -1,0 +1,251 @@
+// History: past runs newest first (GET /api/history), one run's matrix
+// (GET /api/run/{id}, /api/run/{id}/matrix), deletion (DELETE
+// /api/history/{id}) and the side-by-side comparison of two runs.
+
+import { get, del, seg, APIError } from './api.js';
+import { h, statusBadge, fmtScore, fmtDuration, fmtNumber, fmtTime, confirmDialog, toast, errorText, dl, STATUS, fill } from './ui.js';
+import { MatrixView, levelsOf } from './matrix.js';
+import { openCell } from './cell.js';
+
+const PAGE = 25;
+let section;
+let pollTimer = null;
+let names = new Map();
+
+export function mount(s) { section = s; }
+
+export function hide() { clearTimeout(pollTimer); }
+
+/** Renders the route: ['history'], ['run', id] or ['compare', a, b]. */
+export async function show(route) {
+  clearTimeout(pollTimer);
+  await loadNames();
+  if (route[0] === 'run' && route[1]) return showRun(route[1]);
+  if (route[0] === 'compare' && route[1] && route[2]) return showCompare(route[1], route[2]);
+  return showList(Number(new URLSearchParams(route.query || '').get('offset')) || 0);
+}
+
+async function loadNames() {
+  try {
+    const { domains } = await get('/api/settings/domains');
+    names = new Map((domains || []).map((d) => [d.id, { name: d.name, color: d.color }]));
+  } catch { /* ids will do */ }
+}
+
+function loading(title) {
+  fill(section, h('h1', null, title), h('p', { class: 'muted' }, 'Loading…'));
+}
+
+// ---- List ----
+
+async function showList(offset) {
+  loading('History');
+  let page;
+  try {
+    page = await get(`/api/history?limit=${PAGE}&offset=${offset}`);
+  } catch (err) {
+    fill(section, h('h1', null, 'History'), h('p', { class: 'error', role: 'alert' }, `Could not load the history: ${errorText(err)}`));
+    return;
+  }
+  const runs = page.runs || [];
+  const selected = new Set();
+  const compareBtn = h('button', { type: 'button', class: 'primary', id: 'compare-button', disabled: true,
+    onclick: () => { const [a, b] = [...selected]; location.hash = `#/compare/${seg(a)}/${seg(b)}`; } }, 'Compare selected (0 of 2)');
+  const syncCompare = () => {
+    compareBtn.disabled = selected.size !== 2;
+    compareBtn.textContent = `Compare selected (${selected.size} of 2)`;
+  };
+  const rows = runs.map((r) => {
+    const box = h('input', { type: 'checkbox', 'aria-label': `Select run ${r.model_name} ${r.run_id} for comparison`,
+      onchange: () => {
+        if (box.checked) selected.add(r.run_id); else selected.delete(r.run_id);
+        if (selected.size > 2) { const first = [...selected][0]; selected.delete(first); const other = section.querySelector(`tr[data-run="${CSS.escape(first)}"] input`); if (other) other.checked = false; }
+        syncCompare();
+      } });
+    return h('tr', { dataset: { run: r.run_id } },
+      td('Compare', null, box),
+      td('Label', null, h('a', { href: `#/run/${seg(r.run_id)}`, class: 'run-link' }, r.model_name || '(no label)'),
+        h('div', { class: 'did' }, r.run_id)),
+      td('Model', null, r.model || '—'),
+      td('Started', null, h('time', { datetime: r.started_at }, fmtTime(r.started_at))),
+      td('Status', null, statusBadge(r.status)),
+      td('Score', 'num', fmtScore(r.overall_score)),
+      td('Tests', 'num', fmtNumber(r.total_tests)),
+      td('Tokens', 'num', fmtNumber(r.total_tokens)),
+      td('Duration', 'num', fmtDuration(r.total_duration_ms)),
+      td('Actions', 'row-actions',
+        h('a', { class: 'button small', href: `#/run/${seg(r.run_id)}` }, 'Open'),
+        h('button', { type: 'button', class: 'small danger', dataset: { action: 'delete' },
+          'aria-label': `Delete run ${r.model_name} ${r.run_id}`, onclick: () => deleteRun(r, () => showList(offset)) }, 'Delete')));
+  });
+  const nav = h('div', { class: 'pager' },
+    h('span', null, runs.length ? `Runs ${offset + 1}–${offset + runs.length} of ${page.total}` : ''),
+    offset > 0 ? h('a', { class: 'button small', href: `#/history?offset=${Math.max(0, offset - PAGE)}` }, '← Newer') : null,
+    offset + runs.length < page.total ? h('a', { class: 'button small', href: `#/history?offset=${offset + PAGE}` }, 'Older →') : null);
+  fill(section,
+    h('h1', null, 'History'),
+    runs.length ? h('p', { class: 'hint' }, 'Newest first. Tick two runs to compare them side by side.') : null,
+    runs.length ? h('div', { class: 'toolbar' }, compareBtn) : null,
+    runs.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'list history responsive' },
+      h('caption', { class: 'visually-hidden' }, 'Past runs, newest first'),
+      h('thead', null, h('tr', null, ['Compare', 'Label', 'Model', 'Started', 'Status', 'Score', 'Tests', 'Tokens', 'Duration', 'Actions']
+        .map((c) => h('th', { scope: 'col', class: ['Score', 'Tests', 'Tokens', 'Duration'].includes(c) ? 'num' : null }, c)))),
+      h('tbody', null, rows))) : h('p', { class: 'empty' }, 'No runs yet. Start one from the ', h('a', { href: '#/live' }, 'live run'), ' page.'),
+    nav);
+}
+
+/** A cell of a responsive table: its content in one block, labelled for phones. */
+function td(label, cls, ...children) {
+  return h('td', { 'data-label': label, class: cls }, h('div', { class: 'td' }, ...children));
+}
+
+async function deleteRun(r, after) {
+  const ok = await confirmDialog(`Delete run “${r.model_name}” (${r.run_id}) from ${fmtTime(r.started_at)}? Its results, level scores and log file are removed. This cannot be undone.`,
+    { title: 'Delete this run?', confirm: 'Delete run' });
+  if (!ok) return;
+  try {
+    await del(`/api/history/${seg(r.run_id)}`);
+    toast(`Run ${r.run_id} deleted.`, 'success');
+    after();
+  } catch (err) {
+    toast(`Could not delete the run: ${errorText(err)}`, 'error');
+  }
+}
+
+// ---- One run ----
+
+async function showRun(id) {
+  loading('Run');
+  let run;
+  let matrix;
+  try {
+    [run, matrix] = await Promise.all([get(`/api/run/${seg(id)}`), get(`/api/run/${seg(id)}/matrix`)]);
+  } catch (err) {
+    fill(section, h('p', null, h('a', { href: '#/history' }, '← History')), h('h1', null, 'Run'),
+      h('p', { class: 'error', role: 'alert' }, err instanceof APIError && err.status === 404 ? `There is no run ${id}.` : `Could not load run ${id}: ${errorText(err)}`));
+    return;
+  }
+  const info = run.run_info;
+  const stats = run.stats || {};
+  const mv = new MatrixView({ caption: `Run ${info.model_name}: domain × level results`,
+    onCell: (d, l) => openCell(id, d, l, { domainName: (names.get(d) || {}).name }) });
+  mv.setNames(names);
+  mv.update(matrix);
+  const counts = Object.entries(stats.status_counts || {}).map(([s, n]) => `${n} ${s}`).join(', ') || '—';
+  const others = h('select', { id: 'compare-with', 'aria-label': 'Another run to compare with' }, h('option', { value: '' }, 'Compare with…'));
+  get('/api/history?limit=100&offset=0').then((page) => {
+    for (const r of page.runs || []) if (r.run_id !== id) others.append(h('option', { value: r.run_id }, `${r.model_name} · ${fmtTime(r.started_at)} · ${fmtScore(r.overall_score)}`));
+  }).catch(() => {});
+  others.addEventListener('change', () => { if (others.value) location.hash = `#/compare/${seg(others.value)}/${seg(id)}`; });
+  fill(section,
+    h('p', null, h('a', { href: '#/history' }, '← History')),
+    h('h1', null, `Run “${info.model_name}”`),
+    dl([
+      ['Run id', h('code', null, info.run_id)],
+      ['Status', statusBadge(info.status)],
+      ['Model', info.model || '—'],
+      ['Started', fmtTime(info.started_at)],
+      ['Completed', fmtTime(info.completed_at)],
+      ['Overall score', fmtScore(info.overall_score)],
+      ['Tests', `${fmtNumber(info.total_tests)} (${counts})`],
+      ['Tokens', fmtNumber(info.total_tokens)],
+      ['Duration', fmtDuration(info.total_duration_ms)],
+    ], 'facts facts-grid'),
+    h('div', { class: 'toolbar' }, others,
+      h('button', { type: 'button', class: 'danger', id: 'delete-run', onclick: () => deleteRun(info, () => { location.hash = '#/history'; }) }, 'Delete run')),
+    h('section', { class: 'card' }, h('h2', null, 'Matrix'), h('p', { class: 'hint' }, 'Select a cell to see its tests.'), mv.el));
+  if (info.status === 'running') {
+    const refresh = async () => {
+      try { const m = await get(`/api/run/${seg(id)}/matrix`); mv.update(m); if (m.status !== 'running') return showRun(id); } catch { /* retry */ }
+      pollTimer = setTimeout(refresh, 1500);
+    };
+    pollTimer = setTimeout(refresh, 1500);
+  }
+}
+
+// ---- Compare ----
+
+async function showCompare(idA, idB) {
+  loading('Compare runs');
+  let runs;
+  try {
+    runs = await Promise.all([idA, idB].map(async (id) => {
+      const [run, matrix] = await Promise.all([get(`/api/run/${seg(id)}`), get(`/api/run/${seg(id)}/matrix`)]);
+      return { id, info: run.run_info, results: run.test_results || [], matrix: matrix.domains || {} };
+    }));
+  } catch (err) {
+    fill(section, h('p', null, h('a', { href: '#/history' }, '← History')), h('h1', null, 'Compare runs'),
+      h('p', { class: 'error', role: 'alert' }, `Could not load the runs: ${errorText(err)}`));
+    return;
+  }
+  // Before is the older run.
+  runs.sort((x, y) => (x.info.started_at < y.info.started_at ? -1 : x.info.started_at > y.info.started_at ? 1 : 0));
+  const [a, b] = runs;
+  const title = (r) => `“${r.info.model_name}” (${fmtTime(r.info.started_at)})`;
+
+  const domains = [...new Set([...Object.keys(a.matrix), ...Object.keys(b.matrix)])].sort();
+  const levels = levelsOf(Object.fromEntries(domains.map((d) => [d, { ...(a.matrix[d] || {}), ...(b.matrix[d] || {}) }])));
+  const cellText = (c) => c ? `${STATUS[c.status] ? STATUS[c.status].sym : ''} ${fmtScore(c.score)}` : '—';
+  const rows = domains.map((d) => h('tr', null,
+    h('th', { scope: 'row' }, (names.get(d) || {}).name || d),
+    levels.map((l) => {
+      const ca = (a.matrix[d] || {})[l];
+      const cb = (b.matrix[d] || {})[l];
+      if (!ca && !cb) return h('td', { class: 'nocell' });
+      const delta = ca && cb && ca.score !== null && cb.score !== null ? Math.round((cb.score - ca.score) * 100) : null;
+      const dir = delta === null ? 'na' : delta > 0 ? 'up' : delta < 0 ? 'down' : 'same';
+      const deltaText = delta === null ? (ca ? (cb ? 'n/a' : 'only before') : 'only after')
+        : delta > 0 ? `▲ +${delta} pts` : delta < 0 ? `▼ −${-delta} pts` : '= 0 pts';
+      return h('td', { class: `delta delta-${dir}`, dataset: { domain: d, level: l, delta: delta === null ? '' : String(delta) } },
+        h('span', { class: 'pair' }, h('span', null, cellText(ca)), h('span', { 'aria-hidden': 'true' }, ' → '),
+          h('span', { class: 'visually-hidden' }, ' then '), h('span', null, cellText(cb))),
+        h('span', { class: 'delta-text' }, deltaText));
+    })));
+
+  const key = (r) => `${r.domain}\u0000${r.level}\u0000${r.test_id}`;
+  const before = new Map(a.results.map((r) => [key(r), r]));
+  const flips = { worse: [], better: [] };
+  let onlyAfter = 0;
+  for (const r of b.results) {
+    const o = before.get(key(r));
+    if (!o) { onlyAfter++; continue; }
+    before.delete(key(r));
+    const pa = o.status === 'passed';
+    const pb = r.status === 'passed';
+    if (pa && !pb) flips.worse.push([o, r]);
+    if (!pa && pb) flips.better.push([o, r]);
+  }
+  const onlyBefore = before.size;
+  const flipTable = (list, kind) => list.length ? h('div', { class: 'table-wrap' }, h('table', { class: `list flips flips-${kind}` },
+    h('thead', null, h('tr', null, ['Test', 'Cell', 'Before', 'After', ''].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', null, list.map(([o, r]) => h('tr', { dataset: { test: r.test_id } },
+      h('td', null, r.name || r.test_id, r.name ? h('div', { class: 'did' }, r.test_id) : null),
+      h('td', null, `${(names.get(r.domain) || {}).name || r.domain} · L${r.level}`),
+      h('td', null, statusBadge(o.status), ` ${fmtScore(o.score)}`),
+      h('td', null, statusBadge(r.status), ` ${fmtScore(r.score)}`),
+      h('td', null, h('button', { type: 'button', class: 'small', onclick: () => openCell(b.id, r.domain, r.level, { domainName: (names.get(r.domain) || {}).name }) }, 'Show after'))))))) :
+    h('p', { class: 'muted' }, 'None.');
+
+  const overall = a.info.overall_score !== null && b.info.overall_score !== null ? Math.round((b.info.overall_score - a.info.overall_score) * 100) : null;
+  fill(section,
+    h('p', null, h('a', { href: '#/history' }, '← History')),
+    h('h1', null, 'Compare runs'),
+    h('div', { class: 'compare-head' },
+      h('div', { class: 'card' }, h('h2', null, 'Before'), h('p', null, h('a', { href: `#/run/${seg(a.id)}` }, title(a))),
+        dl([['Score', fmtScore(a.info.overall_score)], ['Model', a.info.model || '—'], ['Status', statusBadge(a.info.status)]])),
+      h('div', { class: 'card' }, h('h2', null, 'After'), h('p', null, h('a', { href: `#/run/${seg(b.id)}` }, title(b))),
+        dl([['Score', fmtScore(b.info.overall_score)], ['Model', b.info.model || '—'], ['Status', statusBadge(b.info.status)]]))),
+    h('p', { class: 'overall-delta', id: 'overall-delta' }, 'Overall: ', fmtScore(a.info.overall_score), ' → ', fmtScore(b.info.overall_score),
+      overall === null ? '' : ` (${overall > 0 ? `▲ +${overall}` : overall < 0 ? `▼ −${-overall}` : '= 0'} points)`),
+    h('section', { class: 'card' }, h('h2', null, 'Per cell'),
+      h('p', { class: 'hint' }, 'Each cell: the score before → after, and the change in percentage points (▲ better, ▼ worse).'),
+      h('div', { class: 'table-wrap' }, h('table', { class: 'matrix compare' },
+        h('caption', { class: 'visually-hidden' }, 'Score changes per domain and level'),
+        h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Domain'), levels.map((l) => h('th', { scope: 'col' }, `Level ${l}`)))),
+        h('tbody', null, rows)))),
+    h('section', { class: 'card' }, h('h2', null, h('span', { 'aria-hidden': 'true' }, '✗ '), `Now failing (${flips.worse.length})`),
+      h('p', { class: 'hint' }, 'Passed before, not after.'), flipTable(flips.worse, 'worse')),
+    h('section', { class: 'card' }, h('h2', null, h('span', { 'aria-hidden': 'true' }, '✓ '), `Now passing (${flips.better.length})`),
+      h('p', { class: 'hint' }, 'Not passed before, passed after.'), flipTable(flips.better, 'better')),
+    onlyBefore || onlyAfter ? h('p', { class: 'muted' }, `${onlyBefore} test(s) only in the earlier run, ${onlyAfter} only in the later one.`) : null);
+}

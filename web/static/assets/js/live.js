@@ -1,0 +1,409 @@
+// Live run: start, stop and reset; the matrix (GET /api/test_matrix), the
+// progress (GET /api/status) and the log (GET /api/log_poll), polled about
+// once a second while a run is active.
+
+import { get, post, seg, APIError } from './api.js';
+import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, statusBadge, fmtScore, fmtDuration,
+  fmtNumber, fmtTime, dl, scoreColor, errorText, STATUS, fill, FieldError } from './ui.js';
+import { MatrixView } from './matrix.js';
+import { openCell } from './cell.js';
+
+const FAST = 1000;   // while a run is active
+const SLOW = 2500;   // idle, with the live view shown
+const IDLE = 5000;   // idle, another view shown
+const MAX_LOG = 5000;
+
+const st = {
+  section: null,
+  visible: false,
+  timer: null,
+  status: null,
+  running: false,
+  watchRun: null,       // a run we saw (or started) and have not announced the end of
+  announced: new Set(),
+  matrix: null,
+  needMatrix: true,
+  domains: [],
+  names: new Map(),
+  engineMissing: false,
+  configModel: '',
+};
+
+let els = {};
+let matrixView;
+
+export function mount(section) {
+  st.section = section;
+  matrixView = new MatrixView({
+    caption: 'Live run: domain × level results',
+    onCell: (d, l) => {
+      const run = st.matrix && st.matrix.run_id;
+      if (run) openCell(run, d, l, { domainName: (st.names.get(d) || {}).name });
+    },
+  });
+  const form = h('form', { class: 'card start-form', id: 'start-form', novalidate: true, onsubmit: (e) => { e.preventDefault(); start(); } },
+    h('h2', null, 'Start a run'),
+    field('model_name', 'Run label', { value: 'default', hint: 'Names this run in the history.', omitEmpty: true }),
+    field('model', 'Model (optional)', { placeholder: 'the configured model', omitEmpty: true,
+      hint: 'Overrides the endpoint model for this run only.' }),
+    h('fieldset', { class: 'field field-checks', dataset: { field: 'domains' } },
+      h('legend', null, 'Domains'),
+      h('div', { class: 'checks', id: 'domain-checks' }, h('span', { class: 'muted' }, 'Loading domains…')),
+      h('div', { class: 'inline-actions' },
+        h('button', { type: 'button', class: 'small', onclick: () => checkAll(true) }, 'All'),
+        h('button', { type: 'button', class: 'small', onclick: () => checkAll(false) }, 'None'))),
+    h('div', { class: 'actions' },
+      h('button', { type: 'submit', class: 'primary', id: 'start-button' }, '▶ Start run'),
+      h('button', { type: 'button', id: 'stop-button', onclick: stop }, '■ Stop'),
+      h('button', { type: 'button', id: 'reset-button', onclick: reset }, '↺ Reset engine')));
+  const modelInput = form.querySelector('input[name="model"]');
+  modelInput.setAttribute('list', 'model-options');
+  form.append(h('datalist', { id: 'model-options' }));
+
+  const runCard = h('section', { class: 'card run-card', 'aria-labelledby': 'run-heading' },
+    h('h2', { id: 'run-heading' }, 'Current run'),
+    h('div', { id: 'run-line', class: 'run-line' }, h('span', { class: 'muted' }, 'Waiting for the server…')),
+    h('div', { class: 'progress-row' },
+      h('progress', { id: 'run-progress', max: 1, value: 0, 'aria-labelledby': 'progress-text' }),
+      h('span', { id: 'progress-text', class: 'progress-text' }, '')),
+    h('p', { id: 'run-summary', class: 'run-summary' }),
+    h('div', { id: 'run-facts' }),
+    h('p', { id: 'run-announce', class: 'announce', role: 'status', 'aria-live': 'polite' }));
+
+  const legend = h('ul', { class: 'legend', 'aria-label': 'Legend' },
+    ['passed', 'failed', 'running', 'pending', 'skipped'].map((s) =>
+      h('li', null, h('span', { class: `legend-cell cell st-${s}`, 'aria-hidden': 'true' }, STATUS[s].sym), STATUS[s].label)),
+    h('li', { class: 'scale' }, h('span', { 'aria-hidden': 'true', class: 'scale-bar' }), 'score 0% → 100%'));
+  const scaleBar = legend.querySelector('.scale-bar');
+  scaleBar.style.setProperty('--lo', scoreColor(0));
+  scaleBar.style.setProperty('--mid', scoreColor(0.5));
+  scaleBar.style.setProperty('--hi', scoreColor(1));
+
+  const logList = h('ol', { id: 'log', class: 'log', role: 'log', 'aria-live': 'off', tabindex: '0', 'aria-label': 'Run log' });
+  const follow = h('input', { type: 'checkbox', id: 'log-follow', checked: true });
+  const logCard = h('section', { class: 'card', 'aria-labelledby': 'log-heading' },
+    h('div', { class: 'card-head' }, h('h2', { id: 'log-heading' }, 'Log'),
+      h('span', { class: 'inline-actions' },
+        h('span', { class: 'check' }, follow, h('label', { for: 'log-follow' }, 'Follow')),
+        h('button', { type: 'button', class: 'small', onclick: () => fill(logList) }, 'Clear'))),
+    logList);
+
+  fill(section,
+    h('h1', null, 'Live run'),
+    h('div', { class: 'live-grid' }, form, runCard),
+    h('section', { class: 'card', 'aria-labelledby': 'matrix-heading' },
+      h('div', { class: 'card-head' }, h('h2', { id: 'matrix-heading' }, 'Matrix'), legend),
+      h('p', { class: 'hint' }, 'Each cell is a domain at a level. Select a cell to see its tests.'),
+      matrixView.el),
+    logCard);
+  els = { form, logList, follow, runLine: runCard.querySelector('#run-line'), progress: runCard.querySelector('#run-progress'),
+    progressText: runCard.querySelector('#progress-text'), announce: runCard.querySelector('#run-announce'),
+    summary: runCard.querySelector('#run-summary'), facts: runCard.querySelector('#run-facts'),
+    start: form.querySelector('#start-button'), stop: form.querySelector('#stop-button'), checks: form.querySelector('#domain-checks'),
+    models: form.querySelector('#model-options') };
+  logList.addEventListener('scroll', () => {
+    const atBottom = logList.scrollHeight - logList.scrollTop - logList.clientHeight < 24;
+    if (!atBottom && follow.checked && !logList.dataset.autoscrolling) follow.checked = false;
+  });
+  renderButtons();
+}
+
+export function show() {
+  st.visible = true;
+  st.needMatrix = true;
+  loadDomains();
+  poke();
+}
+
+export function hide() { st.visible = false; }
+
+/** Sets what the model field proposes (from GET /api/config/model). */
+export function setModels(configModel, available) {
+  st.configModel = configModel || '';
+  if (!els.models) return;
+  fill(els.models, ...(available || []).map((m) => h('option', { value: m })));
+  const input = els.form.querySelector('input[name="model"]');
+  input.placeholder = configModel ? `${configModel} (configured)` : 'the configured model';
+}
+
+/** Starts the poller; it runs for the life of the page. */
+export function startPolling() { poke(); }
+
+function poke() {
+  clearTimeout(st.timer);
+  st.timer = setTimeout(tick, 0);
+}
+
+async function tick() {
+  let next = st.visible ? SLOW : IDLE;
+  try {
+    if (st.engineMissing) return;
+    const status = await get('/api/status');
+    const running = status.status === 'running';
+    if (running && status.run_id) st.watchRun = status.run_id;
+    st.status = status;
+    st.running = running;
+    const logs = await get('/api/log_poll');
+    const ended = appendLog(logs.messages || []);
+    if (st.visible && (running || st.needMatrix || ended || st.watchRun)) {
+      st.matrix = await get('/api/test_matrix');
+      st.needMatrix = false;
+      matrixView.update(st.matrix);
+    }
+    if (!running && st.matrix && st.matrix.run_id && st.matrix.run_id !== st.infoFor && st.visible) await loadRunInfo(st.matrix.run_id);
+    if (!running && st.watchRun && !st.announced.has(st.watchRun)) {
+      const id = st.watchRun;
+      st.watchRun = null;
+      await announceEnd(id);
+    }
+    renderStatus();
+    next = running ? FAST : next;
+  } catch (err) {
+    if (err instanceof APIError && err.status === 404) {
+      st.engineMissing = true;
+      renderMissing();
+      return;
+    }
+    // Unreachable server: app.js shows the banner; keep trying.
+    next = Math.max(next, 3000);
+  } finally {
+    if (!st.engineMissing) st.timer = setTimeout(tick, next);
+  }
+}
+
+function renderMissing() {
+  if (!els.runLine) return;
+  fill(els.runLine, h('p', { class: 'error' }, 'This server does not run evaluations (it was started without an engine).'));
+  els.start.disabled = true;
+  els.stop.disabled = true;
+  setChip('engine unavailable', 'idle');
+}
+
+// ---- Log ----
+
+/** Appends log lines; returns true when one is EVAL_COMPLETE. */
+function appendLog(lines) {
+  if (!lines.length || !els.logList) return false;
+  let ended = false;
+  const list = els.logList;
+  const items = lines.map((line) => {
+    if (line === 'EVAL_COMPLETE') {
+      ended = true;
+      return h('li', { class: 'log-end' }, h('span', { 'aria-hidden': 'true' }, '■ '), 'EVAL_COMPLETE — the run has ended');
+    }
+    const m = /^\[([^\]]*)\]\[L(\d+)\]\s?(.*)$/s.exec(line);
+    const cls = /\b(failed|error)\b/.test(line) ? 'log-fail' : /\bpassed\b/.test(line) ? 'log-pass' : '';
+    if (!m) return h('li', { class: cls }, line);
+    return h('li', { class: cls }, h('span', { class: 'log-tag' }, `[${m[1]}][L${m[2]}]`), ' ', m[3]);
+  });
+  list.append(...items);
+  while (list.childElementCount > MAX_LOG) list.firstElementChild.remove();
+  if (els.follow.checked) {
+    list.dataset.autoscrolling = '1';
+    list.scrollTop = list.scrollHeight;
+    requestAnimationFrame(() => { delete list.dataset.autoscrolling; });
+  }
+  return ended;
+}
+
+// ---- Status ----
+
+function renderStatus() {
+  const s = st.status;
+  if (!s || !els.runLine) return;
+  const m = st.matrix;
+  const running = s.status === 'running';
+  let progress = 0;
+  let total = 0;
+  if (running) {
+    progress = s.progress; total = s.total_tests;
+  } else if (m && m.domains) {
+    for (const levels of Object.values(m.domains)) for (const c of Object.values(levels)) { progress += c.done || 0; total += c.tests || 0; }
+  }
+  els.progress.max = Math.max(total, 1);
+  els.progress.value = progress;
+  els.progressText.textContent = total ? `${progress} / ${total} tests` : '';
+  els.progress.dataset.progress = String(progress);
+  els.progress.dataset.total = String(total);
+  fill(els.summary, ...summaryOf(m));
+  const info = !running && st.runInfo && m && st.runInfo.run_id === m.run_id ? st.runInfo : null;
+  fill(els.facts, info ? dl([
+    ['Overall score', fmtScore(info.overall_score)],
+    ['Model', info.model || '—'],
+    ['Started', fmtTime(info.started_at)],
+    ['Duration', fmtDuration(info.total_duration_ms)],
+    ['Tokens', fmtNumber(info.total_tokens)],
+  ], 'facts facts-grid facts-run') : null);
+
+  const runID = running ? s.run_id : m && m.run_id;
+  const label = running ? s.model_name : m && m.model_name;
+  const runStatus = running ? 'running' : m && m.run_id ? m.status : 'idle';
+  const parts = [statusBadge(runStatus)];
+  if (runID) {
+    parts.push(' ', h('span', { class: 'run-label' }, label || ''), ' · run ', h('a', { href: `#/run/${seg(runID)}` }, runID));
+  } else {
+    parts.push(' ', h('span', { class: 'muted' }, 'No run yet: pick domains and press Start run.'));
+  }
+  if (running && s.current_domain) {
+    parts.push(h('span', { class: 'run-now' }, ` · now ${(st.names.get(s.current_domain) || {}).name || s.current_domain}, level ${s.current_level}`));
+  }
+  fill(els.runLine, ...parts);
+  els.runLine.dataset.status = runStatus;
+  setChip(running ? `running ${progress}/${total}` : 'idle', running ? 'running' : 'idle');
+  renderButtons();
+}
+
+/** "7 of 12 tests passed · cells: 4 passed, 4 failed" for a matrix. */
+function summaryOf(m) {
+  if (!m || !m.domains) return [];
+  let passed = 0;
+  let done = 0;
+  const cells = {};
+  for (const levels of Object.values(m.domains)) {
+    for (const c of Object.values(levels)) {
+      passed += c.passed || 0;
+      done += c.done || 0;
+      cells[c.status] = (cells[c.status] || 0) + 1;
+    }
+  }
+  if (!Object.keys(cells).length) return [];
+  const order = ['passed', 'failed', 'running', 'pending', 'skipped'];
+  const parts = order.filter((s) => cells[s]).map((s) => `${cells[s]} ${s}`);
+  return [`${passed} of ${done} finished tests passed · cells: ${parts.join(', ')}`];
+}
+
+function setChip(text, status) {
+  const chip = document.getElementById('engine-chip');
+  if (!chip) return;
+  const sym = (STATUS[status] || STATUS.idle).sym;
+  chip.className = `chip st-${status}`;
+  fill(chip, h('span', { 'aria-hidden': 'true' }, `${sym} `), `Engine ${text}`);
+}
+
+function renderButtons() {
+  if (!els.start) return;
+  els.start.disabled = st.running || st.engineMissing;
+  els.stop.disabled = !st.running;
+}
+
+async function loadRunInfo(runID) {
+  st.infoFor = runID;
+  try {
+    const hist = await get('/api/history?limit=5&offset=0');
+    st.runInfo = (hist.runs || []).find((r) => r.run_id === runID) || null;
+  } catch { st.runInfo = null; }
+}
+
+async function announceEnd(runID) {
+  st.announced.add(runID);
+  st.matrix = await get('/api/test_matrix');
+  matrixView.update(st.matrix);
+  let info = null;
+  try {
+    const hist = await get('/api/history?limit=5&offset=0');
+    info = (hist.runs || []).find((r) => r.run_id === runID) || null;
+  } catch { /* the matrix is enough */ }
+  let passed = 0;
+  let total = 0;
+  for (const levels of Object.values(st.matrix.domains || {})) for (const c of Object.values(levels)) { passed += c.passed || 0; total += c.tests || 0; }
+  st.runInfo = info;
+  st.infoFor = runID;
+  const status = info ? info.status : st.matrix.status;
+  const text = `Run ${runID} ${status}: overall score ${fmtScore(info ? info.overall_score : null)}, ${passed} of ${total} tests passed` +
+    (info ? `, ${fmtDuration(info.total_duration_ms)}.` : '.');
+  els.announce.textContent = text;
+  els.announce.dataset.run = runID;
+  els.announce.dataset.status = status || '';
+  toast(text, status === 'completed' ? 'success' : 'info');
+}
+
+// ---- Domains ----
+
+async function loadDomains() {
+  try {
+    const { domains } = await get('/api/settings/domains');
+    st.domains = domains || [];
+    st.names = new Map(st.domains.map((d) => [d.id, { name: d.name, color: d.color }]));
+    matrixView.setNames(st.names);
+    renderDomainChecks();
+  } catch (err) {
+    fill(els.checks, h('span', { class: 'error' }, `Could not load the domains: ${errorText(err)}`));
+  }
+}
+
+function renderDomainChecks() {
+  const previous = new Map([...els.checks.querySelectorAll('input')].map((i) => [i.value, i.checked]));
+  if (!st.domains.length) {
+    fill(els.checks, h('span', { class: 'muted' }, 'No domains yet: add some under ', h('a', { href: '#/definitions' }, 'Definitions'), '.'));
+    return;
+  }
+  fill(els.checks, ...st.domains.map((d) => {
+    const id = `dom-${d.id}`;
+    const checked = previous.has(d.id) ? previous.get(d.id) : d.enabled;
+    return h('span', { class: 'check' },
+      h('input', { type: 'checkbox', id, name: 'domains', value: d.id, checked, dataset: { type: 'list', enabled: d.enabled ? '1' : '0' } }),
+      h('label', { for: id }, d.name || d.id, d.enabled ? null : h('span', { class: 'muted' }, ' (disabled)')));
+  }));
+}
+
+function checkAll(on) {
+  for (const i of els.checks.querySelectorAll('input')) i.checked = on;
+}
+
+// ---- Actions ----
+
+async function start() {
+  const form = els.form;
+  clearErrors(form);
+  const v = formValues(form);
+  const picked = v.domains || [];
+  if (!picked.length) {
+    showErrors(form, new FieldError('domains', 'pick at least one domain'));
+    return;
+  }
+  const enabled = st.domains.filter((d) => d.enabled).map((d) => d.id).sort();
+  const body = { model_name: v.model_name || 'default' };
+  if (v.model) body.model = v.model;
+  // Exactly the enabled domains: send null, as "all enabled domains".
+  body.domains = JSON.stringify([...picked].sort()) === JSON.stringify(enabled) ? null : picked;
+  await busy(form, async () => {
+    try {
+      const res = await post('/api/start', body);
+      st.watchRun = res.run_id;
+      st.running = true;
+      st.needMatrix = true;
+      els.announce.textContent = `Run ${res.run_id} started.`;
+      delete els.announce.dataset.run;
+      toast(`Run ${res.run_id} started.`, 'success');
+    } catch (err) {
+      showErrors(form, err);
+    }
+  });
+  renderButtons();
+  poke();
+}
+
+async function stop() {
+  try {
+    const res = await post('/api/stop');
+    toast(res.message || 'Stopped.', res.success ? 'success' : 'info');
+  } catch (err) {
+    toast(`Stop failed: ${errorText(err)}`, 'error');
+  }
+  st.needMatrix = true;
+  poke();
+}
+
+async function reset() {
+  const ok = await confirmDialog('Reset is for a stuck engine: an active run is cancelled at once and recorded as aborted. Its finished results are kept.',
+    { title: 'Reset the engine?', confirm: 'Reset engine' });
+  if (!ok) return;
+  try {
+    const res = await post('/api/reset');
+    toast(res.message || 'Engine reset.', 'success');
+  } catch (err) {
+    toast(`Reset failed: ${errorText(err)}`, 'error');
+  }
+  st.needMatrix = true;
+  poke();
+}

@@ -1,0 +1,97 @@
+// The domain × level matrix: a table whose cells are buttons, coloured by
+// score and labelled with a symbol, a status word, the score and the
+// duration. It updates in place, so a focused cell keeps its focus while
+// the live matrix is polled.
+
+import { h, STATUS, fmtScore, fmtDuration, scoreColor, fill } from './ui.js';
+
+/** The level keys of a matrix's domains, sorted as numbers. */
+export function levelsOf(domains) {
+  const set = new Set();
+  for (const levels of Object.values(domains || {})) for (const l of Object.keys(levels)) set.add(l);
+  return [...set].sort((a, b) => Number(a) - Number(b));
+}
+
+export class MatrixView {
+  /**
+   * onCell(domain, level, button) is called when a cell is activated.
+   * names: a Map of domain id → {name, color}, for row headers.
+   */
+  constructor({ onCell, caption = 'Domain × level results' } = {}) {
+    this.onCell = onCell;
+    this.caption = caption;
+    this.el = h('div', { class: 'matrix-wrap' });
+    this.shape = null;
+    this.buttons = new Map();
+    this.names = new Map();
+  }
+
+  setNames(names) { this.names = names || new Map(); if (this.last) { this.shape = null; this.update(this.last); } }
+
+  /** Shows a matrix: {domains: {d: {level: cell}}, run_id, status...}. */
+  update(matrix) {
+    this.last = matrix;
+    const domains = (matrix && matrix.domains) || {};
+    const ids = Object.keys(domains).sort();
+    const levels = levelsOf(domains);
+    const shape = JSON.stringify([ids, levels.map((l) => ids.map((d) => l in domains[d]))]);
+    if (shape !== this.shape) this.build(ids, levels, domains);
+    for (const d of ids) {
+      for (const l of levels) {
+        const cell = domains[d][l];
+        if (cell) this.paint(this.buttons.get(`${d}/${l}`), d, l, cell);
+      }
+    }
+    this.shape = shape;
+  }
+
+  build(ids, levels, domains) {
+    this.buttons.clear();
+    if (!ids.length) {
+      fill(this.el, h('p', { class: 'empty' }, 'No cells yet: start a run.'));
+      return;
+    }
+    const head = h('tr', null, h('th', { scope: 'col' }, 'Domain'),
+      levels.map((l) => h('th', { scope: 'col' }, `Level ${l}`)));
+    const rows = ids.map((d) => {
+      const info = this.names.get(d);
+      const swatch = info && /^#[0-9a-fA-F]{6}$/.test(info.color || '') ? h('span', { class: 'swatch', 'aria-hidden': 'true' }) : null;
+      if (swatch) swatch.style.setProperty('--swatch', info.color);
+      return h('tr', null,
+        h('th', { scope: 'row' }, swatch, h('span', { class: 'dname' }, info && info.name ? info.name : d),
+          info && info.name && info.name !== d ? h('span', { class: 'did' }, d) : null),
+        levels.map((l) => {
+          if (!(l in domains[d])) return h('td', { class: 'nocell' }, h('span', { class: 'visually-hidden' }, 'no tests'));
+          const b = h('button', { type: 'button', class: 'cell', dataset: { domain: d, level: l },
+            onclick: () => this.onCell && this.onCell(d, l, b) });
+          this.buttons.set(`${d}/${l}`, b);
+          return h('td', null, b);
+        }));
+    });
+    fill(this.el, h('table', { class: 'matrix' },
+      h('caption', { class: 'visually-hidden' }, this.caption), h('thead', null, head), h('tbody', null, rows)));
+  }
+
+  paint(b, d, l, cell) {
+    const st = STATUS[cell.status] || { sym: '?', label: cell.status };
+    const key = JSON.stringify(cell);
+    if (b.dataset.key === key) return;
+    b.dataset.key = key;
+    b.dataset.status = cell.status;
+    b.className = `cell st-${cell.status}`;
+    const bg = scoreColor(cell.score);
+    if (bg) b.style.setProperty('--cell-bg', bg); else b.style.removeProperty('--cell-bg');
+    const counts = cell.tests ? `${cell.done ?? 0}/${cell.tests}` : '';
+    const dur = cell.duration_ms !== undefined && cell.duration_ms !== null ? fmtDuration(cell.duration_ms) : '';
+    fill(b,
+      h('span', { class: 'cell-top' }, h('span', { class: 'sym', 'aria-hidden': 'true' }, st.sym), h('span', { class: 'cell-status' }, st.label)),
+      h('span', { class: 'cell-score' }, cell.score === null || cell.score === undefined ? '' : fmtScore(cell.score)),
+      h('span', { class: 'cell-meta' }, [counts, dur].filter(Boolean).join(' · ')));
+    const name = (this.names.get(d) || {}).name || d;
+    const parts = [`${name}, level ${l}: ${st.label}`];
+    if (cell.score !== null && cell.score !== undefined) parts.push(`score ${fmtScore(cell.score)}`);
+    if (cell.tests) parts.push(`${cell.done ?? 0} of ${cell.tests} tests done, ${cell.passed ?? 0} passed`);
+    if (dur) parts.push(dur);
+    b.setAttribute('aria-label', `${parts.join(', ')}. Show tests.`);
+  }
+}
