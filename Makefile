@@ -40,8 +40,20 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x ./...
 
+# The plugin protocol: harness/plugin/proto/*.proto → *.pb.go, committed.
+# Installs Debian's protoc when it is missing and the pinned code
+# generators into bin/tools, then runs every go:generate directive.
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+TOOLS              := $(CURDIR)/bin/tools
+
 generate:
-	$(GO) generate ./...
+	@command -v protoc >/dev/null 2>&1 || { \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get install -y protobuf-compiler || { $$sudo apt-get update && $$sudo apt-get install -y protobuf-compiler; }; }
+	GOBIN=$(TOOLS) $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(TOOLS) $(GO) install $(PROTOC_GEN_GO_GRPC)
+	PATH="$(TOOLS):$$PATH" $(GO) generate ./...
 
 clean:
 	rm -rf bin $(DEMO)

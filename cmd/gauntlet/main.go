@@ -6,6 +6,7 @@
 //	                  below --min-score, writes text, JSON or JUnit XML
 //	gauntlet mockllm  a deterministic OpenAI-compatible endpoint for demos
 //	                  and tests
+//	gauntlet plugins  list the plugins found, with versions and health
 //	gauntlet version  print the version
 //
 // Every setting of serve and run can also be set through its environment
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return mockllm(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr)
+	case "plugins":
+		return pluginsCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "gauntlet", server.Version)
 		return nil
@@ -73,6 +76,7 @@ Commands:
   serve     run the HTTP API server
   mockllm   serve a deterministic OpenAI-compatible endpoint for demos and tests
   run       run one evaluation without the server (for CI)
+  plugins   list the plugins found, with versions and health
   version   print the version
 
 Run "gauntlet <command> -h" for a command's flags.

@@ -87,6 +87,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	plugins, err := openPlugins(f.plugins, f.pluginSums, reg, log)
+	if err != nil {
+		return err
+	}
+	defer plugins.Close()
 	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: f.definitions, DB: db, Registry: reg})
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 	"github.com/gauntlet-eval/gauntlet/server"
@@ -40,6 +41,7 @@ type settings struct {
 	llmModel    string
 	llmAPIKey   string
 	concurrency int
+	pluginSums  string
 	apiToken    string
 	debug       bool
 	insecure    bool
@@ -94,6 +96,7 @@ func commonFlags(fs *flag.FlagSet, s *settings) error {
 	fs.StringVar(&s.llmBaseURL, "llm-base-url", env("LLM_BASE_URL", "http://127.0.0.1:11434/v1"), "OpenAI-compatible endpoint (LLM_BASE_URL)")
 	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model name sent to the endpoint (LLM_MODEL)")
 	fs.StringVar(&s.llmAPIKey, "llm-api-key", env("LLM_API_KEY", ""), "API key of the endpoint, never logged or returned (LLM_API_KEY)")
+	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
 	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
 	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (DEBUG)")
 	return nil
@@ -154,6 +157,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	plugins, err := openPlugins(s.plugins, s.pluginSums, reg, log)
+	if err != nil {
+		return err
+	}
+	defer plugins.Close()
 	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: s.definitions, DB: db, Registry: reg})
 	if err != nil {
 		return err
@@ -251,6 +259,31 @@ func newRegistry(log *slog.Logger) (*harness.Registry, error) {
 		}
 	}
 	return reg, nil
+}
+
+// openPlugins discovers the plugins directory and registers every plugin
+// beside the built-ins; a plugin whose name a built-in already has is
+// logged and left out. Processes start on first use.
+func openPlugins(dir, sums string, reg *harness.Registry, log *slog.Logger) (*host.Manager, error) {
+	checksums := map[string]string{}
+	for _, pair := range strings.Split(sums, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		name, sum, ok := strings.Cut(pair, "=")
+		if !ok || name == "" || sum == "" {
+			return nil, fmt.Errorf("--plugin-sha256: %q is not name=hex", pair)
+		}
+		checksums[name] = sum
+	}
+	m, err := host.New(host.Options{Dir: dir, Checksums: checksums, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Register(reg); err != nil {
+		log.Warn("some plugins were not registered", slog.Any("error", err))
+	}
+	return m, nil
 }
 
 // checkExposure refuses to listen beyond loopback without an API token.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package harnesstest_test
+
+const raceEnabled = false

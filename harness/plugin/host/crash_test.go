@@ -1,0 +1,267 @@
+//go:build unix
+
+package host
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/plugin"
+)
+
+// waitFiles waits until dir holds n files.
+func waitFiles(t *testing.T, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		entries, _ := os.ReadDir(dir)
+		if len(entries) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d calls arrived", len(entries), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// SIGKILL the plugin with calls in flight: they fail with an unavailable
+// error, the next call restarts the plugin and succeeds, and Close leaves
+// no process or socket behind.
+func TestKilledMidCall(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "evaluator", "gauntlet-evaluator-testeval")
+	m, reg := newManager(t, Options{Dir: dir, RestartBackoff: 50 * time.Millisecond})
+	ev, _ := reg.Evaluator("testeval")
+	if _, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); err != nil {
+		t.Fatal(err)
+	}
+	first := status(t, m, "gauntlet-evaluator-testeval").PID
+
+	ready := t.TempDir()
+	const inFlight = 4
+	errs := make(chan error, inFlight)
+	for range inFlight {
+		go func() {
+			req := evalRequest("block", "42")
+			req.Evaluator.Config = map[string]any{"ready_dir": ready}
+			_, err := ev.Evaluate(t.Context(), req)
+			errs <- err
+		}()
+	}
+	waitFiles(t, ready, inFlight)
+	start := time.Now()
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range inFlight {
+		err := <-errs
+		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "crashed") {
+			t.Errorf("in-flight call: %v, want a crash wrapping ErrUnavailable", err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("in-flight calls failed after %v", d)
+	}
+	s := status(t, m, "gauntlet-evaluator-testeval")
+	if s.Health != HealthCrashed || s.PID != 0 || s.LastError == "" {
+		t.Errorf("after the kill: %+v", s)
+	}
+
+	// The next call restarts it.
+	res, err := ev.Evaluate(t.Context(), evalRequest("42", "42"))
+	if err != nil || res.Score != 1 {
+		t.Fatalf("after restart: %+v, %v", res, err)
+	}
+	s = status(t, m, "gauntlet-evaluator-testeval")
+	if s.Health != HealthRunning || s.PID == first || s.Restarts != 1 {
+		t.Errorf("after restart: %+v", s)
+	}
+	second := s.PID
+
+	sockDir := m.sockDir
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, first, second)
+	if _, err := os.Stat(sockDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket directory %s left behind (%v)", sockDir, err)
+	}
+}
+
+// A plugin that exits by itself during a call is a crash too; one that
+// panics in a call is not (the SDK recovers).
+func TestExitAndPanic(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "evaluator", "gauntlet-evaluator-testeval")
+	m, reg := newManager(t, Options{Dir: dir, RestartBackoff: 10 * time.Millisecond})
+	ev, _ := reg.Evaluator("testeval")
+
+	if _, err := ev.Evaluate(t.Context(), evalRequest("panic", "42")); err == nil || errors.Is(err, plugin.ErrUnavailable) {
+		t.Errorf("panic: %v, want a plain error", err)
+	}
+	first := status(t, m, "gauntlet-evaluator-testeval").PID
+	if _, err := ev.Evaluate(t.Context(), evalRequest("exit", "42")); !errors.Is(err, plugin.ErrUnavailable) {
+		t.Errorf("exit: %v, want ErrUnavailable", err)
+	}
+	waitGone(t, first)
+	deadline := time.Now().Add(5 * time.Second)
+	for s := status(t, m, "gauntlet-evaluator-testeval"); s.Health != HealthCrashed || !strings.Contains(s.LastError, "exit status 3"); s = status(t, m, "gauntlet-evaluator-testeval") {
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v, want crashed with the exit status", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if res, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); err != nil || res.Score != 1 {
+		t.Errorf("after the exit: %+v, %v", res, err)
+	}
+}
+
+// A call that hangs hits CallTimeout; the plugin still answers, so it is
+// kept. A plugin that stops answering altogether (SIGSTOP) is killed and
+// restarted.
+func TestHang(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "evaluator", "gauntlet-evaluator-testeval")
+	m, reg := newManager(t, Options{Dir: dir, CallTimeout: 300 * time.Millisecond, RestartBackoff: 10 * time.Millisecond})
+	ev, _ := reg.Evaluator("testeval")
+	if _, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); err != nil {
+		t.Fatal(err)
+	}
+	first := status(t, m, "gauntlet-evaluator-testeval").PID
+
+	start := time.Now()
+	_, err := ev.Evaluate(t.Context(), evalRequest("hang", "42"))
+	if d := time.Since(start); d < 250*time.Millisecond || d > 2*time.Second {
+		t.Errorf("the hanging call returned after %v, want about 300ms", d)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not finish within 300ms") {
+		t.Errorf("hang: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the probe
+	if res, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); err != nil || res.Score != 1 {
+		t.Errorf("after a hanging call: %+v, %v", res, err)
+	}
+	if s := status(t, m, "gauntlet-evaluator-testeval"); s.PID != first || s.Health != HealthRunning {
+		t.Errorf("a plugin that answers was restarted: %+v", s)
+	}
+
+	// A frozen process: the call times out, the probe gets no answer, the
+	// process is killed and the next call gets a new one.
+	if err := syscall.Kill(first, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("frozen: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for status(t, m, "gauntlet-evaluator-testeval").Health != HealthCrashed {
+		if time.Now().After(deadline) {
+			t.Fatalf("the frozen plugin was not found out: %+v", status(t, m, "gauntlet-evaluator-testeval"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitGone(t, first)
+	if res, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); err != nil || res.Score != 1 {
+		t.Errorf("after the restart: %+v, %v", res, err)
+	}
+	s := status(t, m, "gauntlet-evaluator-testeval")
+	if s.PID == first || s.Restarts != 1 || !strings.Contains(s.LastError, "stopped answering") {
+		t.Errorf("after the restart: %+v", s)
+	}
+}
+
+// A plugin that cannot start is retried with a growing backoff; calls
+// whose deadline comes before the next attempt fail at once.
+func TestBackoff(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "gauntlet-evaluator-broken")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho not a plugin\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, reg := newManager(t, Options{Dir: dir, RestartBackoff: 500 * time.Millisecond, StartTimeout: 5 * time.Second})
+	ev, _ := reg.Evaluator("broken")
+	_, err := ev.Evaluate(t.Context(), evalRequest("42", "42"))
+	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "gauntlet-evaluator-broken: start") {
+		t.Fatalf("first call: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = ev.Evaluate(ctx, evalRequest("42", "42"))
+	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "restart in") || time.Since(start) > 250*time.Millisecond {
+		t.Errorf("during the backoff: %v after %v", err, time.Since(start))
+	}
+	// Without a deadline the call waits for the backoff and tries again.
+	start = time.Now()
+	if _, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); err == nil || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("after the backoff: %v after %v", err, time.Since(start))
+	}
+	s := status(t, m, "gauntlet-evaluator-broken")
+	if s.Health != HealthCrashed || s.LastError == "" {
+		t.Errorf("status %+v", s)
+	}
+	p := m.byName["gauntlet-evaluator-broken"]
+	p.mu.Lock()
+	backoff := p.backoff()
+	p.mu.Unlock()
+	if backoff != time.Second {
+		t.Errorf("backoff after 2 failures %v, want 1s", backoff)
+	}
+	// A second's wait is still worth it; after the third failure (2 s),
+	// calls fail at once until the restart is due.
+	if _, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); err == nil || strings.Contains(err.Error(), "restart in") {
+		t.Errorf("third attempt: %v", err)
+	}
+	start = time.Now()
+	_, err = ev.Evaluate(t.Context(), evalRequest("42", "42"))
+	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "restart in") || time.Since(start) > 250*time.Millisecond {
+		t.Errorf("during a long backoff: %v after %v", err, time.Since(start))
+	}
+	// Config validation never waits, and accepts the record unchecked.
+	if err := ev.(harness.ConfigValidator).ValidateConfig(harness.EvaluatorConfig{Type: "broken"}); err != nil {
+		t.Errorf("ValidateConfig of an unavailable plugin: %v", err)
+	}
+	if s := status(t, m, "gauntlet-evaluator-broken"); s.Restarts != 0 {
+		t.Errorf("status %+v", s)
+	}
+}
+
+// Close while calls are in flight and a start is in progress leaves no
+// process behind.
+func TestCloseWithCallsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "evaluator", "gauntlet-evaluator-testeval")
+	m, reg := newManager(t, Options{Dir: dir})
+	ev, _ := reg.Evaluator("testeval")
+	ready := t.TempDir()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			req := evalRequest("block", "42")
+			req.Evaluator.Config = map[string]any{"ready_dir": ready}
+			if _, err := ev.Evaluate(t.Context(), req); err == nil {
+				t.Error("a call in flight at Close succeeded")
+			}
+		})
+	}
+	waitFiles(t, ready, 3)
+	pid := status(t, m, "gauntlet-evaluator-testeval").PID
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	waitGone(t, pid)
+	if s := status(t, m, "gauntlet-evaluator-testeval"); s.Health != HealthStopped || s.PID != 0 {
+		t.Errorf("after Close: %+v", s)
+	}
+	var _ harness.Evaluator = ev
+}

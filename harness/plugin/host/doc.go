@@ -1,0 +1,33 @@
+// Package host runs Gauntlet plugins on the server's side: it finds the
+// plugin executables in a directory, registers a shim for each in a
+// harness.Registry, and manages their processes.
+//
+// Lifecycle:
+//
+//   - New discovers the executables named gauntlet-evaluator-<type>,
+//     gauntlet-channel-<type> and gauntlet-tool-<function> in
+//     Options.Dir (regular, executable files; anything else is ignored).
+//     Nothing is started.
+//   - Register registers one shim per plugin: evaluator and channel
+//     plugins under their type, tool plugins under the function name of
+//     their file name. The shims implement the harness interfaces and
+//     every optional one (harness.ConfigValidator,
+//     harness.ChannelConfigValidator, harness.Receiver), so the engine and
+//     the agents use plugins exactly as they use built-ins.
+//   - A plugin's process starts on its first call (or Start) and is kept.
+//     Each call is bounded by Options.CallTimeout besides its context,
+//     whose deadline and cancellation reach the plugin.
+//   - A process that dies (or stops answering: a call timed out and a
+//     health probe got no answer) is killed; the calls in flight fail
+//     with errors wrapping plugin.ErrUnavailable, and the next call starts
+//     a new process after a backoff that doubles with each failure in a
+//     row (Options.RestartBackoff, MaxRestartBackoff).
+//   - List reports every plugin: kind, type, path, version, health, last
+//     error, pid, restarts.
+//   - Close stops every process, waits for them to be gone and removes
+//     their Unix sockets. A plugin process also exits by itself when its
+//     host process dies.
+//
+// Options.Checksums pins executables by sha256: a plugin whose file does
+// not match is not started.
+package host
