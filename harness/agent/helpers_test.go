@@ -137,12 +137,6 @@ func (e *env) lastRequest() *llmtest.Request {
 	return reqs[len(reqs)-1]
 }
 
-func (e *env) resetRequests() {
-	e.mu.Lock()
-	e.reqs = nil
-	e.mu.Unlock()
-}
-
 func (e *env) createAgent(id, prompt string) harness.Agent {
 	e.t.Helper()
 	a, err := e.svc.Create(e.ctx, harness.Agent{ID: id, Name: "Agent " + id, SystemPrompt: prompt})

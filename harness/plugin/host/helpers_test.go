@@ -157,12 +157,6 @@ func waitGone(t testing.TB, pids ...int) {
 	}
 }
 
-func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // fakeModel is a harness.ChatModel that answers with a fixed verdict and
 // records what it was asked.
 type fakeModel struct {
