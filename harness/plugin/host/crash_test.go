@@ -159,6 +159,7 @@ func TestHang(t *testing.T) {
 	if err := syscall.Kill(first, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	waitStopped(t, first)
 	if _, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("frozen: %v", err)
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -155,6 +156,40 @@ func waitGone(t testing.TB, pids ...int) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// waitStopped waits until every thread of pid is in the stopped state.
+// kill(SIGSTOP) returns before the group stop completes: until each thread
+// has taken the signal, the process can still answer a call.
+func waitStopped(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !stopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stopped reports whether every thread of pid shows state T in /proc.
+func stopped(pid int) bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			return false
+		}
+		// The state follows the parenthesised command name.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 // fakeModel is a harness.ChatModel that answers with a fixed verdict and

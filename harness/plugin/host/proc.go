@@ -418,12 +418,21 @@ func (p *proc) call(ctx context.Context, op string, maxWait time.Duration, f fun
 }
 
 // failed turns the error of a call on inst into the caller's.
+//
+// A deadline counts as passed once its time has come, even when the
+// context's own timer has not fired yet: under load the plugin's side may
+// reset the stream (gRPC CANCEL) before this process's timer runs.
 func (p *proc) failed(ctx, cctx context.Context, inst *instance, op string, err error) error {
+	now := time.Now()
 	switch {
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || passed(ctx, now):
 		// The caller gave up: its own context error says so.
-		if !errors.Is(err, ctx.Err()) {
-			return fmt.Errorf("plugin %s: %s: %w (%v)", p.file, op, context.Cause(ctx), err)
+		cause := context.Cause(ctx)
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
+		if !errors.Is(err, cause) {
+			return fmt.Errorf("plugin %s: %s: %w (%v)", p.file, op, cause, err)
 		}
 		return err
 	case shim.IsTransport(err) || inst.client.Exited():
@@ -436,9 +445,15 @@ func (p *proc) failed(ctx, cctx context.Context, inst *instance, op string, err 
 			return fmt.Errorf("plugin %s crashed during %s: %v: %w", p.file, op, err, plugin.ErrUnavailable)
 		}
 		return fmt.Errorf("plugin %s crashed during %s: %w", p.file, op, err)
-	case errors.Is(context.Cause(cctx), errCallTimeout):
+	case errors.Is(context.Cause(cctx), errCallTimeout) || passed(cctx, now):
 		p.probe(inst)
 		return fmt.Errorf("plugin %s: %s did not finish within %s: %w", p.file, op, p.m.opts.CallTimeout, context.DeadlineExceeded)
 	}
 	return err
+}
+
+// passed reports whether ctx has a deadline at or before now.
+func passed(ctx context.Context, now time.Time) bool {
+	d, ok := ctx.Deadline()
+	return ok && !now.Before(d)
 }
