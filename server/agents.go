@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -13,39 +12,12 @@ import (
 
 type agentHandler struct{ s *Server }
 
-// optionalString is a JSON string field that may be absent, null or a
-// string: an agent's model is null when it uses the configured model.
-type optionalString struct {
-	Set   bool
-	Value *string
-}
-
-// UnmarshalJSON records that the field was present.
-func (o *optionalString) UnmarshalJSON(b []byte) error {
-	o.Set = true
-	if string(b) == "null" {
-		o.Value = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	o.Value = &s
-	return nil
-}
-
-// Schema documents the field as a nullable string.
-func (optionalString) Schema(huma.Registry) *huma.Schema {
-	return &huma.Schema{Type: huma.TypeString, Nullable: true}
-}
-
 type agentFields struct {
-	ID           *string        `json:"id,omitempty" doc:"Identifier: ^[a-zA-Z0-9_]+$. Required on creation."`
-	Name         *string        `json:"name,omitempty"`
-	Description  *string        `json:"description,omitempty"`
-	SystemPrompt *string        `json:"system_prompt,omitempty"`
-	Model        optionalString `json:"model,omitempty" doc:"Model name; null means the configured model."`
+	ID           *string          `json:"id,omitempty" doc:"Identifier: ^[a-zA-Z0-9_]+$. Required on creation."`
+	Name         *string          `json:"name,omitempty"`
+	Description  *string          `json:"description,omitempty"`
+	SystemPrompt *string          `json:"system_prompt,omitempty"`
+	Model        optional[string] `json:"model,omitempty" doc:"Model name; null means the configured model."`
 }
 
 func (f *agentFields) apply(a *harness.Agent) {

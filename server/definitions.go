@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -26,7 +28,7 @@ type importInput struct {
 		Merge      *bool                     `json:"merge,omitempty" doc:"true (default): each definition replaces the one with the same id and the others stay. false: the import replaces every definition."`
 		Domains    []importDomain            `json:"domains,omitempty"`
 		Levels     []importLevel             `json:"levels,omitempty"`
-		Tests      []harness.Test            `json:"tests,omitempty"`
+		Tests      []importTest              `json:"tests,omitempty"`
 		Evaluators []harness.EvaluatorConfig `json:"evaluators,omitempty"`
 		Tools      []harness.ToolDefinition  `json:"tools,omitempty"`
 	}
@@ -58,7 +60,7 @@ func (d importDomain) domain() harness.Domain {
 // default (0.5), as in a level file, rather than 0 (every cell passed).
 type importLevel struct {
 	DomainID         string   `json:"domain_id" doc:"Required."`
-	Level            int      `json:"level"`
+	Level            *int     `json:"level,omitempty" doc:"Required."`
 	SystemPrompt     string   `json:"system_prompt"`
 	SystemPromptMode string   `json:"system_prompt_mode" doc:"append (default), prepend or replace."`
 	PassThreshold    *float64 `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed (default 0.5)."`
@@ -67,12 +69,40 @@ type importLevel struct {
 
 func (l importLevel) config() harness.LevelConfig {
 	out := harness.LevelConfig{
-		DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
+		DomainID: l.DomainID, SystemPrompt: l.SystemPrompt,
 		SystemPromptMode: harness.PromptMode(l.SystemPromptMode),
 		PassThreshold:    harness.DefaultPassThreshold, Tools: l.Tools,
 	}
+	if l.Level != nil {
+		out.Level = *l.Level
+	}
 	if l.PassThreshold != nil {
 		out.PassThreshold = *l.PassThreshold
+	}
+	return out
+}
+
+// importTest is a test in an import body. Its fields are those of
+// harness.Test, but level is required, as on creation: a test without one
+// would otherwise land in level 0 unnoticed.
+type importTest struct {
+	ID          string           `json:"id" doc:"Generated when absent."`
+	DomainID    string           `json:"domain_id" doc:"Required."`
+	Level       *int             `json:"level,omitempty" doc:"Required."`
+	Name        string           `json:"name"`
+	Prompt      string           `json:"prompt"`
+	Expected    harness.Expected `json:"expected"`
+	EvaluatorID string           `json:"evaluator_id"`
+	Tools       []string         `json:"tools"`
+}
+
+func (t importTest) test() harness.Test {
+	out := harness.Test{
+		ID: t.ID, DomainID: t.DomainID, Name: t.Name, Prompt: t.Prompt,
+		Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools,
+	}
+	if t.Level != nil {
+		out.Level = *t.Level
 	}
 	return out
 }
@@ -122,12 +152,31 @@ func (h *definitionsHandler) export(ctx context.Context, _ *struct{}) (*exportOu
 
 func (h *definitionsHandler) importDefs(ctx context.Context, in *importInput) (*importOutput, error) {
 	merge := in.Body.Merge == nil || *in.Body.Merge
-	snap := &harness.Snapshot{Tests: in.Body.Tests, Evaluators: in.Body.Evaluators, Tools: in.Body.Tools}
+	snap := &harness.Snapshot{Evaluators: in.Body.Evaluators, Tools: in.Body.Tools}
+	missing := &harness.ValidationError{}
+	for i, t := range in.Body.Tests {
+		if t.Level == nil {
+			missing.Add(fmt.Sprintf("tests[%d].level", i), "is required")
+		}
+		snap.Tests = append(snap.Tests, t.test())
+	}
+	for i, l := range in.Body.Levels {
+		if l.Level == nil {
+			missing.Add(fmt.Sprintf("levels[%d].level", i), "is required")
+		}
+		snap.Levels = append(snap.Levels, l.config())
+	}
 	for _, d := range in.Body.Domains {
 		snap.Domains = append(snap.Domains, d.domain())
 	}
-	for _, l := range in.Body.Levels {
-		snap.Levels = append(snap.Levels, l.config())
+	if missing.Err() != nil {
+		// Report the other errors of the import along with these.
+		err := h.s.opts.Catalog.CheckImport(ctx, snap, merge)
+		if err != nil && !errors.Is(err, harness.ErrInvalid) {
+			return nil, h.s.problem(ctx, err)
+		}
+		missing.Merge("", err)
+		return nil, h.s.problem(ctx, missing)
 	}
 	res, err := h.s.opts.Catalog.Import(ctx, snap, merge)
 	if err != nil {

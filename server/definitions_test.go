@@ -289,6 +289,12 @@ func TestImportFailures(t *testing.T) {
 		{"level without a domain", "POST", path, map[string]any{"levels": []any{
 			map[string]any{"level": 1},
 		}}, 422, []string{"body.levels[0].domain_id"}},
+		{"test without a level", "POST", path, map[string]any{"tests": []any{okTest,
+			map[string]any{"id": "n2", "domain_id": "math", "prompt": "p", "expected": map[string]any{"answer": "1", "type": "fuzzy"}},
+		}}, 422, []string{"body.tests[1].level", "body.tests[1].expected.type"}},
+		{"level config without a level", "POST", path, map[string]any{"levels": []any{
+			map[string]any{"domain_id": "math", "system_prompt": "x"},
+		}}, 422, []string{"body.levels[0].level"}},
 		{"several errors at once", "POST", path, map[string]any{
 			"domains": []any{map[string]any{"id": "bad id", "name": "X"}},
 			"tests":   []any{okTest, map[string]any{"id": "n2", "domain_id": "math", "level": -1, "prompt": "p", "expected": map[string]any{"answer": "x", "type": "integer"}}},

@@ -111,10 +111,10 @@ func TestRunResults(t *testing.T) {
 				}
 			}
 		}
-		// A cell the run does not have is empty.
-		if c := e.cell("/api/run/" + id + "/tests/arithmetic/9"); len(c.Tests) != 0 {
-			t.Errorf("arithmetic/9: %d tests", len(c.Tests))
-		}
+		// A cell the run does not have is not found.
+		mustProblem(t, e.get("/api/run/"+id+"/tests/arithmetic/9"), http.StatusNotFound)
+		mustProblem(t, e.get("/api/v1/history/"+id+"/nope/1"), http.StatusNotFound)
+		mustProblem(t, e.get("/api/v1/history/last/nope/1"), http.StatusNotFound)
 	})
 
 	t.Run("details", func(t *testing.T) {

@@ -14,21 +14,19 @@ type testHandler struct{ s *Server }
 
 // expectedFields are the writable fields of an expected answer.
 type expectedFields struct {
-	Answer    *string        `json:"answer,omitempty" doc:"The expected answer."`
-	Type      *string        `json:"type,omitempty" doc:"Comparison: exact (default), numeric, integer, choice, contains, regex, boolean, json, tool_call, or an evaluator's own type."`
-	Tolerance *float64       `json:"tolerance,omitempty" doc:"Relative tolerance of numeric comparisons (default 1e-6)."`
-	Arguments map[string]any `json:"arguments,omitempty" doc:"For tool_call: arguments the call must include."`
+	Answer    *string                  `json:"answer,omitempty" doc:"The expected answer."`
+	Type      *string                  `json:"type,omitempty" doc:"Comparison: exact (default), numeric, integer, choice, contains, regex, boolean, json, tool_call, or an evaluator's own type."`
+	Tolerance optional[float64]        `json:"tolerance,omitempty" doc:"Relative tolerance of numeric comparisons (default 1e-6). null on update: back to the default."`
+	Arguments optional[map[string]any] `json:"arguments,omitempty" doc:"For tool_call: arguments the call must include. null on update: none."`
 }
 
 func (f *expectedFields) apply(e *harness.Expected) {
 	set(&e.Answer, f.Answer)
 	set(&e.Type, f.Type)
-	if f.Tolerance != nil {
-		e.Tolerance = f.Tolerance
+	if f.Tolerance.Set {
+		e.Tolerance = f.Tolerance.Value
 	}
-	if f.Arguments != nil {
-		e.Arguments = f.Arguments
-	}
+	f.Arguments.apply(&e.Arguments)
 }
 
 // testFields are the writable fields of a test; absent fields are nil.

@@ -181,6 +181,32 @@ func TestTests(t *testing.T) {
 		}
 	})
 
+	t.Run("put with null clears tolerance and arguments", func(t *testing.T) {
+		got := must(t, e.put("/api/settings/tests/m2", map[string]any{"expected": map[string]any{"tolerance": 0.1, "arguments": map[string]any{"a": 1}}}), http.StatusOK).object(t)
+		if exp, _ := got["expected"].(map[string]any); exp["tolerance"] != 0.1 || exp["arguments"] == nil {
+			t.Fatalf("expected %v, want tolerance and arguments set", got["expected"])
+		}
+		// Absent keeps them.
+		got = must(t, e.put("/api/settings/tests/m2", map[string]any{"expected": map[string]any{"answer": "5"}}), http.StatusOK).object(t)
+		if exp, _ := got["expected"].(map[string]any); exp["tolerance"] != 0.1 || exp["arguments"] == nil || exp["answer"] != "5" {
+			t.Fatalf("expected %v, want tolerance and arguments kept", got["expected"])
+		}
+		got = must(t, e.put("/api/settings/tests/m2", rawBody(`{"expected": {"tolerance": null, "arguments": null}}`)), http.StatusOK).object(t)
+		exp, _ := got["expected"].(map[string]any)
+		if _, ok := exp["tolerance"]; ok {
+			t.Errorf("tolerance %v after null", exp["tolerance"])
+		}
+		if _, ok := exp["arguments"]; ok {
+			t.Errorf("arguments %v after null", exp["arguments"])
+		}
+		if exp["answer"] != "5" {
+			t.Errorf("answer %v", exp["answer"])
+		}
+		if strings.Contains(e.readFile("domains/math/level-1.yaml"), "tolerance") {
+			t.Errorf("level-1.yaml still has a tolerance")
+		}
+	})
+
 	t.Run("put with the same id in the body", func(t *testing.T) {
 		must(t, e.put("/api/settings/tests/m1", map[string]any{"id": "m1", "name": "Two plus two"}), http.StatusOK)
 	})

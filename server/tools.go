@@ -17,7 +17,7 @@ type toolFields struct {
 	Name         *string              `json:"name,omitempty" doc:"Defaults to the function's name."`
 	Description  *string              `json:"description,omitempty"`
 	Function     *harness.FunctionDef `json:"function,omitempty" doc:"The function definition (name, description, parameters as a JSON Schema object). Required on creation."`
-	MockResponse any                  `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's simulated output."`
+	MockResponse optional[any]        `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's simulated output. null on update: none."`
 }
 
 func (f *toolFields) apply(t *harness.ToolDefinition) {
@@ -25,9 +25,7 @@ func (f *toolFields) apply(t *harness.ToolDefinition) {
 	set(&t.Name, f.Name)
 	set(&t.Description, f.Description)
 	set(&t.Function, f.Function)
-	if f.MockResponse != nil {
-		t.MockResponse = f.MockResponse
-	}
+	f.MockResponse.apply(&t.MockResponse)
 }
 
 type toolPath struct {

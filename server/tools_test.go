@@ -121,6 +121,12 @@ func TestTools(t *testing.T) {
 		if again := must(t, e.get("/api/settings/tools/weather"), http.StatusOK).object(t); !jsonEqual(t, again, want) {
 			t.Fatalf("after GET: %v", again)
 		}
+		// null clears the mock response.
+		got = must(t, e.put("/api/settings/tools/weather", rawBody(`{"mock_response": null}`)), http.StatusOK).object(t)
+		delete(want, "mock_response")
+		if !jsonEqual(t, got, want) {
+			t.Fatalf("after null: %v\nwant        %v", got, want)
+		}
 	})
 
 	t.Run("delete", func(t *testing.T) {

@@ -121,6 +121,22 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 	return &ImportResult{Merge: merge, Imported: countsOf(in), Total: countsOf(result)}, nil
 }
 
+// CheckImport validates in as Import would, without writing anything: nil
+// when Import would accept it.
+func (c *Catalog) CheckImport(ctx context.Context, in *harness.Snapshot, merge bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	base := &harness.Snapshot{}
+	if merge {
+		var err error
+		if base, err = snapshot(ctx, c); err != nil {
+			return err
+		}
+	}
+	_, err := c.mergeSnapshot(base, in)
+	return err
+}
+
 // mergeSnapshot upserts in into base, validating every imported
 // definition against the result.
 func (c *Catalog) mergeSnapshot(base, in *harness.Snapshot) (*harness.Snapshot, error) {

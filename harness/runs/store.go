@@ -343,12 +343,25 @@ func (s *Store) Matrix(ctx context.Context, id string) (Matrix, error) {
 }
 
 // CellResults returns the results of one cell of a run, in the order they
-// finished.
+// finished. A cell the run did not cover is an error wrapping
+// harness.ErrNotFound; a cell it covered but did not reach (a stopped
+// run) has no results.
 func (s *Store) CellResults(ctx context.Context, id, domain string, level int) ([]Result, error) {
 	if _, err := s.Run(ctx, id); err != nil {
 		return nil, err
 	}
-	return s.results(ctx, s.db.NewSelect().Where("run_id = ? AND domain = ? AND level = ?", id, domain, level))
+	out, err := s.results(ctx, s.db.NewSelect().Where("run_id = ? AND domain = ? AND level = ?", id, domain, level))
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	n, err := s.db.NewSelect().Model((*cellRow)(nil)).Where("run_id = ? AND domain = ? AND level = ?", id, domain, level).Count(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read cell %s/%d of %q: %w", domain, level, id, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("run %q has no cell %s/%d: %w", id, domain, level, harness.ErrNotFound)
+	}
+	return out, nil
 }
 
 // Results returns every result of a run, by cell and finishing order.

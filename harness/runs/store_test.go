@@ -103,8 +103,11 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(cell, []runs.Result{r1, r2}) {
 		t.Errorf("cell results = %+v %v", cell, err)
 	}
-	if empty, err := s.CellResults(ctx, "r1", "math", 9); err != nil || len(empty) != 0 {
-		t.Errorf("results of an empty cell = %v %v", empty, err)
+	if empty, err := s.CellResults(ctx, "r1", "words", 2); err != nil || empty == nil || len(empty) != 0 {
+		t.Errorf("results of a cell not reached = %#v %v, want an empty list", empty, err)
+	}
+	if none, err := s.CellResults(ctx, "r1", "math", 9); !errors.Is(err, harness.ErrNotFound) {
+		t.Errorf("results of a cell the run did not cover = %v %v, want ErrNotFound", none, err)
 	}
 
 	st, err := s.Stats(ctx, "r1")

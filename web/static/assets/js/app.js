@@ -69,11 +69,15 @@ function tokenDialog(reason) {
   input.value = getToken();
   dlg.returnValue = '';
   return new Promise((resolve) => {
-    dlg.addEventListener('close', () => {
+    // A queued close event of an earlier prompt is not this answer.
+    const onClose = () => {
+      if (dlg.open) return;
+      dlg.removeEventListener('close', onClose);
       const v = dlg.returnValue;
       if (v === 'save' && input.value.trim()) resolve(input.value.trim());
       else { if (v === 'forget') setToken(''); resolve(null); }
-    }, { once: true });
+    };
+    dlg.addEventListener('close', onClose);
     if (!dlg.open) dlg.showModal();
     input.focus();
   });

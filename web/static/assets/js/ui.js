@@ -159,10 +159,15 @@ export function confirmDialog(message, { title = 'Are you sure?', confirm = 'Con
   dlg.returnValue = '';
   const opener = document.activeElement;
   return new Promise((resolve) => {
-    dlg.addEventListener('close', () => {
+    // The close event is queued: one from an earlier question can arrive
+    // after this one opened the dialog again. It is not this answer.
+    const onClose = () => {
+      if (dlg.open) return;
+      dlg.removeEventListener('close', onClose);
       resolve(dlg.returnValue === 'yes');
       if (opener && opener.isConnected) opener.focus();
-    }, { once: true });
+    };
+    dlg.addEventListener('close', onClose);
     dlg.showModal();
     dlg.querySelector('#confirm-no').focus();
   });
