@@ -92,6 +92,7 @@ func New(opts Options) (*Server, error) {
 	}
 
 	s.mountDashboard()
+	s.mux.HandleFunc("/api/", s.apiFallback)
 	s.handler = s.logRequests(s.authenticate(assumeJSON(s.mux)))
 	return s, nil
 }
@@ -121,6 +122,29 @@ func apiConfig(withAuth bool) huma.Config {
 		cfg.Security = []map[string][]string{{"bearer": {}}}
 	}
 	return cfg
+}
+
+// apiFallback answers /api/ requests that no operation matched with a
+// problem+json 404, or 405 with an Allow header when the path exists for
+// other methods. Without it the mux would answer in plain text.
+func (s *Server) apiFallback(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/api/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeProblem(w, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, " or "))
+		return
+	}
+	writeProblem(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path+"; /docs lists them")
 }
 
 // authenticate requires the API token on /api/ paths when one is set.

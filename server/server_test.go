@@ -476,8 +476,19 @@ func ids(list []map[string]any) []string {
 func TestUnknownRoute(t *testing.T) {
 	e := newEnv(t)
 	t.Run("unknown path", func(t *testing.T) {
-		if r := e.get("/api/settings/nope"); r.status != http.StatusNotFound {
-			t.Fatalf("got %s, want 404", r)
+		mustProblem(t, e.get("/api/settings/nope"), http.StatusNotFound)
+		mustProblem(t, e.post("/api/nope/deeper", map[string]any{}), http.StatusNotFound)
+	})
+	t.Run("known path, other method", func(t *testing.T) {
+		r := e.request(http.MethodPatch, "/api/config", nil)
+		mustProblem(t, r, http.StatusMethodNotAllowed)
+		if got := r.header.Get("Allow"); got != "GET" {
+			t.Errorf("Allow %q, want GET", got)
+		}
+		r = e.del("/api/settings/domains")
+		mustProblem(t, r, http.StatusMethodNotAllowed)
+		if got := r.header.Get("Allow"); got != "GET, POST" {
+			t.Errorf("Allow %q, want GET, POST", got)
 		}
 	})
 	t.Run("root serves the dashboard", func(t *testing.T) {
