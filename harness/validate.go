@@ -253,7 +253,7 @@ func checkParameters(p map[string]any) error {
 			switch {
 			case !isString:
 				ve.Add("required["+itoa(i)+"]", "must be a string")
-			case (isMap || !hasProps) && propMap[name] == nil:
+			case isMap && propMap[name] == nil:
 				ve.Add("required["+itoa(i)+"]", "names no property %q", name)
 			}
 		}
