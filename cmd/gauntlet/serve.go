@@ -251,6 +251,7 @@ func newRegistry(log *slog.Logger) (*harness.Registry, error) {
 		reg.RegisterEvaluator(judge.Type, judge.New(judge.Options{Logger: log})),
 		reg.RegisterEvaluator(jsonschema.Type, jsonschema.New(jsonschema.Options{})),
 		jsonschema.RegisterExpectedType(reg),
+		judge.RegisterExpectedType(reg),
 		reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: log})),
 		reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: log})),
 	} {

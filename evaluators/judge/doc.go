@@ -57,6 +57,13 @@
 // extraction_regex that does not compile is a *harness.ValidationError
 // naming the field ("config.rubric").
 //
+// # Rubric tests
+//
+// RegisterExpectedType adds the expected type "rubric" (ExpectedType) to a
+// Registry: a test of that type needs no expected answer and is graded by
+// the rubric alone; an answer it has is shown to the judge as a reference.
+// With cascade, rubric tests skip the regex evaluator.
+//
 // # Verdicts
 //
 // The judge is asked to reason briefly and end with "Score: <0 to 1>".

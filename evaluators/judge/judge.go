@@ -16,6 +16,22 @@ import (
 // (gauntlet-evaluator-judge).
 const Type = "judge"
 
+// ExpectedType is the expected answer type of tests graded by the rubric:
+// expected.answer is an optional reference answer, and a test may have
+// none. RegisterExpectedType makes it valid in a Registry.
+const ExpectedType = "rubric"
+
+// RegisterExpectedType registers ExpectedType in reg. Tests of that type
+// need no expected answer; when they have one, the judge is shown it as
+// a reference.
+func RegisterExpectedType(reg *harness.Registry) error {
+	return reg.RegisterExpectedType(ExpectedType, CheckExpected)
+}
+
+// CheckExpected is the write-time check of ExpectedType: any answer,
+// including none, is valid. It is a harness.ExpectedChecker.
+func CheckExpected(harness.Expected) error { return nil }
+
 // Values of details["cascade"].
 const (
 	// CascadeRegexPassed: the regex evaluator passed the test; the judge
@@ -140,7 +156,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 		"pass_score":       s.passScore,
 	}
 	var usage harness.Usage
-	if s.cascade {
+	// A rubric test has nothing for the regex evaluator to check.
+	if s.cascade && req.Test.Expected.Type != ExpectedType {
 		res, err := e.regex.Evaluate(ctx, req)
 		switch {
 		case ctx.Err() != nil:
@@ -164,6 +181,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 				details["regex_reason"] = r
 			}
 		}
+	}
+	if s.cascade {
 		details["cascade"] = CascadeJudged
 	}
 

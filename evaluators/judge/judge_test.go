@@ -209,6 +209,38 @@ func TestEvaluatePrompt(t *testing.T) {
 	}
 }
 
+// The rubric expected type: valid with or without an answer once
+// registered, and an answer is shown to the judge as a reference.
+func TestRubricExpectedType(t *testing.T) {
+	reg := harness.NewRegistry()
+	test := harness.Test{ID: "essay", DomainID: "d", Level: 1, Prompt: "Explain recursion.",
+		Expected: harness.Expected{Type: judge.ExpectedType}}
+	if err := (harness.Validator{Registry: reg}).Test(&test); err == nil {
+		t.Fatal("rubric accepted before RegisterExpectedType")
+	}
+	if err := judge.RegisterExpectedType(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := (harness.Validator{Registry: reg}).Test(&test); err != nil {
+		t.Fatalf("rubric test without an answer: %v", err)
+	}
+	test.Expected.Answer = "A function that calls itself on a smaller input, with a base case."
+	if err := (harness.Validator{Registry: reg}).Test(&test); err != nil {
+		t.Fatalf("rubric test with a reference answer: %v", err)
+	}
+
+	m := &fakeModel{replies: []string{"Score: 1"}}
+	req := request(m, cfg(), "It calls itself.")
+	req.Test = test
+	if _, err := judge.New(judge.Options{}).Evaluate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	user := m.requests()[0].Messages[1].Content
+	if !strings.Contains(user, "Reference answer (a guide, not the only acceptable answer):\n<expected>\nA function that calls itself") {
+		t.Errorf("judge prompt for a rubric test with a reference:\n%s", user)
+	}
+}
+
 func TestEvaluateRetry(t *testing.T) {
 	m := &fakeModel{
 		replies: []string{"The response looks reasonable overall.", "Score: 0.9"},
@@ -378,6 +410,13 @@ func TestEvaluateCascade(t *testing.T) {
 			response: "Leaves fall", runReplies: []string{"Score: 0.6"}, wantCalls: 1,
 			wantCascade: judge.CascadeJudged, wantScore: 0.6, wantPassed: true, wantAnswer: "Leaves fall", wantUsage: 11,
 			wantDetailOf: "regex_error",
+		},
+		{
+			name:     "rubric test: judged without the regex evaluator",
+			ec:       withRegex(cfg("cascade", true), `Answer:\s*(?<answer>\w+)`, true),
+			expected: harness.Expected{Type: judge.ExpectedType},
+			response: "Answer: Paris", runReplies: []string{"Score: 0.8"}, wantCalls: 1,
+			wantCascade: judge.CascadeJudged, wantScore: 0.8, wantPassed: true, wantAnswer: "Answer: Paris", wantUsage: 11,
 		},
 	}
 	for _, tt := range tests {

@@ -37,7 +37,11 @@ func messages(rubric string, req *harness.EvalRequest) []harness.Message {
 	exp := req.Test.Expected
 	if strings.TrimSpace(exp.Answer) != "" {
 		title := "Expected answer:"
-		if exp.Type != "" {
+		switch exp.Type {
+		case "":
+		case ExpectedType:
+			title = "Reference answer (a guide, not the only acceptable answer):"
+		default:
 			title = fmt.Sprintf("Expected answer (type %s):", exp.Type)
 		}
 		section(title, "expected", exp.Answer)
