@@ -321,6 +321,14 @@ func TestBrowserLiveRun(t *testing.T) {
 	if got := b.text("#log"); !strings.Contains(got, "[arithmetic][L1]") {
 		t.Errorf("log %q has no [arithmetic][L1] line", got)
 	}
+	// A second dashboard opened now sees the whole log too: the pages
+	// follow it with a cursor instead of draining it.
+	late := newBrowser(t, e.url, 1280, 900)
+	late.open("#/live")
+	late.wait("EVAL_COMPLETE in the second dashboard's log", `document.querySelector('#log .log-end') !== null`)
+	if got := late.text("#log"); !strings.Contains(got, "[arithmetic][L1]") || !strings.Contains(got, "browser-run") {
+		t.Errorf("second dashboard's log %q lacks the run's lines", got)
+	}
 	runs := e.history()
 	if len(runs) != 1 || runs[0]["model_name"] != "browser-run" || runs[0]["status"] != "completed" {
 		t.Fatalf("history %v, want one completed run labelled browser-run", runs)

@@ -48,10 +48,15 @@ type matrixOutput struct {
 	Body engine.LiveMatrix
 }
 
+type logPollInput struct {
+	Since int64 `query:"since" default:"-1" minimum:"-1" doc:"Follow the log without draining it: the cursor of the previous answer (0 the first time). Absent: drain the pending lines."`
+}
+
 type logPollOutput struct {
 	Body struct {
 		Messages  []string `json:"messages" doc:"Pending log lines, at most 100: \"[<domain>][L<level>] <text>\", and EVAL_COMPLETE at the end of a run."`
 		IsRunning bool     `json:"is_running"`
+		Cursor    *uint64  `json:"cursor,omitempty" doc:"With since: the since of the next poll."`
 	}
 }
 
@@ -84,6 +89,9 @@ func (h *runHandler) register(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "poll-log", Method: http.MethodGet, Path: "/api/log_poll",
 		Summary: "Drain pending log lines", Tags: tags,
+		Description: "Without since, each line is handed out once, to whichever poll comes first. " +
+			"With since (0, then the cursor of each answer), a client follows the log on its own and sees every line; " +
+			"any number of clients can, and none takes lines from another.",
 	}, h.logPoll)
 }
 
@@ -137,8 +145,14 @@ func (h *runHandler) matrix(ctx context.Context, _ *struct{}) (*matrixOutput, er
 	return &matrixOutput{Body: m}, nil
 }
 
-func (h *runHandler) logPoll(ctx context.Context, _ *struct{}) (*logPollOutput, error) {
+func (h *runHandler) logPoll(ctx context.Context, in *logPollInput) (*logPollOutput, error) {
 	out := &logPollOutput{}
-	out.Body.Messages, out.Body.IsRunning = h.s.opts.Engine.PollLogs()
+	if in.Since < 0 {
+		out.Body.Messages, out.Body.IsRunning = h.s.opts.Engine.PollLogs()
+		return out, nil
+	}
+	var cursor uint64
+	out.Body.Messages, cursor, out.Body.IsRunning = h.s.opts.Engine.ReadLogs(uint64(in.Since))
+	out.Body.Cursor = &cursor
 	return out, nil
 }

@@ -425,6 +425,54 @@ func TestLogPoll(t *testing.T) {
 			t.Errorf("log file has %d lines, the polls %d", got, len(all))
 		}
 	})
+	t.Run("followers with since each see every line", func(t *testing.T) {
+		const n = 150
+		e := newEngineEnv(t, engineConfig{noExamples: true, files: bulkFiles(n), concurrency: 8})
+		e.runToEnd(map[string]any{"model_name": "bulk"})
+		type poll struct {
+			Messages  []string `json:"messages"`
+			IsRunning bool     `json:"is_running"`
+			Cursor    *uint64  `json:"cursor"`
+		}
+		follow := func() []string {
+			var all []string
+			var cursor uint64
+			for i := 0; i < 10; i++ {
+				var p poll
+				must(t, e.get(fmt.Sprintf("/api/log_poll?since=%d", cursor)), http.StatusOK).decode(t, &p)
+				if p.Cursor == nil {
+					t.Fatalf("a poll with since has no cursor")
+				}
+				if len(p.Messages) > 100 {
+					t.Fatalf("a poll returned %d lines", len(p.Messages))
+				}
+				cursor = *p.Cursor
+				all = append(all, p.Messages...)
+				if len(p.Messages) == 0 {
+					return all
+				}
+			}
+			t.Fatalf("the log never ended")
+			return nil
+		}
+		first, second := follow(), follow()
+		checkLines(t, first)
+		if len(first) < n || !slices.Equal(first, second) {
+			t.Fatalf("two followers saw %d and %d lines, want the same %d+", len(first), len(second), n)
+		}
+		// They took nothing from a draining client.
+		drained := slices.Concat(drainLog(t, e)...)
+		if !slices.Equal(drained, first) {
+			t.Errorf("drain saw %d lines, the followers %d", len(drained), len(first))
+		}
+		var p poll
+		must(t, e.get("/api/log_poll"), http.StatusOK).decode(t, &p)
+		if p.Cursor != nil {
+			t.Errorf("a draining poll has a cursor: %v", *p.Cursor)
+		}
+		mustProblem(t, e.get("/api/log_poll?since=-2"), http.StatusUnprocessableEntity, "query.since")
+		mustProblem(t, e.get("/api/log_poll?since=x"), http.StatusUnprocessableEntity, "query.since")
+	})
 	t.Run("while running", func(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 50 * time.Millisecond}, concurrency: 1})
 		e.start(map[string]any{"model_name": "polled"})

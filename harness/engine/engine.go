@@ -227,6 +227,20 @@ func (e *Engine) PollLogs() (lines []string, running bool) {
 	return e.logs.drain(MaxPoll), running
 }
 
+// ReadLogs returns up to MaxPoll log lines of the current (or last) run
+// that come after the line numbered after, without taking them from
+// other readers, and the number of the last line returned: the after of
+// the next call. Start with 0. Each reader that follows the log this way
+// sees every line, however many there are; a reader that falls more than
+// Options.LogQueue lines behind gets a line saying how many it missed.
+func (e *Engine) ReadLogs(after uint64) (lines []string, cursor uint64, running bool) {
+	e.mu.Lock()
+	running = e.current != nil
+	e.mu.Unlock()
+	lines, cursor = e.logs.read(after, MaxPoll)
+	return lines, cursor, running
+}
+
 // Running reports whether a run is active.
 func (e *Engine) Running() bool {
 	e.mu.Lock()

@@ -5,56 +5,87 @@ import (
 	"sync"
 )
 
-// logQueue holds log lines until a poll drains them. It is bounded: when
-// nobody polls, the oldest lines are dropped and the next poll starts with
-// a line saying how many.
+// logQueue holds the newest log lines of the current run, each numbered
+// by a sequence that only grows. It is bounded: when it is full, the
+// oldest line goes.
+//
+// Two kinds of reader share it. Drain (GET /api/log_poll without a
+// cursor) hands each line out once, to whichever poll comes first, and
+// starts with a line saying how many were dropped when nobody polled for
+// too long. Read (with a cursor) lets any number of readers follow the log
+// on their own, each keeping the sequence number of the last line it saw.
 type logQueue struct {
-	mu      sync.Mutex
-	lines   []string
-	head    int
-	size    int
-	dropped int
+	mu  sync.Mutex
+	buf []string
+	// first and last are the sequence numbers of the oldest and newest
+	// lines kept; first == last+1 when none is.
+	first, last uint64
+	// cleared is the last line of the previous run: lines up to it are
+	// gone on purpose, not dropped.
+	cleared uint64
+	// drained is the last line handed out by drain.
+	drained uint64
 }
 
 func newLogQueue(capacity int) *logQueue {
-	return &logQueue{lines: make([]string, capacity)}
+	return &logQueue{buf: make([]string, capacity), first: 1}
 }
 
 func (q *logQueue) push(line string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.size == len(q.lines) {
-		q.head = (q.head + 1) % len(q.lines)
-		q.size--
-		q.dropped++
+	q.last++
+	q.buf[q.last%uint64(len(q.buf))] = line
+	if q.last-q.first+1 > uint64(len(q.buf)) {
+		q.first = q.last - uint64(len(q.buf)) + 1
 	}
-	q.lines[(q.head+q.size)%len(q.lines)] = line
-	q.size++
 }
 
-// drain returns up to max lines, oldest first.
-func (q *logQueue) drain(max int) []string {
+// drain returns up to limit lines no drain returned before, oldest first.
+func (q *logQueue) drain(limit int) []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]string, 0, min(max, q.size+1))
-	if q.dropped > 0 && max > 0 {
-		out = append(out, fmt.Sprintf("[log][L0] %d older lines were dropped because nobody polled", q.dropped))
-		q.dropped = 0
-	}
-	for len(out) < max && q.size > 0 {
-		out = append(out, q.lines[q.head])
-		q.lines[q.head] = ""
-		q.head = (q.head + 1) % len(q.lines)
-		q.size--
-	}
-	return out
+	lines, next := q.readLocked(q.drained, limit, "because nobody polled")
+	q.drained = next
+	return lines
 }
 
+// read returns up to limit lines after the line numbered after, oldest
+// first, and the number of the last line returned (after itself when
+// there is none). A cursor from beyond the newest line (one kept from
+// before a restart) reads from the start of the current run.
+func (q *logQueue) read(after uint64, limit int) ([]string, uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.readLocked(after, limit, "before this poll")
+}
+
+func (q *logQueue) readLocked(after uint64, limit int, why string) ([]string, uint64) {
+	if after > q.last {
+		after = q.cleared
+	}
+	start := max(after, q.cleared) + 1
+	out := make([]string, 0, min(uint64(limit), q.last-start+2))
+	if start < q.first && limit > 0 {
+		out = append(out, fmt.Sprintf("[log][L0] %d older lines were dropped %s", q.first-start, why))
+		start = q.first
+	}
+	next := start - 1
+	for ; next < q.last && len(out) < limit; next++ {
+		out = append(out, q.buf[(next+1)%uint64(len(q.buf))])
+	}
+	if next < after {
+		next = after
+	}
+	return out, next
+}
+
+// clear forgets the lines of the previous run; sequence numbers go on.
 func (q *logQueue) clear() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for i := range q.lines {
-		q.lines[i] = ""
+	for i := range q.buf {
+		q.buf[i] = ""
 	}
-	q.head, q.size, q.dropped = 0, 0, 0
+	q.first, q.cleared, q.drained = q.last+1, q.last, q.last
 }

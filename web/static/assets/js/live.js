@@ -27,7 +27,10 @@ const st = {
   names: new Map(),
   engineMissing: false,
   configModel: '',
+  logCursor: 0,         // the since of the next /api/log_poll
 };
+
+const LOG_PAGE = 100;   // the most lines one log poll returns
 
 let els = {};
 let matrixView;
@@ -143,8 +146,17 @@ async function tick() {
     if (running && status.run_id) st.watchRun = status.run_id;
     st.status = status;
     st.running = running;
-    const logs = await get('/api/log_poll');
-    const ended = appendLog(logs.messages || []);
+    // Follow the log with a cursor (since) rather than draining it, so
+    // that several dashboards (and curl) each see every line. A full
+    // answer means more is waiting: catch up, a bounded number of polls.
+    let ended = false;
+    for (let i = 0; i < 20; i++) {
+      const logs = await get(`/api/log_poll?since=${st.logCursor}`);
+      if (typeof logs.cursor === 'number') st.logCursor = logs.cursor;
+      const lines = logs.messages || [];
+      if (appendLog(lines)) ended = true;
+      if (lines.length < LOG_PAGE) break;
+    }
     if (st.visible && (running || st.needMatrix || ended || st.watchRun)) {
       st.matrix = await get('/api/test_matrix');
       st.needMatrix = false;
