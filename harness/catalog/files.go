@@ -315,6 +315,13 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 			return nil, err
 		}
 		drel := domainPath(id)
+		if len(levels) == 0 {
+			// A folder with no definition file at all (notes left behind
+			// by a deleted domain, say) is not a domain.
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(drel))); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+		}
 		data, ok := read(drel)
 		domainOK := false
 		if ok {

@@ -396,6 +396,12 @@ func TestSyncReportsBrokenFiles(t *testing.T) {
 			gone: []string{"lost"}, loaded: testdataCounts,
 		},
 		{
+			name: "a folder with no definition file is not a domain", rel: "domains/retired/NOTES.md",
+			body:   "Retired domain; notes kept.\n",
+			errs:   map[string]string{},
+			loaded: testdataCounts,
+		},
+		{
 			name: "evaluator with a bad regex, and the domain and test that use it", rel: "evaluators/number.yaml",
 			body: "name: Number\nextraction_regex: '(?<answer>\\d+'\n",
 			errs: map[string]string{
