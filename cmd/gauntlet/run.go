@@ -175,11 +175,30 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if info.Status != runs.StatusCompleted {
 		return fmt.Errorf("run %s %s", info.RunID, info.Status)
 	}
+	if err := allErrors(results); err != nil {
+		return err
+	}
 	if score < f.minScore {
 		fmt.Fprintf(stderr, "overall score %.3f is below --min-score %.3f\n", score, f.minScore)
 		return errBelowMin
 	}
 	return nil
+}
+
+// allErrors returns an error when every test of a run ended in error: the
+// model was not evaluated (its endpoint unreachable, say), which must not
+// pass a CI job that sets no --min-score.
+func allErrors(results []runs.Result) error {
+	if len(results) == 0 {
+		return nil
+	}
+	for _, r := range results {
+		if r.Status != "error" {
+			return nil
+		}
+	}
+	why, _ := results[0].Details["error"].(string)
+	return fmt.Errorf("every test (%d) ended in error, so nothing was evaluated; the first: %s", len(results), why)
 }
 
 // progress shows a run's progress: a bar redrawn in place on a terminal,

@@ -58,6 +58,26 @@ func TestRunMinScore(t *testing.T) {
 	}
 }
 
+// A run in which every test ended in error evaluated nothing: it fails
+// (status 2), --min-score or not, after writing its report.
+func TestRunEveryTestInError(t *testing.T) {
+	flags := runFixture(t)
+	flags = append(flags, "--llm-base-url", "http://127.0.0.1:1/v1") // nothing listens there
+	outFile := filepath.Join(t.TempDir(), "report.xml")
+	err := run(context.Background(), append([]string{"run", "--domains", "arithmetic", "--format", "junit", "--output", outFile}, flags...), io.Discard, io.Discard)
+	if err == nil || errors.Is(err, errBelowMin) || !strings.Contains(err.Error(), "every test (6) ended in error") || !strings.Contains(err.Error(), "connection") {
+		t.Fatalf("err = %v, want every test in error", err)
+	}
+	data, err := os.ReadFile(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(data, &doc); err != nil || doc.Tests != 6 || doc.Errors != 6 {
+		t.Fatalf("report: %+v %v\n%s", doc, err, data)
+	}
+}
+
 func TestRunJUnit(t *testing.T) {
 	flags := runFixture(t)
 	outFile := filepath.Join(t.TempDir(), "report.xml")
