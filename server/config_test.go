@@ -380,6 +380,11 @@ func TestAuth(t *testing.T) {
 		if _, ok := doc["security"]; !ok {
 			t.Errorf("no top-level security requirement")
 		}
+		paths, _ := doc["paths"].(map[string]any)
+		get, _ := paths["/api/settings/domains"].(map[string]any)["get"].(map[string]any)
+		if _, ok := get["responses"].(map[string]any)["401"]; !ok {
+			t.Errorf("GET /api/settings/domains does not document 401")
+		}
 	})
 }
 
@@ -387,8 +392,12 @@ func TestNoAuthWithoutToken(t *testing.T) {
 	e := newEnv(t)
 	must(t, e.request("GET", "/api/settings/domains", nil, "Authorization", "Bearer anything"), http.StatusOK)
 	doc := must(t, e.get("/openapi.json"), http.StatusOK).object(t)
-	if _, ok := doc["security"]; ok {
-		t.Errorf("security declared on a server without a token")
+	// An empty requirement: every operation is open.
+	if sec, _ := doc["security"].([]any); len(sec) != 1 || !jsonEqual(t, sec[0], map[string]any{}) {
+		t.Errorf("security %v, want [{}] on a server without a token", doc["security"])
+	}
+	if c, _ := doc["components"].(map[string]any); c["securitySchemes"] != nil {
+		t.Errorf("security schemes %v on a server without a token", c["securitySchemes"])
 	}
 }
 

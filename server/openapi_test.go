@@ -168,6 +168,36 @@ func TestOpenAPI31(t *testing.T) {
 			}
 		}
 	})
+	t.Run("error statuses are documented as problem+json", func(t *testing.T) {
+		paths := doc["paths"].(map[string]any)
+		for _, tc := range []struct {
+			method, path string
+			want         []string
+		}{
+			{"put", "/api/settings/domains/{domain_id}", []string{"400", "404", "409", "413", "422"}},
+			{"post", "/api/settings/domains", []string{"400", "409", "413", "422"}},
+			{"get", "/api/settings/tests", []string{"422"}},
+			{"post", "/api/start", []string{"400", "409", "422"}},
+			{"delete", "/api/history/{run_id}", []string{"404", "409"}},
+			{"post", "/api/agents/{agent_id}/kb", []string{"404", "409", "413", "415", "422"}},
+			{"post", "/api/agents/{agent_id}/chat", []string{"404", "422", "502"}},
+			{"post", "/api/channels/{channel_id}/webhook", []string{"401", "404", "409"}},
+		} {
+			op, _ := paths[tc.path].(map[string]any)[tc.method].(map[string]any)
+			responses, _ := op["responses"].(map[string]any)
+			for _, code := range tc.want {
+				r, _ := responses[code].(map[string]any)
+				content, _ := r["content"].(map[string]any)
+				if content["application/problem+json"] == nil {
+					t.Errorf("%s %s: %s not documented as problem+json; responses %v", tc.method, tc.path, code, slices.Sorted(mapKeys(responses)))
+				}
+			}
+		}
+		// Without a token, no 401 but the webhook's.
+		if _, ok := paths["/api/settings/domains"].(map[string]any)["get"].(map[string]any)["responses"].(map[string]any)["401"]; ok {
+			t.Errorf("401 documented on a server without a token")
+		}
+	})
 	t.Run("the document is the same every time", func(t *testing.T) {
 		again := must(t, e.get("/openapi.json"), http.StatusOK)
 		if string(again.body) != string(r.body) {

@@ -91,6 +91,7 @@ func New(opts Options) (*Server, error) {
 		(&chatHandler{s: s}).register(s.api)
 	}
 
+	documentErrors(s.api, opts.APIToken != "")
 	s.mountDashboard()
 	s.mux.HandleFunc("/api/", s.apiFallback)
 	s.handler = s.logRequests(s.authenticate(assumeJSON(s.mux)))
@@ -115,6 +116,10 @@ func apiConfig(withAuth bool) huma.Config {
 	// names each missing field.
 	cfg.AllowAdditionalPropertiesByDefault = true
 	cfg.FieldsOptionalByDefault = true
+	// Relative to the document: right whatever address the server has.
+	cfg.Servers = []*huma.Server{{URL: "/", Description: "this server"}}
+	// No token: every operation is open, which an empty requirement says.
+	cfg.Security = []map[string][]string{{}}
 	if withAuth {
 		cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 			"bearer": {Type: "http", Scheme: "bearer", Description: "The server's --api-token."},
