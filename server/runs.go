@@ -17,11 +17,15 @@ const StopWait = 5 * time.Second
 type runHandler struct{ s *Server }
 
 type startInput struct {
-	Body struct {
-		ModelName *string  `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
-		Domains   []string `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
-		Model     *string  `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
-	}
+	// Body is optional: a POST without one starts a run of every enabled
+	// domain labelled "default".
+	Body *startBody `required:"false"`
+}
+
+type startBody struct {
+	ModelName *string  `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
+	Domains   []string `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
+	Model     *string  `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
 }
 
 type startOutput struct {
@@ -96,9 +100,12 @@ func (h *runHandler) register(api huma.API) {
 }
 
 func (h *runHandler) start(ctx context.Context, in *startInput) (*startOutput, error) {
-	req := engine.StartRequest{Domains: in.Body.Domains}
-	set(&req.ModelName, in.Body.ModelName)
-	set(&req.Model, in.Body.Model)
+	var req engine.StartRequest
+	if b := in.Body; b != nil {
+		req.Domains = b.Domains
+		set(&req.ModelName, b.ModelName)
+		set(&req.Model, b.Model)
+	}
 	id, err := h.s.opts.Engine.Start(ctx, req)
 	if err != nil {
 		return nil, h.s.problem(ctx, err)

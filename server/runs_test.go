@@ -275,6 +275,17 @@ func TestStartSelection(t *testing.T) {
 		return out
 	}
 
+	t.Run("no body at all", func(t *testing.T) {
+		id := e.runToEnd(nil)
+		m := e.matrix("/api/run/" + id + "/matrix")
+		if got := domainsOf(m); !slices.Equal(got, []string{"arithmetic", "knowledge", "tool_use"}) {
+			t.Errorf("domains %v", got)
+		}
+		if m.ModelName == nil || *m.ModelName != "default" {
+			t.Errorf("model_name %v, want default", m.ModelName)
+		}
+		seen()
+	})
 	t.Run("absent domains and label", func(t *testing.T) {
 		id := e.runToEnd(map[string]any{})
 		m := e.matrix("/api/run/" + id + "/matrix")
