@@ -96,7 +96,8 @@ func TestExtractCatastrophic(t *testing.T) {
 		if ok || err != nil || engine != engineStdlib {
 			t.Fatalf("ok=%v err=%v engine=%s", ok, err, engine)
 		}
-		if d := time.Since(start); d > 100*time.Millisecond {
+		// Backtracking would take minutes; a second is slack for a busy CI.
+		if d := time.Since(start); d > time.Second {
 			t.Errorf("took %v", d)
 		}
 	})

@@ -553,7 +553,8 @@ func TestLatencyAndConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if elapsed < latency || elapsed > n*latency/2 {
+	// One after another would take n*latency; allow a loaded machine slack.
+	if elapsed < latency || elapsed > n*latency*3/4 {
 		t.Fatalf("%d requests of %v each took %v: not concurrent", n, latency, elapsed)
 	}
 	st := srv.Stats()

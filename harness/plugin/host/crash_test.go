@@ -198,7 +198,9 @@ func TestBackoff(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err = ev.Evaluate(ctx, evalRequest("42", "42"))
-	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "restart in") || time.Since(start) > 250*time.Millisecond {
+	// At once: well before the 500 ms backoff (the bound is loose for
+	// a loaded CI machine; the message tells the two apart).
+	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "restart in") || time.Since(start) > 450*time.Millisecond {
 		t.Errorf("during the backoff: %v after %v", err, time.Since(start))
 	}
 	// Without a deadline the call waits for the backoff and tries again.
@@ -224,7 +226,7 @@ func TestBackoff(t *testing.T) {
 	}
 	start = time.Now()
 	_, err = ev.Evaluate(t.Context(), evalRequest("42", "42"))
-	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "restart in") || time.Since(start) > 250*time.Millisecond {
+	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "restart in") || time.Since(start) > time.Second {
 		t.Errorf("during a long backoff: %v after %v", err, time.Since(start))
 	}
 	// Config validation never waits, and accepts the record unchecked.
