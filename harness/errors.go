@@ -27,6 +27,7 @@ type FieldError struct {
 	Value   any    `json:"value,omitempty"`
 }
 
+// Error returns "field: message", or the message alone without a field.
 func (e FieldError) Error() string {
 	if e.Field == "" {
 		return e.Message

@@ -133,6 +133,7 @@ type Error struct {
 	ve   *harness.ValidationError
 }
 
+// Error returns the original error's text.
 func (e *Error) Error() string { return e.Msg }
 
 // Unwrap returns the sentinel and the ValidationError, when there are.
