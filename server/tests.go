@@ -153,9 +153,6 @@ func (h *testHandler) create(ctx context.Context, in *createTestInput) (*testOut
 	if in.Body.Level == nil {
 		ve.Add("level", "is required")
 	}
-	if in.Body.Expected == nil || in.Body.Expected.Answer == nil {
-		ve.Add("expected.answer", "is required")
-	}
 	if in.Body.DomainID == nil {
 		ve.Add("domain_id", "is required")
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -75,6 +76,59 @@ func TestRunEveryTestInError(t *testing.T) {
 	var doc junitSuites
 	if err := xml.Unmarshal(data, &doc); err != nil || doc.Tests != 6 || doc.Errors != 6 {
 		t.Fatalf("report: %+v %v\n%s", doc, err, data)
+	}
+}
+
+// A test of the judge's rubric type needs no expected answer: the judge
+// grades the response by the rubric alone, through the binary's registry.
+func TestRunRubricTest(t *testing.T) {
+	dir := t.TempDir()
+	defs := filepath.Join(dir, "defs")
+	files := map[string]string{
+		"evaluators/graded.yaml":      "id: graded\nname: Graded\ntype: judge\nconfig:\n  rubric: Explains recursion with a base case.\n",
+		"domains/essays/domain.yaml":  "id: essays\nname: Essays\nevaluator_id: graded\n",
+		"domains/essays/level-1.yaml": "tests:\n  - id: recursion\n    prompt: Explain recursion in one sentence.\n    expected:\n      type: rubric\n",
+	}
+	for rel, body := range files {
+		p := filepath.Join(defs, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var judged atomic.Int64
+	mock := llmtest.NewServer(llmtest.Options{Respond: func(r *llmtest.Request) *llmtest.Reply {
+		last := r.Messages[len(r.Messages)-1].Content
+		if strings.Contains(last, "<rubric>") {
+			judged.Add(1)
+			if !strings.Contains(last, "No expected answer was given") {
+				return &llmtest.Reply{Content: "the judge was shown an expected answer"}
+			}
+			return &llmtest.Reply{Content: "Clear, with a base case.\nScore: 0.9"}
+		}
+		return &llmtest.Reply{Content: "A function that calls itself until a base case stops it."}
+	}})
+	t.Cleanup(mock.Close)
+	var out strings.Builder
+	err := run(context.Background(), []string{"run", "--format", "json", "--min-score", "0.8",
+		"--data", filepath.Join(dir, "data"), "--definitions", defs, "--llm-base-url", mock.URL, "--llm-model", "mock"}, &out, io.Discard)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	var doc struct {
+		TestResults []struct {
+			Status  string         `json:"status"`
+			Score   float64        `json:"score"`
+			Details map[string]any `json:"details"`
+		} `json:"test_results"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.TestResults) != 1 || doc.TestResults[0].Status != "passed" || doc.TestResults[0].Score != 0.9 || judged.Load() != 1 {
+		t.Fatalf("results %+v, judged %d times", doc.TestResults, judged.Load())
 	}
 }
 
