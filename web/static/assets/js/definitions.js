@@ -5,7 +5,9 @@
 import { get, post, put, del, seg, APIError } from './api.js';
 import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, errorText, download, fill } from './ui.js';
 
-const EXPECTED_TYPES = ['exact', 'numeric', 'integer', 'choice', 'contains', 'regex', 'boolean', 'json', 'tool_call'];
+// The built-in types, then those of the first-party evaluators that gauntlet
+// serve registers (json_schema, rubric); the server refuses any it lacks.
+const EXPECTED_TYPES = ['exact', 'numeric', 'integer', 'choice', 'contains', 'regex', 'boolean', 'json', 'tool_call', 'json_schema', 'rubric'];
 const MODES = [
   { value: 'append', label: 'append (domain prompt, then level prompt)' },
   { value: 'prepend', label: 'prepend (level prompt, then domain prompt)' },
