@@ -49,7 +49,7 @@ func errorStatuses(path, method string, op *huma.Operation, withAuth bool) []int
 		}
 	}
 	webhook := isWebhook(path)
-	if (withAuth && strings.HasPrefix(path, "/api/") && !webhook) || webhook {
+	if webhook || (withAuth && strings.HasPrefix(path, "/api/")) {
 		add(http.StatusUnauthorized)
 	}
 	_, creates := op.Responses["201"]

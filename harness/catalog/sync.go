@@ -73,14 +73,7 @@ type ImportResult struct {
 func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) (*ImportResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	base := &harness.Snapshot{}
-	if merge {
-		var err error
-		if base, err = snapshot(ctx, c); err != nil {
-			return nil, err
-		}
-	}
-	result, err := c.mergeSnapshot(base, in)
+	result, err := c.imported(ctx, in, merge)
 	if err != nil {
 		return nil, err
 	}
@@ -126,15 +119,21 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 func (c *Catalog) CheckImport(ctx context.Context, in *harness.Snapshot, merge bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	_, err := c.imported(ctx, in, merge)
+	return err
+}
+
+// imported returns the definitions an import of in would leave, validated:
+// in upserted into the current ones with merge, else in alone. c.mu is held.
+func (c *Catalog) imported(ctx context.Context, in *harness.Snapshot, merge bool) (*harness.Snapshot, error) {
 	base := &harness.Snapshot{}
 	if merge {
 		var err error
 		if base, err = snapshot(ctx, c); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	_, err := c.mergeSnapshot(base, in)
-	return err
+	return c.mergeSnapshot(base, in)
 }
 
 // mergeSnapshot upserts in into base, validating every imported
