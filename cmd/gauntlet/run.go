@@ -193,7 +193,7 @@ func allErrors(results []runs.Result) error {
 		return nil
 	}
 	for _, r := range results {
-		if r.Status != "error" {
+		if r.Status != runs.TestError {
 			return nil
 		}
 	}

@@ -221,10 +221,7 @@ func (e *Engine) Matrix(ctx context.Context) (LiveMatrix, error) {
 // PollLogs drains up to MaxPoll pending log lines and reports whether a
 // run is active.
 func (e *Engine) PollLogs() (lines []string, running bool) {
-	e.mu.Lock()
-	running = e.current != nil
-	e.mu.Unlock()
-	return e.logs.drain(MaxPoll), running
+	return e.logs.drain(MaxPoll), e.Running()
 }
 
 // ReadLogs returns up to MaxPoll log lines of the current (or last) run
@@ -234,11 +231,8 @@ func (e *Engine) PollLogs() (lines []string, running bool) {
 // sees every line, however many there are; a reader that falls more than
 // Options.LogQueue lines behind gets a line saying how many it missed.
 func (e *Engine) ReadLogs(after uint64) (lines []string, cursor uint64, running bool) {
-	e.mu.Lock()
-	running = e.current != nil
-	e.mu.Unlock()
 	lines, cursor = e.logs.read(after, MaxPoll)
-	return lines, cursor, running
+	return lines, cursor, e.Running()
 }
 
 // Running reports whether a run is active.
