@@ -17,6 +17,11 @@ var (
 	// ErrInvalid reports input that fails validation. Errors that wrap it are
 	// usually a *ValidationError naming the offending fields.
 	ErrInvalid = errors.New("invalid")
+	// ErrUnreachable reports that a remote endpoint could not be reached at
+	// all: the connection was refused or its host name did not resolve. A
+	// model client's errors match it so that a caller can tell "the
+	// endpoint is down" from "the endpoint answered badly".
+	ErrUnreachable = errors.New("unreachable")
 )
 
 // FieldError is one validation failure: the field it concerns, written as a

@@ -1,6 +1,9 @@
 package harness
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Message roles.
 const (
@@ -53,6 +56,12 @@ type ChatRequest struct {
 	Tools       []FunctionDef
 	Temperature *float64
 	MaxTokens   int
+	// Timeout, when positive, bounds each attempt of this request instead
+	// of the model client's own timeout.
+	Timeout time.Duration
+	// MaxRetries, when not nil, replaces the model client's number of
+	// retries for this request (0: a single attempt).
+	MaxRetries *int
 }
 
 // ChatResponse is the model's answer to a ChatRequest.
