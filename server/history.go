@@ -83,6 +83,12 @@ func (h *historyHandler) register(api huma.API) {
 		Summary: "A run's details, results and stats", Tags: tags,
 	}, h.run)
 	huma.Register(api, huma.Operation{
+		OperationID: "get-run-definitions", Method: http.MethodGet, Path: "/api/run/{run_id}/definitions",
+		Summary: "The definitions a run used", Tags: tags,
+		Description: "The domains, levels, tests, evaluators and tools as they were when the run started, in the export's shape. " +
+			"404 for an unknown run, or a run made before definitions were recorded.",
+	}, h.definitions)
+	huma.Register(api, huma.Operation{
 		OperationID: "delete-run", Method: http.MethodDelete, Path: "/api/history/{run_id}",
 		Summary: "Delete a run", Tags: tags,
 		Description: "Deletes the run, its results, level scores and log file. The active run cannot be deleted (409).",
@@ -156,6 +162,14 @@ func (h *historyHandler) run(ctx context.Context, in *runPath) (*runDetailsOutpu
 	out := &runDetailsOutput{}
 	out.Body.RunInfo, out.Body.TestResults, out.Body.Stats = info, results, stats
 	return out, nil
+}
+
+func (h *historyHandler) definitions(ctx context.Context, in *runPath) (*exportOutput, error) {
+	snap, err := h.runs().Definitions(ctx, in.RunID)
+	if err != nil {
+		return nil, h.s.problem(ctx, err)
+	}
+	return &exportOutput{Body: snap}, nil
 }
 
 func (h *historyHandler) delete(ctx context.Context, in *runPath) (*ok, error) {

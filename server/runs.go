@@ -26,6 +26,16 @@ type startBody struct {
 	ModelName *string  `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
 	Domains   []string `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
 	Model     *string  `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
+	TimeoutS  *float64 `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
+	Retries   *int     `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
+}
+
+type resumeOutput struct {
+	Body struct {
+		Success bool   `json:"success"`
+		RunID   string `json:"run_id"`
+		Message string `json:"message"`
+	}
 }
 
 type startOutput struct {
@@ -72,6 +82,14 @@ func (h *runHandler) register(api huma.API) {
 		Description: "One run at a time: starting while a run is active is a 409. Unknown domains, or a selection without tests, are a 422.",
 	}, h.start)
 	huma.Register(api, huma.Operation{
+		OperationID: "resume-run", Method: http.MethodPost, Path: "/api/run/{run_id}/resume",
+		Summary: "Resume a run", Tags: tags,
+		Description: "Runs again, into the same run and with the definitions it stored when it started, every test that has no result " +
+			"or ended in error (a stopped, interrupted or aborted run, or one whose endpoint failed). Passed and failed results are kept. " +
+			"The run is running again and ends as any run does. 409 while a run is active, 404 for an unknown run, " +
+			"422 when nothing is left to run or the run stored no definitions.",
+	}, h.resume)
+	huma.Register(api, huma.Operation{
 		OperationID: "stop-run", Method: http.MethodPost, Path: "/api/stop",
 		Summary: "Stop the running evaluation", Tags: tags,
 		Description: "Requests in flight are cancelled; finished results are kept; cells not reached are skipped. With no run active, success is false.",
@@ -105,6 +123,10 @@ func (h *runHandler) start(ctx context.Context, in *startInput) (*startOutput, e
 		req.Domains = b.Domains
 		set(&req.ModelName, b.ModelName)
 		set(&req.Model, b.Model)
+		if b.TimeoutS != nil {
+			req.Timeout = time.Duration(*b.TimeoutS * float64(time.Second))
+		}
+		req.Retries = b.Retries
 	}
 	id, err := h.s.opts.Engine.Start(ctx, req)
 	if err != nil {
@@ -112,6 +134,15 @@ func (h *runHandler) start(ctx context.Context, in *startInput) (*startOutput, e
 	}
 	out := &startOutput{}
 	out.Body.Success, out.Body.RunID, out.Body.Message = true, id, "evaluation started"
+	return out, nil
+}
+
+func (h *runHandler) resume(ctx context.Context, in *runPath) (*resumeOutput, error) {
+	if err := h.s.opts.Engine.Resume(ctx, in.RunID); err != nil {
+		return nil, h.s.problem(ctx, err)
+	}
+	out := &resumeOutput{}
+	out.Body.Success, out.Body.RunID, out.Body.Message = true, in.RunID, "run resumed"
 	return out, nil
 }
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
-	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -34,6 +33,7 @@ type runFlags struct {
 	minScore  float64
 	format    string
 	output    string
+	resume    string
 }
 
 // runCmd is "gauntlet run": one evaluation without the HTTP server, with
@@ -51,6 +51,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&f.minScore, "min-score", 0, "exit with status 1 when the overall score is below this (0-1)")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or junit")
 	fs.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
+	fs.StringVar(&f.resume, "resume", "", "resume this stored run instead of starting one: run its tests that have no result or ended in error, with its own definitions")
+	timeoutS := fs.Float64("timeout-s", 0, "bound of each model request of this run, in seconds (default --llm-timeout)")
+	retries := fs.Int("retries", -1, "retries of a failed model request in this run (default --llm-retries)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -59,6 +62,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := f.check(); err != nil {
 		return err
+	}
+	var req engine.StartRequest
+	if *timeoutS != 0 {
+		req.Timeout = time.Duration(*timeoutS * float64(time.Second))
+	}
+	if *retries >= 0 {
+		req.Retries = retries
+	}
+	if f.resume != "" && (f.domains != "" || f.model != "") {
+		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains or --model")
 	}
 	switch f.format {
 	case "text", "json", "junit":
@@ -99,7 +112,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, fe := range res.Errors {
 		log.Warn("definitions file not loaded", slog.String("file", fe.File), slog.String("error", fe.Error))
 	}
-	model, err := llm.New(llm.Options{BaseURL: f.llmBaseURL, APIKey: f.llmAPIKey, Model: f.llmModel})
+	model, err := f.settings.modelClient()
 	if err != nil {
 		return err
 	}
@@ -110,20 +123,25 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	progress := newProgress(stderr)
 	finished := make(chan runs.Info, 1)
-	eng, err := engine.New(ctx, engine.Options{
-		Definitions: cat, Runs: runStore, Model: model, ModelName: f.llmModel, Registry: reg,
-		Concurrency: f.concurrency, LogDir: logDir(f.data), Logger: log,
-		OnEvent: func(ev engine.Event) {
-			progress.event(ev)
-			if ev.Kind == engine.EventRunFinished {
-				finished <- *ev.Info
-			}
-		},
-	})
+	eo := f.engineOptions()
+	eo.Definitions, eo.Runs, eo.Model, eo.Registry, eo.Logger = cat, runStore, model, reg, log
+	eo.OnEvent = func(ev engine.Event) {
+		progress.event(ev)
+		if ev.Kind == engine.EventRunFinished {
+			finished <- *ev.Info
+		}
+	}
+	eng, err := engine.New(ctx, eo)
 	if err != nil {
 		return err
 	}
-	id, err := eng.Start(ctx, engine.StartRequest{ModelName: f.modelName, Model: f.model, Domains: domains})
+	id := f.resume
+	if id != "" {
+		err = eng.Resume(ctx, id)
+	} else {
+		req.ModelName, req.Model, req.Domains = f.modelName, f.model, domains
+		id, err = eng.Start(ctx, req)
+	}
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ type settings struct {
 	llmModel    string
 	llmAPIKey   string
 	concurrency int
+	llmTimeout  time.Duration
+	llmRetries  int
+	llmMaxBytes int64
 	pluginSums  string
 	apiToken    string
 	debug       bool
@@ -79,9 +82,45 @@ func envInt(name string, def int) (int, error) {
 	return n, nil
 }
 
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: not a duration such as 30s or 2m", name, v)
+	}
+	return d, nil
+}
+
+// secretFlag is a flag whose value is never printed: its default comes
+// from the environment, and flag's usage shows a Value's default, so a
+// plain string flag would print the secret on any usage error.
+type secretFlag struct{ v *string }
+
+func (f secretFlag) String() string { return "" }
+
+func (f secretFlag) Set(v string) error {
+	*f.v = v
+	return nil
+}
+
 // commonFlags registers the settings shared by serve and run.
 func commonFlags(fs *flag.FlagSet, s *settings) error {
 	concurrency, err := envInt("GAUNTLET_CONCURRENCY", 8)
+	if err != nil {
+		return err
+	}
+	timeout, err := envDuration("LLM_TIMEOUT", engine.DefaultTimeout)
+	if err != nil {
+		return err
+	}
+	retries, err := envInt("LLM_RETRIES", engine.DefaultRetries)
+	if err != nil {
+		return err
+	}
+	maxBytes, err := envInt("LLM_MAX_RESPONSE_BYTES", 4<<20)
 	if err != nil {
 		return err
 	}
@@ -95,7 +134,11 @@ func commonFlags(fs *flag.FlagSet, s *settings) error {
 	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
 	fs.StringVar(&s.llmBaseURL, "llm-base-url", env("LLM_BASE_URL", "http://127.0.0.1:11434/v1"), "OpenAI-compatible endpoint (LLM_BASE_URL)")
 	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model name sent to the endpoint (LLM_MODEL)")
-	fs.StringVar(&s.llmAPIKey, "llm-api-key", env("LLM_API_KEY", ""), "API key of the endpoint, never logged or returned (LLM_API_KEY)")
+	s.llmAPIKey = env("LLM_API_KEY", "")
+	fs.Var(secretFlag{&s.llmAPIKey}, "llm-api-key", "API key of the endpoint, never logged or returned (LLM_API_KEY)")
+	fs.DurationVar(&s.llmTimeout, "llm-timeout", timeout, "bound of each model request, e.g. 30s (LLM_TIMEOUT)")
+	fs.IntVar(&s.llmRetries, "llm-retries", retries, "retries of a failed model request; 0: none (LLM_RETRIES)")
+	fs.Int64Var(&s.llmMaxBytes, "llm-max-response-bytes", int64(maxBytes), "largest model answer read; a larger one is an error (LLM_MAX_RESPONSE_BYTES)")
 	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
 	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
 	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (DEBUG)")
@@ -116,7 +159,34 @@ func (s *settings) check() error {
 	if s.concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1, not %d", s.concurrency)
 	}
+	if s.llmTimeout <= 0 || s.llmTimeout > engine.MaxTimeout {
+		return fmt.Errorf("--llm-timeout must be above 0 and at most %v, not %v", engine.MaxTimeout, s.llmTimeout)
+	}
+	if s.llmRetries < 0 || s.llmRetries > engine.MaxRetries {
+		return fmt.Errorf("--llm-retries must be between 0 and %d, not %d", engine.MaxRetries, s.llmRetries)
+	}
+	if s.llmMaxBytes < 1024 {
+		return fmt.Errorf("--llm-max-response-bytes must be at least 1024, not %d", s.llmMaxBytes)
+	}
 	return nil
+}
+
+// modelClient returns the model client the settings describe.
+func (s *settings) modelClient() (*llm.Client, error) {
+	// A retry count of 0 means "none" here; llm.Options reads 0 as its
+	// default and a negative number as none.
+	retries := s.llmRetries
+	if retries == 0 {
+		retries = -1
+	}
+	return llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel,
+		Timeout: s.llmTimeout, MaxRetries: retries})
+}
+
+// engineOptions are the engine settings common to serve and run.
+func (s *settings) engineOptions() engine.Options {
+	return engine.Options{ModelName: s.llmModel, BaseURL: s.llmBaseURL, Concurrency: s.concurrency,
+		Timeout: s.llmTimeout, Retries: s.llmRetries, Version: server.Version, LogDir: logDir(s.data)}
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -127,7 +197,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fs.StringVar(&s.addr, "addr", env("GAUNTLET_ADDR", "127.0.0.1:8080"), "listen address (GAUNTLET_ADDR)")
-	fs.StringVar(&s.apiToken, "api-token", env("GAUNTLET_API_TOKEN", ""), "when set, every /api/ request needs Authorization: Bearer <token> (GAUNTLET_API_TOKEN)")
+	s.apiToken = env("GAUNTLET_API_TOKEN", "")
+	fs.Var(secretFlag{&s.apiToken}, "api-token", "when set, every /api/ request needs Authorization: Bearer <token> (GAUNTLET_API_TOKEN)")
 	fs.BoolVar(&s.insecure, "insecure", false, "allow a non-loopback address without an API token")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -173,7 +244,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		slog.Int("domains", res.Loaded.Domains), slog.Int("tests", res.Loaded.Tests),
 		slog.Int("evaluators", res.Loaded.Evaluators), slog.Int("tools", res.Loaded.Tools))
 
-	model, err := llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel})
+	model, err := s.modelClient()
 	if err != nil {
 		return err
 	}
@@ -181,10 +252,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(ctx, engine.Options{
-		Definitions: cat, Runs: runStore, Model: model, ModelName: s.llmModel, Registry: reg,
-		Concurrency: s.concurrency, LogDir: logDir(s.data), Logger: log,
-	})
+	eo := s.engineOptions()
+	eo.Definitions, eo.Runs, eo.Model, eo.Registry, eo.Logger = cat, runStore, model, reg, log
+	eng, err := engine.New(ctx, eo)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,15 @@ const EvalComplete = "EVAL_COMPLETE"
 // MaxPoll is the most log lines one PollLogs returns.
 const MaxPoll = 100
 
+// Defaults of the model request bounds.
+const (
+	DefaultTimeout = 120 * time.Second
+	DefaultRetries = 2
+	// MaxTimeout and MaxRetries bound what a run may ask for.
+	MaxTimeout = time.Hour
+	MaxRetries = 10
+)
+
 // ErrNotRunning is returned by Stop when no run is active.
 var ErrNotRunning = errors.New("no evaluation is running")
 
@@ -44,6 +53,17 @@ type Options struct {
 	Model harness.ChatModel
 	// ModelName is the endpoint model used when a run does not name one.
 	ModelName string
+	// BaseURL is the model endpoint's address, recorded in each run's
+	// config with any credentials taken out.
+	BaseURL string
+	// Timeout bounds each model request of a run that sets none (default
+	// DefaultTimeout); Retries is the number of retries of a failed model
+	// request (default DefaultRetries; negative: none). Both are sent with
+	// every request and recorded in the run's config.
+	Timeout time.Duration
+	Retries int
+	// Version is the program's version, recorded in each run's config.
+	Version string
 	// Registry provides evaluator types and tool implementations; nil
 	// means harness.NewRegistry(). The built-in regex evaluator is used
 	// when the registry has none of that type.
@@ -100,6 +120,11 @@ type StartRequest struct {
 	Model string
 	// Domains to run; nil means every enabled domain.
 	Domains []string
+	// Timeout bounds each model request of this run (0: Options.Timeout).
+	Timeout time.Duration
+	// Retries, when not nil, is the number of retries of a failed model
+	// request in this run (default Options.Retries).
+	Retries *int
 }
 
 // Engine runs one evaluation at a time.
@@ -133,6 +158,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Registry == nil {
 		opts.Registry = harness.NewRegistry()
 	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Retries == 0 {
+		opts.Retries = DefaultRetries
+	}
+	opts.Retries = max(opts.Retries, 0)
+	// TODO(merge secrets): opts.BaseURL = harness.RedactURL(opts.BaseURL)
 	e := &Engine{opts: opts, log: opts.Logger, regex: regexeval.New(regexeval.Options{}), logs: newLogQueue(opts.LogQueue)}
 	if e.log == nil {
 		e.log = slog.Default()
@@ -176,7 +209,7 @@ func (e *Engine) Status() Status {
 	defer r.mu.Unlock()
 	id, label := r.info.RunID, r.info.ModelName
 	st.Status, st.RunID, st.ModelName = "running", &id, &label
-	st.Progress, st.TotalTests = r.done, r.info.TotalTests
+	st.Progress, st.TotalTests = r.total.done, r.info.TotalTests
 	if r.currentDomain != "" {
 		d, l := r.currentDomain, r.currentLevel
 		st.CurrentDomain, st.CurrentLevel = &d, &l
@@ -349,9 +382,17 @@ func plan(snap *harness.Snapshot, domains []string) ([]string, []*cell, []job, e
 }
 
 // Start begins a run and returns its id. A run already active is an error
-// wrapping harness.ErrConflict; unknown domains or a run with no tests
-// wrap harness.ErrInvalid.
+// wrapping harness.ErrConflict; unknown domains, a run with no tests or
+// bounds out of range wrap harness.ErrInvalid.
+//
+// The definitions the run uses are stored with it (once per distinct
+// content), so that the run can be understood and resumed after the
+// files change.
 func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
+	timeout, retries, err := e.bounds(req.Timeout, req.Retries)
+	if err != nil {
+		return "", err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current != nil {
@@ -368,6 +409,10 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	if len(jobs) == 0 {
 		return "", harness.Invalid("domains", "the selected domains have no tests")
 	}
+	hash, err := e.opts.Runs.SaveDefinitions(ctx, snap)
+	if err != nil {
+		return "", fmt.Errorf("store the run's definitions: %w", err)
+	}
 	label := req.ModelName
 	if label == "" {
 		label = "default"
@@ -380,6 +425,11 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	info := runs.Info{
 		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: model,
 		Status: runs.StatusRunning, TotalTests: len(jobs), Domains: domains,
+		Config: &runs.Config{
+			Model: model, BaseURL: e.opts.BaseURL, Concurrency: e.opts.Concurrency,
+			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: 1, Params: map[string]any{},
+			DefinitionsHash: hash, GauntletVersion: e.opts.Version,
+		},
 	}
 	keys := make([]runs.CellKey, len(cells))
 	for i, c := range cells {
@@ -388,25 +438,146 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	if err := e.opts.Runs.CreateRun(ctx, info, keys); err != nil {
 		return "", err
 	}
+	r := e.newRun(info, now, cells, jobs, timeout, retries)
+	e.begin(r)
+	r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
+	go r.execute()
+	return info.RunID, nil
+}
+
+// bounds checks a run's request bounds and fills in the defaults.
+func (e *Engine) bounds(timeout time.Duration, retries *int) (time.Duration, int, error) {
+	ve := &harness.ValidationError{}
+	if timeout < 0 || timeout > MaxTimeout {
+		ve.Add("timeout_s", "must be between 0 and %v seconds", MaxTimeout.Seconds())
+	}
+	if timeout == 0 {
+		timeout = e.opts.Timeout
+	}
+	n := e.opts.Retries
+	if retries != nil {
+		if *retries < 0 || *retries > MaxRetries {
+			ve.Add("retries", "must be between 0 and %d", MaxRetries)
+		}
+		n = *retries
+	}
+	return timeout, n, ve.Err()
+}
+
+// newRun builds a run's live state.
+func (e *Engine) newRun(info runs.Info, now time.Time, cells []*cell, jobs []job, timeout time.Duration, retries int) *run {
 	runCtx, cancel := context.WithCancel(context.Background())
 	r := &run{
 		e: e, info: info, started: now, cells: cells, jobs: jobs, ctx: runCtx, cancel: cancel,
-		done_: make(chan struct{}), cellOf: map[cellKey]*cell{},
+		done_: make(chan struct{}), cellOf: map[cellKey]*cell{}, timeout: timeout, retries: retries,
 	}
 	for _, c := range cells {
 		r.cellOf[cellKey{c.domain, c.level}] = c
 	}
+	if len(cells) > 0 {
+		r.first = cellKey{cells[0].domain, cells[0].level}
+	}
+	return r
+}
+
+// begin makes r the current run: its log file is opened (appended to, for
+// a resumed run), the poll queue cleared. e.mu must be held.
+func (e *Engine) begin(r *run) {
 	if e.opts.LogDir != "" {
 		if err := os.MkdirAll(e.opts.LogDir, 0o755); err == nil {
-			r.logFile, _ = os.Create(e.logPath(info.RunID))
+			r.logFile, _ = os.OpenFile(e.logPath(r.info.RunID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		}
 	}
-	e.current, e.lastRun = r, info.RunID
+	e.current, e.lastRun = r, r.info.RunID
 	e.logs.clear()
+	info := r.info
 	e.emit(Event{Kind: EventRunStarted, RunID: info.RunID, Info: &info})
-	r.logf("run", 0, "run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
+}
+
+// Resume runs again, into the same run and with the definitions the run
+// stored when it started, every test of a finished run that has no result
+// or ended in error: a stopped, interrupted or aborted run, or one whose
+// endpoint failed. The errors' results are replaced; passed and failed
+// results are kept, never duplicated. The run is running again and ends
+// as any run does.
+//
+// Errors: harness.ErrConflict while a run is active, harness.ErrNotFound
+// for an unknown run, harness.ErrInvalid when nothing is left to run or
+// the run stored no definitions (it was made by an older version).
+func (e *Engine) Resume(ctx context.Context, runID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.current != nil {
+		return fmt.Errorf("run %s is active; stop it first: %w", e.current.info.RunID, harness.ErrConflict)
+	}
+	info, err := e.opts.Runs.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if info.Status == runs.StatusRunning {
+		return fmt.Errorf("run %s is running in another process: %w", runID, harness.ErrConflict)
+	}
+	snap, err := e.opts.Runs.Definitions(ctx, runID)
+	if errors.Is(err, harness.ErrNotFound) {
+		return harness.Invalid("run_id", "run %s recorded no definitions (it was made by an older version), so it cannot be resumed", runID)
+	}
+	if err != nil {
+		return err
+	}
+	_, cells, jobs, err := plan(snap, info.Domains)
+	if err != nil {
+		return fmt.Errorf("resume run %s: %w", runID, err)
+	}
+	results, err := e.opts.Runs.Results(ctx, runID)
+	if err != nil {
+		return err
+	}
+	kept := map[string]*runs.Result{}
+	for i := range results {
+		if results[i].Status != runs.TestError {
+			kept[results[i].TestID] = &results[i]
+		}
+	}
+	var left []job
+	for _, j := range jobs {
+		if kept[j.test.ID] == nil {
+			left = append(left, j)
+		}
+	}
+	if len(left) == 0 {
+		return harness.Invalid("run_id", "run %s has nothing left to run: every test has a result that is not an error", runID)
+	}
+	timeout, retries := e.opts.Timeout, e.opts.Retries
+	if c := info.Config; c != nil {
+		timeout, retries = time.Duration(c.TimeoutS*float64(time.Second)), c.Retries
+	}
+	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	r := e.newRun(reopened, now, cells, left, timeout, retries)
+	r.priorMS = info.TotalDurationMS
+	// The live state starts from the results kept.
+	for _, res := range kept {
+		c := r.cellOf[cellKey{res.Domain, res.Level}]
+		if c == nil {
+			continue
+		}
+		c.add(res)
+		r.total.add(res)
+		r.tokens += res.PromptTokens + res.CompletionTokens
+	}
+	for _, c := range cells {
+		c.status = runs.CellPending
+		if c.done == c.tests {
+			c.settle()
+		}
+	}
+	e.begin(r)
+	r.logRun("run %s resumed: %d of %d tests left to run", runID, len(left), len(jobs))
 	go r.execute()
-	return info.RunID, nil
+	return nil
 }
 
 func (e *Engine) logPath(runID string) string { return filepath.Join(e.opts.LogDir, runID+".log") }
@@ -444,7 +615,7 @@ func (e *Engine) Reset() string {
 	// Record the abort now: the run's goroutines record it again when they
 	// return, but a call that ignores cancellation may never return.
 	r.end()
-	r.logf("run", 0, "engine reset: run %s aborted", r.info.RunID)
+	r.logRun("engine reset: run %s aborted", r.info.RunID)
 	r.finishLog()
 	return r.info.RunID
 }

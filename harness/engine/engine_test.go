@@ -128,6 +128,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	f.logDir = filepath.Join(f.dir, "logs")
 	opts := engine.Options{
 		Definitions: f.cat, Runs: f.runs, Model: model, ModelName: "test-model",
+		Timeout: o.timeout, Retries: o.maxRetries, BaseURL: f.mock.URL, Version: "test",
 		Concurrency: o.concurrency, LogDir: f.logDir, Registry: o.registry,
 		LogQueue: o.logQueue, MaxToolRounds: o.maxToolRounds,
 		OnEvent: func(ev engine.Event) { f.events <- ev },

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,42 +16,86 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
+// counts are the finished tests of a cell or a run: done = passed +
+// failed + errors. Only passed and failed tests are scored: an error (the
+// model call, a plugin or the evaluator failed) says nothing about the
+// model, so it never weighs on a score.
+type counts struct {
+	done, passed, failed, errors int
+	scoreSum                     float64 // over the scored tests
+}
+
+func (c *counts) add(res *runs.Result) {
+	c.done++
+	switch res.Status {
+	case runs.TestPassed:
+		c.passed++
+		c.scoreSum += res.Score
+	case runs.TestFailed:
+		c.failed++
+		c.scoreSum += res.Score
+	default:
+		c.errors++
+	}
+}
+
+func (c *counts) scored() int { return c.passed + c.failed }
+
+// score is the mean over the scored tests, nil when none was scored.
+func (c *counts) score() *float64 {
+	if n := c.scored(); n > 0 {
+		s := c.scoreSum / float64(n)
+		return &s
+	}
+	return nil
+}
+
 // cell is the live state of one domain × level cell. Guarded by run.mu.
 type cell struct {
+	counts
 	domain    string
 	level     int
 	threshold float64
 	tests     int
-	done      int
-	passed    int
-	scoreSum  float64
 	status    string
 	first     time.Time
 	last      time.Time
 }
 
 func (c *cell) state() runs.Cell {
-	out := runs.Cell{Status: c.status, Tests: c.tests, Done: c.done, Passed: c.passed}
-	if c.done > 0 && (c.status == runs.CellPassed || c.status == runs.CellFailed) {
-		score := c.scoreSum / float64(c.done)
-		ms := c.last.Sub(c.first).Milliseconds()
-		out.Score, out.DurationMS = &score, &ms
+	out := runs.Cell{Status: c.status, Tests: c.tests, Done: c.done, Passed: c.passed, Failed: c.failed, Errors: c.errors}
+	switch c.status {
+	case runs.CellPassed, runs.CellFailed, runs.CellError, runs.CellPartial:
+		out.Score = c.score()
+		if c.done > 0 && !c.first.IsZero() {
+			ms := c.last.Sub(c.first).Milliseconds()
+			out.DurationMS = &ms
+		}
 	}
 	return out
 }
 
-// settle gives a cell whose tests all finished (or that the run left) its
-// final status: passed when the mean score reaches the threshold, skipped
-// when none of its tests finished.
+// settle gives a cell whose tests all finished its final status: error
+// when every one ended in error, else passed when the mean score of the
+// scored tests reaches the threshold, failed otherwise.
 func (c *cell) settle() {
+	switch s := c.score(); {
+	case s == nil:
+		c.status = runs.CellError
+	case *s >= c.threshold:
+		c.status = runs.CellPassed
+	default:
+		c.status = runs.CellFailed
+	}
+}
+
+// leave gives a cell the run leaves before all its tests finished its
+// final status: partial when some finished, skipped when none did.
+func (c *cell) leave() {
 	if c.done == 0 {
 		c.status = runs.CellSkipped
-		return
-	}
-	if c.scoreSum/float64(c.done) >= c.threshold {
-		c.status = runs.CellPassed
 	} else {
-		c.status = runs.CellFailed
+		c.status = runs.CellPartial
 	}
 }
 
@@ -59,39 +104,70 @@ type cellKey struct {
 	level  int
 }
 
+// Thresholds of the run's safety stops.
+const (
+	// unreachableStop is how many tests in a row must find the endpoint
+	// unreachable, with none answered, before the run stops.
+	unreachableStop = 10
+	// storeAttempts is how often a result that could not be stored with
+	// its batch is tried alone.
+	storeAttempts = 3
+	// storeStop is how many batches in a row may lose a result to the
+	// database before the run stops.
+	storeStop = 3
+)
+
 // run is one evaluation in progress.
 type run struct {
-	e       *Engine
-	info    runs.Info
-	started time.Time
-	jobs    []job
-	ctx     context.Context
-	cancel  context.CancelFunc
-	done_   chan struct{}
-	logFile *os.File
-	logBuf  *bufio.Writer // buffers logFile; flushed after each batch and at the end
+	e        *Engine
+	info     runs.Info
+	started  time.Time
+	priorMS  int64 // duration of the earlier sessions of a resumed run
+	jobs     []job
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done_    chan struct{}
+	logFile  *os.File
+	logBuf   *bufio.Writer // buffers logFile; flushed after each batch and at the end
+	timeout  time.Duration // bounds each model request
+	retries  int           // retries of a failed model request
+	first    cellKey       // the first cell: run-level log lines name it
 
 	mu            sync.Mutex
 	cells         []*cell
 	cellOf        map[cellKey]*cell
-	done          int
+	total         counts
 	tokens        int
-	scoreSum      float64
 	currentDomain string
 	currentLevel  int
 	endStatus     string // set by stop: stopped or aborted
+	endError      string // why the run was stopped, when not by a user
 	logClosed     bool
+	unreachable   int  // tests in a row that found the endpoint unreachable
+	answered      bool // the endpoint answered at least once
+	storeFailures int  // batches in a row that lost a result
 
 	endMu sync.Mutex // serialises end
 }
 
-func (r *run) stop(status string) {
+func (r *run) stop(status string) { r.stopWith(status, "") }
+
+// stopWith cancels the run; the first stop decides its final status and
+// error.
+func (r *run) stopWith(status, why string) {
 	r.mu.Lock()
 	if r.endStatus == "" {
-		r.endStatus = status
+		r.endStatus, r.endError = status, why
 	}
 	r.mu.Unlock()
 	r.cancel()
+}
+
+// logRun writes a run-level line. It names the run's first cell, so that
+// every line has the form [<domain>][L<level>] text with a real domain
+// and level.
+func (r *run) logRun(format string, args ...any) {
+	r.logf(r.first.domain, r.first.level, format, args...)
 }
 
 // logf writes a line "[<domain>][L<level>] text" to the poll queue and
@@ -194,7 +270,9 @@ dispatch:
 		r.mu.Lock()
 		if j.cell.status == runs.CellPending {
 			j.cell.status = runs.CellRunning
-			j.cell.first = time.Now()
+			if j.cell.first.IsZero() {
+				j.cell.first = time.Now()
+			}
 		}
 		r.currentDomain, r.currentLevel = j.cell.domain, j.cell.level
 		r.mu.Unlock()
@@ -215,10 +293,12 @@ dispatch:
 
 // writer stores results as they come, in batches of whatever is waiting
 // (group commit): each batch's results and the cells they changed go to
-// the store in one transaction, then are logged and reported.
+// the store in one transaction, then are logged and reported. A batch the
+// store refuses is stored again result by result, so that one result that
+// cannot be stored never takes the others with it; only stored results
+// count, so the matrix's done always equals the results stored.
 func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 	defer close(written)
-	ctx := context.Background()
 	batch := make([]runs.Result, 0, 256)
 	for res := range in {
 		batch = append(batch[:0], res)
@@ -234,14 +314,120 @@ func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 				break more
 			}
 		}
-		cells, settled := r.tally(batch)
-		if err := r.e.opts.Runs.SaveBatch(ctx, batch, cells); err != nil {
-			r.e.log.Error("save results", slog.String("run", r.info.RunID), slog.Any("error", err))
-		}
+		r.store(batch)
+		r.flushLog()
+	}
+}
+
+// store saves one batch and counts what was saved.
+func (r *run) store(batch []runs.Result) {
+	ctx := context.Background()
+	undo := r.snapshot(batch)
+	cells, settled := r.tally(batch)
+	err := r.e.opts.Runs.SaveBatch(ctx, batch, cells)
+	if err == nil {
+		r.mu.Lock()
+		r.storeFailures = 0
+		r.mu.Unlock()
 		for i := range batch {
 			r.report(&batch[i], settled[i])
 		}
-		r.flushLog()
+		return
+	}
+	// The batch as a whole was refused: uncount it, then store and count
+	// each result alone.
+	undo()
+	r.e.log.Warn("a batch of results could not be stored; storing them one by one",
+		slog.String("run", r.info.RunID), slog.Int("results", len(batch)), slog.Any("error", err))
+	lost := 0
+	var touched []runs.CellUpdate
+	for i := range batch {
+		res := &batch[i]
+		if err := r.saveAlone(ctx, res); err != nil {
+			lost++
+			r.e.log.Error("result lost: it could not be stored", slog.String("run", r.info.RunID),
+				slog.String("test", res.TestID), slog.Any("error", err))
+			r.logf(res.Domain, res.Level, "%s could not be stored: %v", res.TestID, err)
+			continue
+		}
+		cs, st := r.tally(batch[i : i+1])
+		touched = mergeCells(touched, cs)
+		r.report(res, st[0])
+	}
+	if err := r.e.opts.Runs.SaveCells(ctx, touched); err != nil {
+		r.e.log.Error("save cells", slog.String("run", r.info.RunID), slog.Any("error", err))
+	}
+	r.mu.Lock()
+	if lost > 0 {
+		r.storeFailures++
+	} else {
+		r.storeFailures = 0
+	}
+	failing := r.storeFailures >= storeStop
+	r.mu.Unlock()
+	if failing {
+		r.stopWith(runs.StatusStopped, fmt.Sprintf("the database keeps refusing results (%d batches in a row lost some): %v", storeStop, err))
+	}
+}
+
+// saveAlone stores one result in its own transaction, trying a few times;
+// when the result itself cannot be stored, it stores in its place an
+// error result saying why (the test then counts as an error, never as
+// lost). It returns an error only when nothing could be stored.
+func (r *run) saveAlone(ctx context.Context, res *runs.Result) error {
+	var err error
+	for attempt := range storeAttempts {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+		}
+		if err = r.e.opts.Runs.SaveResult(ctx, *res); err == nil {
+			return nil
+		}
+	}
+	stand := *res
+	stand.Status, stand.Score, stand.Response = runs.TestError, 0, ""
+	stand.Details = map[string]any{"error": "the result could not be stored: " + err.Error(), "extracted_answer": "", "pass2_used": false}
+	if err2 := r.e.opts.Runs.SaveResult(ctx, stand); err2 != nil {
+		return err
+	}
+	*res = stand
+	return nil
+}
+
+// mergeCells adds cell updates to a list, the later state of a cell
+// replacing the earlier.
+func mergeCells(list, add []runs.CellUpdate) []runs.CellUpdate {
+	for _, c := range add {
+		i := slices.IndexFunc(list, func(x runs.CellUpdate) bool { return x.Domain == c.Domain && x.Level == c.Level })
+		if i < 0 {
+			list = append(list, c)
+		} else {
+			list[i] = c
+		}
+	}
+	return list
+}
+
+// snapshot returns a function that puts back the live counts of the run
+// and of the cells a batch touches as they are now.
+func (r *run) snapshot(batch []runs.Result) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	saved := map[*cell]cell{}
+	for i := range batch {
+		c := r.cellOf[cellKey{batch[i].Domain, batch[i].Level}]
+		if _, ok := saved[c]; !ok {
+			saved[c] = *c
+		}
+	}
+	total, tokens := r.total, r.tokens
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for c, v := range saved {
+			*c = v
+		}
+		r.total, r.tokens = total, tokens
 	}
 }
 
@@ -257,14 +443,9 @@ func (r *run) tally(batch []runs.Result) ([]runs.CellUpdate, []*runs.Cell) {
 	for i := range batch {
 		res := &batch[i]
 		c := r.cellOf[cellKey{res.Domain, res.Level}]
-		r.done++
+		r.total.add(res)
 		r.tokens += res.PromptTokens + res.CompletionTokens
-		r.scoreSum += res.Score
-		c.done++
-		c.scoreSum += res.Score
-		if res.Status == runs.TestPassed {
-			c.passed++
-		}
+		c.add(res)
 		c.last = now
 		if c.done == c.tests {
 			c.settle()
@@ -294,20 +475,33 @@ func (r *run) report(res *runs.Result, settled *runs.Cell) {
 	out := *res
 	r.e.emit(Event{Kind: EventTestFinished, RunID: r.info.RunID, Domain: res.Domain, Level: res.Level, Result: &out})
 	if settled != nil {
-		r.logf(res.Domain, res.Level, "level %s: score %.2f, %d/%d passed", settled.Status, *settled.Score, settled.Passed, settled.Tests)
+		r.logf(res.Domain, res.Level, "level %s: %s, %d passed, %d failed, %d errors of %d",
+			settled.Status, scoreText(settled.Score), settled.Passed, settled.Failed, settled.Errors, settled.Tests)
 		r.e.emit(Event{Kind: EventCellFinished, RunID: r.info.RunID, Domain: res.Domain, Level: res.Level, Cell: settled})
 	}
 }
 
+// scoreText prints a score, or says that nothing was scored.
+func scoreText(s *float64) string {
+	if s == nil {
+		return "no score (nothing scored)"
+	}
+	return fmt.Sprintf("score %.2f", *s)
+}
+
 // finish records the run's end and puts the engine back to idle.
 func (r *run) finish() {
-	info, done := r.end()
-	score := 0.0
-	if info.OverallScore != nil {
-		score = *info.OverallScore
+	info := r.end()
+	verdict := "complete"
+	if !info.Complete {
+		verdict = "INCOMPLETE"
 	}
-	r.logf("run", 0, "run %s %s: %d/%d tests, score %.2f, %d tokens, %d ms",
-		info.RunID, info.Status, done, info.TotalTests, score, info.TotalTokens, info.TotalDurationMS)
+	r.logRun("run %s %s: %d/%d tests done (%d passed, %d failed, %d errors), %s, %d tokens, %d ms; %s",
+		info.RunID, info.Status, info.DoneTests, info.TotalTests, info.Passed, info.Failed, info.Errors,
+		scoreText(info.OverallScore), info.TotalTokens, info.TotalDurationMS, verdict)
+	if info.Error != "" {
+		r.logRun("run %s stopped: %s", info.RunID, info.Error)
+	}
 
 	r.e.mu.Lock()
 	if r.e.current == r {
@@ -318,12 +512,12 @@ func (r *run) finish() {
 	r.e.emit(Event{Kind: EventRunFinished, RunID: info.RunID, Info: &info})
 }
 
-// end stores the run's end: its status, totals so far, and the final
-// state of the cells it left. It returns the run's info and the number of
-// tests finished. Reset calls it at once, so that a run whose calls never
-// return is still recorded aborted; finish calls it again with the final
-// totals. endMu orders the two, so the later write has the later totals.
-func (r *run) end() (runs.Info, int) {
+// end stores the run's end: its status, counts and totals so far, and the
+// final state of the cells it left. It returns the run's info. Reset calls
+// it at once, so that a run whose calls never return is still recorded
+// aborted; finish calls it again with the final totals. endMu orders the
+// two, so the later write has the later totals.
+func (r *run) end() runs.Info {
 	r.endMu.Lock()
 	defer r.endMu.Unlock()
 	ctx := context.Background()
@@ -332,39 +526,57 @@ func (r *run) end() (runs.Info, int) {
 	if status == "" {
 		status = runs.StatusCompleted
 	}
-	var partial []*cell
+	var left []runs.CellUpdate
 	for _, c := range r.cells {
-		if c.status == runs.CellRunning || (c.status == runs.CellPending && c.done > 0) {
-			c.settle()
-			partial = append(partial, c)
+		if c.status == runs.CellRunning || c.status == runs.CellPending {
+			if c.done == c.tests {
+				c.settle()
+			} else {
+				c.leave()
+			}
+			left = append(left, runs.CellUpdate{RunID: r.info.RunID, Domain: c.domain, Level: c.level, Cell: c.state()})
 		}
 	}
 	info := r.info
-	info.Status = status
+	info.Status, info.Error = status, r.endError
 	now := time.Now().UTC().Format(harness.TimeLayout)
 	info.CompletedAt = &now
-	if r.done > 0 {
-		avg := r.scoreSum / float64(r.done)
-		info.OverallScore = &avg
-	}
+	info.DoneTests, info.Passed, info.Failed, info.Errors = r.total.done, r.total.passed, r.total.failed, r.total.errors
+	info.OverallScore = r.total.score()
 	info.TotalTokens = r.tokens
-	info.TotalDurationMS = time.Since(r.started).Milliseconds()
-	states := make([]runs.Cell, len(partial))
-	for i, c := range partial {
-		states[i] = c.state()
-	}
-	done := r.done
+	info.TotalDurationMS = r.priorMS + time.Since(r.started).Milliseconds()
+	info.Complete = status == runs.StatusCompleted && info.DoneTests == info.TotalTests && info.Errors == 0
 	r.mu.Unlock()
 
-	for i, c := range partial {
-		if err := r.e.opts.Runs.SaveCell(ctx, info.RunID, c.domain, c.level, states[i]); err != nil {
-			r.e.log.Error("save cell", slog.String("run", info.RunID), slog.Any("error", err))
-		}
+	if err := r.e.opts.Runs.SaveCells(ctx, left); err != nil {
+		r.e.log.Error("save cells", slog.String("run", info.RunID), slog.Any("error", err))
 	}
 	if err := r.e.opts.Runs.FinishRun(ctx, info); err != nil {
 		r.e.log.Error("finish run", slog.String("run", info.RunID), slog.Any("error", err))
 	}
-	return info, done
+	return info
+}
+
+// noteModel follows the endpoint's health: when tests in a row find it
+// unreachable (connection refused, no such host) and it never answered,
+// the endpoint is down and the run stops at once instead of retrying
+// every remaining test.
+func (r *run) noteModel(err error) {
+	r.mu.Lock()
+	var stop bool
+	switch {
+	case err == nil:
+		r.answered, r.unreachable = true, 0
+	case errors.Is(err, harness.ErrUnreachable):
+		r.unreachable++
+		stop = !r.answered && r.unreachable >= unreachableStop
+	default:
+		r.unreachable = 0
+	}
+	r.mu.Unlock()
+	if stop {
+		r.stopWith(runs.StatusStopped, fmt.Sprintf("the model endpoint is unreachable (%d tests in a row, none answered): %v", unreachableStop, err))
+	}
 }
 
 // runTest asks the model, answers its tool calls, and scores the final
@@ -404,7 +616,12 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	final := ""
 	for round := 0; ; round++ {
-		resp, err := e.opts.Model.Chat(ctx, &harness.ChatRequest{Model: r.info.Model, Messages: msgs, Tools: defs})
+		retries := r.retries
+		resp, err := e.opts.Model.Chat(ctx, &harness.ChatRequest{Model: r.info.Model, Messages: msgs, Tools: defs,
+			Timeout: r.timeout, MaxRetries: &retries})
+		if ctx.Err() == nil {
+			r.noteModel(err)
+		}
 		if err != nil {
 			return fail(fmt.Errorf("model: %w", err))
 		}
