@@ -595,8 +595,8 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *bun.DB, 
 	}
 	e.logDir = filepath.Join(e.dataDir, "logs")
 	eng, err := engine.New(ctx, engine.Options{
-		Definitions: cat, Runs: rs, Model: model, ModelName: llmtest.DefaultModel,
-		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger,
+		Definitions: cat, Runs: rs, Model: model, ModelName: llmtest.DefaultModel, BaseURL: e.mock.URL,
+		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger, Timeout: timeout, Version: server.Version,
 	})
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
