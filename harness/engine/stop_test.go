@@ -84,12 +84,13 @@ func TestStopMidRun(t *testing.T) {
 		t.Errorf("%d requests for %d results: nothing was in flight", sent, len(results))
 	}
 
-	// Cells: the one reached keeps its score, the others are skipped.
+	// Cells: the one reached is partial with its score, the others are
+	// skipped.
 	m, err := f.runs.Matrix(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := m["d"]["1"]; c.Status != runs.CellPassed || c.Done != len(results) || c.Score == nil || *c.Score != 1 {
+	if c := m["d"]["1"]; c.Status != runs.CellPartial || c.Done != len(results) || c.Score == nil || *c.Score != 1 {
 		t.Errorf("cell 1 = %+v", c)
 	}
 	for _, l := range []string{"2", "3"} {
@@ -98,8 +99,8 @@ func TestStopMidRun(t *testing.T) {
 		}
 	}
 	stored, _ := f.runs.Run(ctx, id)
-	if stored.Status != runs.StatusStopped {
-		t.Errorf("stored status %q", stored.Status)
+	if stored.Status != runs.StatusStopped || stored.Complete || stored.DoneTests != len(results) || stored.TotalTests != 30 {
+		t.Errorf("stored run %+v", stored)
 	}
 
 	// EVAL_COMPLETE ends the logs.
