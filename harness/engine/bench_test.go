@@ -43,8 +43,14 @@ func benchDefs(domains, levels, perLevel int) *harness.Snapshot {
 // benchEngine is a fixture whose events only signal the end of runs.
 func benchEngine(b *testing.B, snap *harness.Snapshot, conc int, mock llmtest.Options) (*fixture, chan runs.Info) {
 	b.Helper()
+	return benchEngineTimeout(b, snap, conc, mock, time.Minute)
+}
+
+// benchEngineTimeout is benchEngine with a model request timeout.
+func benchEngineTimeout(b testing.TB, snap *harness.Snapshot, conc int, mock llmtest.Options, timeout time.Duration) (*fixture, chan runs.Info) {
+	b.Helper()
 	finished := make(chan runs.Info, 1)
-	f := newFixture(b, fixtureOpts{snap: snap, concurrency: conc, llm: mock, timeout: time.Minute,
+	f := newFixture(b, fixtureOpts{snap: snap, concurrency: conc, llm: mock, timeout: timeout,
 		onEvent: func(ev engine.Event) {
 			if ev.Kind == engine.EventRunFinished {
 				finished <- *ev.Info
