@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // Defaults of the Options left at zero.
@@ -156,7 +157,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if err := createTables(ctx, s.db); err != nil {
+	if err := store.Migrate(ctx, s.db, "agent", migrations); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	// Nothing runs in a process that just started: a channel recorded

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // MaxUserIDBytes is the longest user id accepted, in bytes.
@@ -88,7 +89,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 
 	sid := SessionID(agentID, userID)
 	row := &messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: harness.RoleUser, Content: message, CreatedAt: now()}
-	if _, err := s.db.NewInsert().Model(row).Exec(ctx); err != nil {
+	if err := store.InsertAll(ctx, s.db, []*messageRow{row}); err != nil {
 		return nil, fmt.Errorf("chat with agent %s: store message: %w", agentID, err)
 	}
 	history, err := s.history(ctx, agentID, userID)
@@ -129,7 +130,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 	// is done, and the history should hold it. (Should the agent have been
 	// deleted meanwhile, these rows are orphans, removed when an agent of
 	// the same id is created.)
-	if _, err := s.db.NewInsert().Model(&rows).Exec(context.WithoutCancel(ctx)); err != nil {
+	if err := store.InsertAll(context.WithoutCancel(ctx), s.db, rows); err != nil {
 		return nil, fmt.Errorf("chat with agent %s: store reply: %w", agentID, err)
 	}
 	return res, nil

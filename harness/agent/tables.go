@@ -91,21 +91,18 @@ func (r *messageRow) message() harness.Message {
 	return harness.Message{Role: r.Role, Content: r.Content, ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID}
 }
 
-func createTables(ctx context.Context, db bun.IDB) error {
-	if err := store.CreateTables(ctx, db, (*agentRow)(nil), (*agentToolRow)(nil), (*channelRow)(nil), (*messageRow)(nil)); err != nil {
-		return err
-	}
-	for _, ix := range []struct {
-		name, table string
-		cols        []string
-	}{
-		{"agent_tools_tool", "agent_tools", []string{"tool_id"}},
-		{"agent_channels_agent", "agent_channels", []string{"agent_id"}},
-		{"chat_messages_conversation", "chat_messages", []string{"agent_id", "user_id", "id"}},
-	} {
-		if err := store.CreateIndex(ctx, db, ix.name, ix.table, ix.cols...); err != nil {
-			return err
-		}
-	}
-	return nil
+// migrations are the agent tables' schema versions. Released migrations
+// are never edited; a change is a new migration at the end.
+var migrations = []store.Migration{
+	{Version: 1, Name: "agents, tools, channels and conversations as released in 0.1.0", Up: func(ctx context.Context, tx bun.Tx) error {
+		return store.ExecAll(ctx, tx,
+			`CREATE TABLE IF NOT EXISTS "agents" ("id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "system_prompt" VARCHAR NOT NULL, "model" VARCHAR, "created_at" VARCHAR NOT NULL, PRIMARY KEY ("id"))`,
+			`CREATE TABLE IF NOT EXISTS "agent_tools" ("agent_id" VARCHAR NOT NULL, "tool_id" VARCHAR NOT NULL, "position" INTEGER NOT NULL, PRIMARY KEY ("agent_id", "tool_id"))`,
+			`CREATE TABLE IF NOT EXISTS "agent_channels" ("id" VARCHAR NOT NULL, "agent_id" VARCHAR NOT NULL, "type" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "config" text, "status" VARCHAR NOT NULL, "last_error" VARCHAR NOT NULL, "desired" VARCHAR NOT NULL, "created_at" VARCHAR NOT NULL, PRIMARY KEY ("id"))`,
+			`CREATE TABLE IF NOT EXISTS "chat_messages" ("id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, "agent_id" VARCHAR NOT NULL, "user_id" VARCHAR NOT NULL, "session_id" VARCHAR NOT NULL, "role" VARCHAR NOT NULL, "content" VARCHAR NOT NULL, "tool_calls" text, "tool_call_id" VARCHAR NOT NULL, "created_at" VARCHAR NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS "agent_tools_tool" ON "agent_tools" ("tool_id")`,
+			`CREATE INDEX IF NOT EXISTS "agent_channels_agent" ON "agent_channels" ("agent_id")`,
+			`CREATE INDEX IF NOT EXISTS "chat_messages_conversation" ON "chat_messages" ("agent_id", "user_id", "id")`,
+		)
+	}},
 }

@@ -71,14 +71,20 @@ type toolRow struct {
 
 var cacheModels = []any{(*domainRow)(nil), (*levelRow)(nil), (*testRow)(nil), (*evaluatorRow)(nil), (*toolRow)(nil)}
 
-func createCache(ctx context.Context, db bun.IDB) error {
-	if err := store.CreateTables(ctx, db, cacheModels...); err != nil {
-		return err
-	}
-	if err := store.CreateIndex(ctx, db, "def_tests_domain_level", "def_tests", "domain_id", "level", "position"); err != nil {
-		return err
-	}
-	return store.CreateIndex(ctx, db, "def_tests_evaluator", "def_tests", "evaluator_id")
+// migrations are the cache tables' schema versions. Released migrations
+// are never edited; a change is a new migration at the end.
+var migrations = []store.Migration{
+	{Version: 1, Name: "definitions cache as released in 0.1.0", Up: func(ctx context.Context, tx bun.Tx) error {
+		return store.ExecAll(ctx, tx,
+			`CREATE TABLE IF NOT EXISTS "def_domains" ("id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "evaluator_id" VARCHAR NOT NULL, "enabled" BOOLEAN NOT NULL, "system_prompt" VARCHAR NOT NULL, "icon" VARCHAR NOT NULL, "color" VARCHAR NOT NULL, PRIMARY KEY ("id"))`,
+			`CREATE TABLE IF NOT EXISTS "def_levels" ("domain_id" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "system_prompt" VARCHAR NOT NULL, "system_prompt_mode" VARCHAR NOT NULL, "pass_threshold" DOUBLE PRECISION NOT NULL, "tools" text, PRIMARY KEY ("domain_id", "level"))`,
+			`CREATE TABLE IF NOT EXISTS "def_tests" ("id" VARCHAR NOT NULL, "domain_id" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "position" INTEGER NOT NULL, "name" VARCHAR NOT NULL, "prompt" VARCHAR NOT NULL, "expected" text, "evaluator_id" VARCHAR NOT NULL, "tools" text, PRIMARY KEY ("id"))`,
+			`CREATE TABLE IF NOT EXISTS "def_evaluators" ("id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "type" VARCHAR NOT NULL, "extraction_regex" VARCHAR NOT NULL, "uses_pass2" BOOLEAN NOT NULL, "config" text, PRIMARY KEY ("id"))`,
+			`CREATE TABLE IF NOT EXISTS "def_tools" ("id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "function" text, "mock_response" VARCHAR NOT NULL, PRIMARY KEY ("id"))`,
+			`CREATE INDEX IF NOT EXISTS "def_tests_domain_level" ON "def_tests" ("domain_id", "level", "position")`,
+			`CREATE INDEX IF NOT EXISTS "def_tests_evaluator" ON "def_tests" ("evaluator_id")`,
+		)
+	}},
 }
 
 func toDomainRow(d harness.Domain) *domainRow {

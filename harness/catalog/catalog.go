@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // Options configure a Catalog.
@@ -72,7 +73,7 @@ func Open(ctx context.Context, opts Options) (*Catalog, *SyncResult, error) {
 		reg = harness.NewRegistry()
 	}
 	c := &Catalog{dir: opts.Dir, db: opts.DB, reg: reg}
-	if err := createCache(ctx, opts.DB); err != nil {
+	if err := store.Migrate(ctx, opts.DB, "catalog", migrations); err != nil {
 		return nil, nil, fmt.Errorf("catalog: %w", err)
 	}
 	res, err := c.Sync(ctx)

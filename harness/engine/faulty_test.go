@@ -63,12 +63,12 @@ func faultyRun(t testing.TB, f *fixture, finished chan runs.Info, tests int) run
 }
 
 // TestHangsAndNULs: with answers that hang (5%) and answers holding a
-// NUL (1%), every result is stored, and hung requests cost one timeout
+// NUL (one test per cell), every result is stored, and hung requests cost one timeout
 // each, not the run.
 func TestHangsAndNULs(t *testing.T) {
 	const tests = 200
 	f, finished := benchEngineTimeout(t, benchDefs(2, 2, tests/4), 16, llmtest.Options{
-		Timeouts: llmtest.Schedule{Rate: 0.05}, Respond: nulEvery(100), Seed: 7}, 300*time.Millisecond)
+		Timeouts: llmtest.Schedule{Rate: 0.05}, Respond: nulEvery(tests / 4), Seed: 7}, 300*time.Millisecond)
 	faultyRun(t, f, finished, tests)
 	if st := f.mock.Stats(); st.Timeouts == 0 {
 		t.Errorf("no hang injected: %+v", st)

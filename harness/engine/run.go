@@ -119,19 +119,19 @@ const (
 
 // run is one evaluation in progress.
 type run struct {
-	e        *Engine
-	info     runs.Info
-	started  time.Time
-	priorMS  int64 // duration of the earlier sessions of a resumed run
-	jobs     []job
-	ctx      context.Context
-	cancel   context.CancelFunc
-	done_    chan struct{}
-	logFile  *os.File
-	logBuf   *bufio.Writer // buffers logFile; flushed after each batch and at the end
-	timeout  time.Duration // bounds each model request
-	retries  int           // retries of a failed model request
-	first    cellKey       // the first cell: run-level log lines name it
+	e       *Engine
+	info    runs.Info
+	started time.Time
+	priorMS int64 // duration of the earlier sessions of a resumed run
+	jobs    []job
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done_   chan struct{}
+	logFile *os.File
+	logBuf  *bufio.Writer // buffers logFile; flushed after each batch and at the end
+	timeout time.Duration // bounds each model request
+	retries int           // retries of a failed model request
+	first   cellKey       // the first cell: run-level log lines name it
 
 	mu            sync.Mutex
 	cells         []*cell
@@ -619,12 +619,16 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		retries := r.retries
 		resp, err := e.opts.Model.Chat(ctx, &harness.ChatRequest{Model: r.info.Model, Messages: msgs, Tools: defs,
 			Timeout: r.timeout, MaxRetries: &retries})
-		if ctx.Err() == nil {
-			r.noteModel(err)
-		}
 		if err != nil {
-			return fail(fmt.Errorf("model: %w", err))
+			// The result is made before the endpoint's health is noted: the
+			// error that stops the run is still this test's result.
+			out, finished := fail(fmt.Errorf("model: %w", err))
+			if finished {
+				r.noteModel(err)
+			}
+			return out, finished
 		}
+		r.noteModel(nil)
 		usage = usage.Add(resp.Usage)
 		msgs = append(msgs, resp.Message)
 		final = resp.Message.Content

@@ -1,12 +1,20 @@
 package runs
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
@@ -28,6 +36,13 @@ type runRow struct {
 	TotalDurationMS int64    `bun:"total_duration_ms,notnull"`
 	TotalTests      int      `bun:"total_tests,notnull"`
 	Domains         []string `bun:"domains,type:text"`
+	DoneTests       int      `bun:"done_tests,notnull"`
+	Passed          int      `bun:"passed,notnull"`
+	Failed          int      `bun:"failed,notnull"`
+	Errors          int      `bun:"errors,notnull"`
+	Error           string   `bun:"error,notnull"`
+	Config          *Config  `bun:"config,type:text"`
+	DefinitionsHash string   `bun:"definitions_hash,notnull"`
 }
 
 type resultRow struct {
@@ -64,6 +79,16 @@ type cellRow struct {
 	Tests         int      `bun:"tests,notnull"`
 	Done          int      `bun:"done,notnull"`
 	Passed        int      `bun:"passed,notnull"`
+	Failed        int      `bun:"failed,notnull"`
+	Errors        int      `bun:"errors,notnull"`
+}
+
+type definitionsRow struct {
+	bun.BaseModel `bun:"table:run_definitions"`
+	Hash          string `bun:"hash,pk"`
+	Data          []byte `bun:"data,notnull"`
+	Size          int    `bun:"size,notnull"`
+	CreatedAt     string `bun:"created_at,notnull"`
 }
 
 // Store keeps runs, results and cells.
@@ -71,15 +96,10 @@ type Store struct {
 	db *bun.DB
 }
 
-// Open creates the tables if needed.
+// Open migrates the runs tables to the newest schema and returns the
+// store.
 func Open(ctx context.Context, db *bun.DB) (*Store, error) {
-	if err := store.CreateTables(ctx, db, (*runRow)(nil), (*resultRow)(nil), (*cellRow)(nil)); err != nil {
-		return nil, fmt.Errorf("runs: %w", err)
-	}
-	if err := store.CreateIndex(ctx, db, "run_results_cell", "run_results", "run_id", "domain", "level", "id"); err != nil {
-		return nil, fmt.Errorf("runs: %w", err)
-	}
-	if err := store.CreateIndex(ctx, db, "runs_seq", "runs", "seq"); err != nil {
+	if err := store.Migrate(ctx, db, "runs", migrations); err != nil {
 		return nil, fmt.Errorf("runs: %w", err)
 	}
 	return &Store{db: db}, nil
@@ -96,9 +116,15 @@ type CellKey struct {
 func Now() string { return time.Now().UTC().Format(harness.TimeLayout) }
 
 func toRunRow(in Info) *runRow {
-	return &runRow{RunID: in.RunID, StartedAt: in.StartedAt, CompletedAt: in.CompletedAt, ModelName: in.ModelName,
+	row := &runRow{RunID: in.RunID, StartedAt: in.StartedAt, CompletedAt: in.CompletedAt, ModelName: in.ModelName,
 		Model: in.Model, Status: in.Status, OverallScore: in.OverallScore, TotalTokens: in.TotalTokens,
-		TotalDurationMS: in.TotalDurationMS, TotalTests: in.TotalTests, Domains: in.Domains}
+		TotalDurationMS: in.TotalDurationMS, TotalTests: in.TotalTests, Domains: in.Domains,
+		DoneTests: in.DoneTests, Passed: in.Passed, Failed: in.Failed, Errors: in.Errors, Error: in.Error,
+		Config: in.Config}
+	if in.Config != nil {
+		row.DefinitionsHash = in.Config.DefinitionsHash
+	}
+	return row
 }
 
 func (r *runRow) info() Info {
@@ -106,9 +132,22 @@ func (r *runRow) info() Info {
 	if d == nil {
 		d = []string{}
 	}
-	return Info{RunID: r.RunID, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt, ModelName: r.ModelName,
+	in := Info{RunID: r.RunID, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt, ModelName: r.ModelName,
 		Model: r.Model, Status: r.Status, OverallScore: r.OverallScore, TotalTokens: r.TotalTokens,
-		TotalDurationMS: r.TotalDurationMS, TotalTests: r.TotalTests, Domains: d}
+		TotalDurationMS: r.TotalDurationMS, TotalTests: r.TotalTests, Domains: d,
+		DoneTests: r.DoneTests, Passed: r.Passed, Failed: r.Failed, Errors: r.Errors, Error: r.Error,
+		Config: r.Config}
+	if in.Config != nil && in.Config.Params == nil {
+		in.Config.Params = map[string]any{}
+	}
+	in.Complete = IsComplete(in)
+	return in
+}
+
+// IsComplete reports whether a run's numbers are the whole story: it
+// completed, every test finished, and none ended in error.
+func IsComplete(in Info) bool {
+	return in.Status == StatusCompleted && in.DoneTests == in.TotalTests && in.Errors == 0
 }
 
 // CreateRun records a new run and its cells, all pending.
@@ -120,7 +159,7 @@ func (s *Store) CreateRun(ctx context.Context, in Info, cells []CellKey) error {
 			return err
 		}
 		row.Seq = seq
-		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+		if err := store.Insert(ctx, tx, []*runRow{row}); err != nil {
 			return fmt.Errorf("create run: %w", err)
 		}
 		rows := make([]*cellRow, len(cells))
@@ -148,10 +187,15 @@ func (r *resultRow) result() Result {
 	if d == nil {
 		d = map[string]any{}
 	}
-	return Result{RunID: r.RunID, TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name,
+	out := Result{RunID: r.RunID, TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name,
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: d, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt}
+	if !utf8.ValidString(r.Response) {
+		// JSON can carry only UTF-8: the exact bytes go alongside.
+		out.ResponseBase64 = base64.StdEncoding.EncodeToString([]byte(r.Response))
+	}
+	return out
 }
 
 // SaveResults stores finished results, in one transaction.
@@ -180,11 +224,8 @@ func (s *Store) SaveBatch(ctx context.Context, results []Result, cells []CellUpd
 		rows[i] = toResultRow(r)
 	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for start := 0; start < len(rows); start += 200 {
-			chunk := rows[start:min(start+200, len(rows))]
-			if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
-				return fmt.Errorf("save results: %w", err)
-			}
+		if err := store.Insert(ctx, tx, rows); err != nil {
+			return fmt.Errorf("save results: %w", err)
 		}
 		for _, c := range cells {
 			if err := saveCell(ctx, tx, c.RunID, c.Domain, c.Level, c.Cell); err != nil {
@@ -203,7 +244,7 @@ func (s *Store) SaveCell(ctx context.Context, runID, domain string, level int, c
 func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, c Cell) error {
 	_, err := db.NewUpdate().Model((*cellRow)(nil)).
 		Set("status = ?", c.Status).Set("score = ?", c.Score).Set("duration_ms = ?", c.DurationMS).
-		Set("done = ?", c.Done).Set("passed = ?", c.Passed).
+		Set("done = ?", c.Done).Set("passed = ?", c.Passed).Set("failed = ?", c.Failed).Set("errors = ?", c.Errors).
 		Where("run_id = ? AND domain = ? AND level = ?", runID, domain, level).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("save cell %s/%d: %w", domain, level, err)
@@ -211,35 +252,43 @@ func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, 
 	return nil
 }
 
-// FinishRun records a run's end: status, completion time, totals. Cells
-// still pending become skipped.
+// FinishRun records a run's end: status, completion time, counts, score,
+// error. Cells still pending or running are closed: partial when some of
+// their tests finished, skipped when none did.
 func (s *Store) FinishRun(ctx context.Context, in Info) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		_, err := tx.NewUpdate().Model((*runRow)(nil)).
 			Set("status = ?", in.Status).Set("completed_at = ?", in.CompletedAt).
 			Set("overall_score = ?", in.OverallScore).Set("total_tokens = ?", in.TotalTokens).
 			Set("total_duration_ms = ?", in.TotalDurationMS).
+			Set("done_tests = ?", in.DoneTests).Set("passed = ?", in.Passed).Set("failed = ?", in.Failed).
+			Set("errors = ?", in.Errors).Set("error = ?", cleanText(in.Error)).
 			Where("run_id = ?", in.RunID).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("finish run: %w", err)
 		}
-		_, err = tx.NewUpdate().Model((*cellRow)(nil)).Set("status = ?", CellSkipped).
+		_, err = tx.NewUpdate().Model((*cellRow)(nil)).
+			Set("status = CASE WHEN done > 0 THEN ? ELSE ? END", CellPartial, CellSkipped).
 			Where("run_id = ? AND status IN (?)", in.RunID, bun.In([]string{CellPending, CellRunning})).Exec(ctx)
 		return err
 	})
 }
 
 // MarkInterrupted turns runs left "running" by a process that died into
-// "interrupted", with totals from the results they kept: completed_at is
-// the time of the last result (the start when there is none), and
-// total_duration_ms the wall time from the start to it. It returns how
-// many runs it changed.
+// "interrupted", with counts and totals from the results they kept:
+// completed_at is the time of the last result (the start when there is
+// none), and total_duration_ms the wall time from the start to it. Cells
+// the run was working on become partial, those it never reached skipped.
+// It returns how many runs it changed.
 func (s *Store) MarkInterrupted(ctx context.Context) (int, error) {
 	var ids []string
 	if err := s.db.NewSelect().Model((*runRow)(nil)).Column("run_id").Where("status = ?", StatusRunning).Scan(ctx, &ids); err != nil {
 		return 0, fmt.Errorf("mark interrupted: %w", err)
 	}
 	for _, id := range ids {
+		if err := recountCells(ctx, s.db, id); err != nil {
+			return 0, fmt.Errorf("mark interrupted: %w", err)
+		}
 		info, err := s.Run(ctx, id)
 		if err != nil {
 			return 0, err
@@ -257,9 +306,15 @@ func (s *Store) MarkInterrupted(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("mark interrupted: %w", err)
 		}
 		info.Status = StatusInterrupted
-		if st.TotalTests > 0 {
+		info.Passed, info.Failed, info.Errors = st.StatusCounts[TestPassed], st.StatusCounts[TestFailed], st.StatusCounts[TestError]
+		info.DoneTests = st.TotalTests
+		info.OverallScore = nil
+		if info.Passed+info.Failed > 0 {
 			avg := st.AvgScore
 			info.OverallScore = &avg
+		}
+		if info.Error == "" {
+			info.Error = "the process running it ended before the run finished"
 		}
 		info.TotalTokens, info.CompletedAt, info.TotalDurationMS = tokens, &last, 0
 		t0, err0 := time.Parse(harness.TimeLayout, info.StartedAt)
@@ -337,7 +392,7 @@ func (s *Store) Matrix(ctx context.Context, id string) (Matrix, error) {
 			m[r.Domain] = map[string]Cell{}
 		}
 		m[r.Domain][strconv.Itoa(r.Level)] = Cell{Status: r.Status, Score: r.Score, DurationMS: r.DurationMS,
-			Tests: r.Tests, Done: r.Done, Passed: r.Passed}
+			Tests: r.Tests, Done: r.Done, Passed: r.Passed, Failed: r.Failed, Errors: r.Errors}
 	}
 	return m, nil
 }
@@ -384,7 +439,8 @@ func (s *Store) results(ctx context.Context, q *bun.SelectQuery) ([]Result, erro
 	return out, nil
 }
 
-// Stats summarises a run's results.
+// Stats summarises a run's results; the average is over the scored
+// results (passed and failed), errors left out.
 func (s *Store) Stats(ctx context.Context, id string) (Stats, error) {
 	var rows []struct {
 		Status string  `bun:"status"`
@@ -398,32 +454,173 @@ func (s *Store) Stats(ctx context.Context, id string) (Stats, error) {
 	}
 	st := Stats{StatusCounts: map[string]int{}}
 	var sum float64
+	var scored int
 	for _, r := range rows {
 		st.StatusCounts[r.Status] = r.N
 		st.TotalTests += r.N
-		sum += r.Sum
+		if r.Status != TestError {
+			sum += r.Sum
+			scored += r.N
+		}
 	}
-	if st.TotalTests > 0 {
-		st.AvgScore = sum / float64(st.TotalTests)
+	if scored > 0 {
+		st.AvgScore = sum / float64(scored)
 	}
 	return st, nil
 }
 
-// Delete removes a run with its results and cells.
+// Delete removes a run with its results and cells, and its definitions
+// snapshot when no other run shares it.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewDelete().Model((*runRow)(nil)).Where("run_id = ?", id).Exec(ctx)
+		var hash string
+		err := tx.NewSelect().Model((*runRow)(nil)).Column("definitions_hash").Where("run_id = ?", id).Scan(ctx, &hash)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
 		if err != nil {
 			return fmt.Errorf("delete run: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound(id)
-		}
-		for _, m := range []any{(*resultRow)(nil), (*cellRow)(nil)} {
+		for _, m := range []any{(*runRow)(nil), (*resultRow)(nil), (*cellRow)(nil)} {
 			if _, err := tx.NewDelete().Model(m).Where("run_id = ?", id).Exec(ctx); err != nil {
+				return fmt.Errorf("delete run: %w", err)
+			}
+		}
+		if hash != "" {
+			_, err := tx.NewDelete().Model((*definitionsRow)(nil)).Where("hash = ?", hash).
+				Where("NOT EXISTS (SELECT 1 FROM runs WHERE definitions_hash = ?)", hash).Exec(ctx)
+			if err != nil {
 				return fmt.Errorf("delete run: %w", err)
 			}
 		}
 		return nil
 	})
+}
+
+// SaveResult stores one result alone, in its own transaction: the
+// engine's fallback when a batch could not be stored, so that one bad row
+// never takes the others with it.
+func (s *Store) SaveResult(ctx context.Context, r Result) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := store.Insert(ctx, tx, []*resultRow{toResultRow(r)}); err != nil {
+			return fmt.Errorf("save result %s: %w", r.TestID, err)
+		}
+		return nil
+	})
+}
+
+// SaveCells stores the states of cells, in one transaction.
+func (s *Store) SaveCells(ctx context.Context, cells []CellUpdate) error {
+	if len(cells) == 0 {
+		return nil
+	}
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		for _, c := range cells {
+			if err := saveCell(ctx, tx, c.RunID, c.Domain, c.Level, c.Cell); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SaveDefinitions stores a definitions snapshot, gzip-compressed, once per
+// content, and returns its hash (hex SHA-256 of its JSON): a thousand runs
+// of the same suite store it once.
+func (s *Store) SaveDefinitions(ctx context.Context, snap *harness.Snapshot) (string, error) {
+	raw, err := json.Marshal(snap)
+	if err != nil {
+		return "", fmt.Errorf("store definitions: %w", err)
+	}
+	sum := sha256.Sum256(raw)
+	hash := hex.EncodeToString(sum[:])
+	n, err := s.db.NewSelect().Model((*definitionsRow)(nil)).Where("hash = ?", hash).Count(ctx)
+	if err != nil {
+		return "", fmt.Errorf("store definitions: %w", err)
+	}
+	if n > 0 {
+		return hash, nil
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(raw); err != nil {
+		return "", fmt.Errorf("store definitions: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return "", fmt.Errorf("store definitions: %w", err)
+	}
+	row := &definitionsRow{Hash: hash, Data: buf.Bytes(), Size: len(raw), CreatedAt: Now()}
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.NewInsert().Model(row).On("CONFLICT (hash) DO NOTHING").Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("store definitions: %w", err)
+	}
+	return hash, nil
+}
+
+// Definitions returns the definitions snapshot a run used; an error
+// wrapping harness.ErrNotFound when the run is unknown or recorded none
+// (runs made before snapshots were stored).
+func (s *Store) Definitions(ctx context.Context, runID string) (*harness.Snapshot, error) {
+	info, err := s.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if info.Config == nil || info.Config.DefinitionsHash == "" {
+		return nil, fmt.Errorf("run %q recorded no definitions: %w", runID, harness.ErrNotFound)
+	}
+	var row definitionsRow
+	err = s.db.NewSelect().Model(&row).Where("hash = ?", info.Config.DefinitionsHash).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run %q: definitions %s are missing: %w", runID, info.Config.DefinitionsHash, harness.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read definitions of %q: %w", runID, err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(row.Data))
+	if err != nil {
+		return nil, fmt.Errorf("read definitions of %q: %w", runID, err)
+	}
+	var snap harness.Snapshot
+	if err := json.NewDecoder(zr).Decode(&snap); err != nil {
+		return nil, fmt.Errorf("read definitions of %q: %w", runID, err)
+	}
+	return &snap, nil
+}
+
+// ReopenRun prepares a finished run to be resumed: it deletes the results
+// that ended in error, recounts the run's and its cells' counts from the
+// results kept, and marks the run running again (completed_at and error
+// cleared). It returns the reopened run's summary.
+func (s *Store) ReopenRun(ctx context.Context, runID string) (Info, error) {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewDelete().Model((*resultRow)(nil)).Where("run_id = ? AND status = ?", runID, TestError).Exec(ctx); err != nil {
+			return err
+		}
+		if err := recountCells(ctx, tx, runID); err != nil {
+			return err
+		}
+		if _, err := tx.NewUpdate().Model((*runRow)(nil)).Set("status = ?", StatusRunning).
+			Set("completed_at = NULL").Set("error = ''").Where("run_id = ?", runID).Exec(ctx); err != nil {
+			return err
+		}
+		if err := recountRuns(ctx, tx, runID); err != nil {
+			return err
+		}
+		_, err := tx.NewUpdate().Model((*cellRow)(nil)).Set("status = ?", CellPending).
+			Where("run_id = ? AND done < tests", runID).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return Info{}, fmt.Errorf("reopen run %q: %w", runID, err)
+	}
+	return s.Run(ctx, runID)
+}
+
+// cleanText makes a message safe to write as an SQL literal: NUL and
+// invalid UTF-8 become U+FFFD.
+func cleanText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }

@@ -114,7 +114,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStats := runs.Stats{StatusCounts: map[string]int{runs.TestPassed: 1, runs.TestFailed: 1, runs.TestError: 1}, AvgScore: 1.0 / 3, TotalTests: 3}
+	wantStats := runs.Stats{StatusCounts: map[string]int{runs.TestPassed: 1, runs.TestFailed: 1, runs.TestError: 1}, AvgScore: 0.5, TotalTests: 3}
 	if !reflect.DeepEqual(st, wantStats) {
 		t.Errorf("stats = %+v", st)
 	}
@@ -289,7 +289,8 @@ func TestMarkInterrupted(t *testing.T) {
 		t.Fatalf("marked %d, %v; want 2", n, err)
 	}
 	got, _ := s.Run(ctx, "died")
-	if got.Status != runs.StatusInterrupted || got.OverallScore == nil || *got.OverallScore != 0.5 || got.TotalTokens != 30 {
+	if got.Status != runs.StatusInterrupted || got.OverallScore == nil || *got.OverallScore != 0.5 || got.TotalTokens != 30 ||
+		got.DoneTests != 2 || got.Passed != 1 || got.Failed != 1 || got.Complete || got.Error == "" {
 		t.Errorf("died = %+v", got)
 	}
 	if got.CompletedAt == nil || *got.CompletedAt != r2.CreatedAt || got.TotalDurationMS != 10000 {
@@ -299,7 +300,10 @@ func TestMarkInterrupted(t *testing.T) {
 		t.Errorf("died kept %d results", len(results))
 	}
 	m, _ := s.Matrix(ctx, "died")
-	if m["math"]["1"].Status != runs.CellSkipped || m["math"]["1"].Done != 2 || m["words"]["1"].Status != runs.CellSkipped {
+	// A cell the run was working on is partial, one it never reached
+	// skipped.
+	if m["math"]["1"].Status != runs.CellPartial || m["math"]["1"].Done != 2 || m["math"]["1"].Failed != 1 ||
+		m["words"]["1"].Status != runs.CellSkipped {
 		t.Errorf("died matrix = %+v", m)
 	}
 	got, _ = s.Run(ctx, "empty")

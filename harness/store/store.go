@@ -4,7 +4,9 @@
 // crash loses nothing committed.
 //
 // The packages that keep data in it (the catalog's cache, runs, agents)
-// create their own tables with CreateTables.
+// own their tables and bring them to the newest schema with Migrate, one
+// numbered migration at a time; rows that hold model output are written
+// with Insert, whose bind parameters keep every byte.
 package store
 
 import (
@@ -68,24 +70,4 @@ func sqlitePath(rawURL string) (string, error) {
 		return "", fmt.Errorf("open database: %q names no file", rawURL)
 	}
 	return path, nil
-}
-
-// CreateTables creates the tables of the given models if they do not exist,
-// with the indexes given as "table(col, col)" expressions.
-func CreateTables(ctx context.Context, db bun.IDB, models ...any) error {
-	for _, m := range models {
-		if _, err := db.NewCreateTable().Model(m).IfNotExists().Exec(ctx); err != nil {
-			return fmt.Errorf("create table for %T: %w", m, err)
-		}
-	}
-	return nil
-}
-
-// CreateIndex creates an index if it does not exist.
-func CreateIndex(ctx context.Context, db bun.IDB, name, table string, columns ...string) error {
-	_, err := db.NewCreateIndex().IfNotExists().Index(name).Table(table).Column(columns...).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("create index %s: %w", name, err)
-	}
-	return nil
 }

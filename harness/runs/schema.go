@@ -1,0 +1,120 @@
+package runs
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness/store"
+)
+
+// migrations are the runs tables' schema versions. Released migrations
+// are never edited; a change is a new migration at the end.
+var migrations = []store.Migration{
+	{Version: 1, Name: "runs, results and cells as released in 0.1.0", Up: func(ctx context.Context, tx bun.Tx) error {
+		return store.ExecAll(ctx, tx,
+			`CREATE TABLE IF NOT EXISTS "runs" ("run_id" VARCHAR NOT NULL, "seq" INTEGER NOT NULL, "started_at" VARCHAR NOT NULL, "completed_at" VARCHAR, "model_name" VARCHAR NOT NULL, "model" VARCHAR NOT NULL, "status" VARCHAR NOT NULL, "overall_score" DOUBLE PRECISION, "total_tokens" INTEGER NOT NULL, "total_duration_ms" INTEGER NOT NULL, "total_tests" INTEGER NOT NULL, "domains" text, PRIMARY KEY ("run_id"))`,
+			`CREATE TABLE IF NOT EXISTS "run_results" ("id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, "run_id" VARCHAR NOT NULL, "test_id" VARCHAR NOT NULL, "domain" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "name" VARCHAR NOT NULL, "prompt" VARCHAR NOT NULL, "response" VARCHAR NOT NULL, "expected" text, "score" DOUBLE PRECISION NOT NULL, "status" VARCHAR NOT NULL, "details" text, "duration_ms" INTEGER NOT NULL, "model_name" VARCHAR NOT NULL, "system_prompt" VARCHAR NOT NULL, "prompt_tokens" INTEGER NOT NULL, "completion_tokens" INTEGER NOT NULL, "created_at" VARCHAR NOT NULL)`,
+			`CREATE TABLE IF NOT EXISTS "run_cells" ("run_id" VARCHAR NOT NULL, "domain" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "position" INTEGER NOT NULL, "status" VARCHAR NOT NULL, "score" DOUBLE PRECISION, "duration_ms" INTEGER, "tests" INTEGER NOT NULL, "done" INTEGER NOT NULL, "passed" INTEGER NOT NULL, PRIMARY KEY ("run_id", "domain", "level"))`,
+			`CREATE INDEX IF NOT EXISTS "run_results_cell" ON "run_results" ("run_id", "domain", "level", "id")`,
+			`CREATE INDEX IF NOT EXISTS "runs_seq" ON "runs" ("seq")`,
+		)
+	}},
+	{Version: 2, Name: "errors apart from failures, partial cells, provenance, one result per test", Up: migrateCounts},
+}
+
+// migrateCounts adds the counts that keep errors apart from failures, the
+// run's error and provenance, the definitions
+// snapshots, and a unique result per (run, test); then recounts the runs
+// and cells already stored, so that old runs read as new ones do: errors
+// no longer scored as 0, and a cell an ended run left half done partial.
+func migrateCounts(ctx context.Context, tx bun.Tx) error {
+	if err := store.ExecAll(ctx, tx,
+		`ALTER TABLE "runs" ADD COLUMN "done_tests" INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE "runs" ADD COLUMN "passed" INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE "runs" ADD COLUMN "failed" INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE "runs" ADD COLUMN "errors" INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE "runs" ADD COLUMN "error" VARCHAR NOT NULL DEFAULT ''`,
+		`ALTER TABLE "runs" ADD COLUMN "config" text`,
+		`ALTER TABLE "runs" ADD COLUMN "definitions_hash" VARCHAR NOT NULL DEFAULT ''`,
+		`ALTER TABLE "run_cells" ADD COLUMN "failed" INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE "run_cells" ADD COLUMN "errors" INTEGER NOT NULL DEFAULT 0`,
+		`CREATE TABLE "run_definitions" ("hash" VARCHAR NOT NULL, "data" BLOB NOT NULL, "size" INTEGER NOT NULL, "created_at" VARCHAR NOT NULL, PRIMARY KEY ("hash"))`,
+		`CREATE INDEX "runs_definitions_hash" ON "runs" ("definitions_hash")`,
+		// 0.1.0 never stored two results of one test in a run; should a
+		// database hold some anyway, the first is kept.
+		`DELETE FROM "run_results" WHERE "id" NOT IN (SELECT MIN("id") FROM "run_results" GROUP BY "run_id", "test_id")`,
+		`CREATE UNIQUE INDEX "run_results_test" ON "run_results" ("run_id", "test_id")`,
+	); err != nil {
+		return err
+	}
+	if err := recountCells(ctx, tx, ""); err != nil {
+		return err
+	}
+	if err := recountRuns(ctx, tx, ""); err != nil {
+		return err
+	}
+	// Finished cells of finished runs get the statuses of the new rules.
+	// The pass threshold comes from the definitions cache when it still
+	// has the level; otherwise the old verdict stands.
+	if err := store.ExecAll(ctx, tx,
+		`UPDATE "run_cells" SET "status" = 'error' WHERE "done" = "tests" AND "done" > 0 AND "errors" = "done"
+			AND "status" IN ('passed', 'failed')`,
+		`UPDATE "run_cells" SET "status" = 'partial' WHERE "done" > 0 AND "done" < "tests"
+			AND "status" IN ('passed', 'failed', 'skipped')
+			AND "run_id" IN (SELECT "run_id" FROM "runs" WHERE "status" <> 'running')`,
+	); err != nil {
+		return err
+	}
+	if ok, err := store.HasTable(ctx, tx, "def_levels"); err != nil || !ok {
+		return err
+	}
+	return store.ExecAll(ctx, tx,
+		`UPDATE "run_cells" SET "status" = CASE WHEN "score" >= (SELECT "pass_threshold" FROM "def_levels" l
+				WHERE l."domain_id" = "run_cells"."domain" AND l."level" = "run_cells"."level") THEN 'passed' ELSE 'failed' END
+			WHERE "done" = "tests" AND "errors" > 0 AND "errors" < "done" AND "status" IN ('passed', 'failed')
+			AND EXISTS (SELECT 1 FROM "def_levels" l WHERE l."domain_id" = "run_cells"."domain" AND l."level" = "run_cells"."level")`,
+	)
+}
+
+// recountCells sets the counts and scores of the cells of one run (all
+// runs when runID is empty) from the results stored: done, passed,
+// failed, errors, and the score as the mean over the scored results (null
+// when none was scored).
+func recountCells(ctx context.Context, db bun.IDB, runID string) error {
+	const of = `FROM "run_results" r WHERE r."run_id" = "run_cells"."run_id" AND r."domain" = "run_cells"."domain" AND r."level" = "run_cells"."level"`
+	q := `UPDATE "run_cells" SET
+		"done" = (SELECT COUNT(*) ` + of + `),
+		"passed" = (SELECT COUNT(*) ` + of + ` AND r."status" = 'passed'),
+		"failed" = (SELECT COUNT(*) ` + of + ` AND r."status" = 'failed'),
+		"errors" = (SELECT COUNT(*) ` + of + ` AND r."status" = 'error'),
+		"score" = (SELECT AVG(r."score") ` + of + ` AND r."status" IN ('passed', 'failed'))`
+	var err error
+	if runID == "" {
+		_, err = db.ExecContext(ctx, q)
+	} else {
+		_, err = db.ExecContext(ctx, q+` WHERE "run_id" = ?`, runID)
+	}
+	return err
+}
+
+// recountRuns sets the counts of one run (all runs when runID is empty)
+// from its results; a finished run's overall score becomes the mean over
+// its scored results.
+func recountRuns(ctx context.Context, db bun.IDB, runID string) error {
+	const of = `FROM "run_results" r WHERE r."run_id" = "runs"."run_id"`
+	q := `UPDATE "runs" SET
+		"done_tests" = (SELECT COUNT(*) ` + of + `),
+		"passed" = (SELECT COUNT(*) ` + of + ` AND r."status" = 'passed'),
+		"failed" = (SELECT COUNT(*) ` + of + ` AND r."status" = 'failed'),
+		"errors" = (SELECT COUNT(*) ` + of + ` AND r."status" = 'error'),
+		"overall_score" = CASE WHEN "status" = 'running' THEN "overall_score"
+			ELSE (SELECT AVG(r."score") ` + of + ` AND r."status" IN ('passed', 'failed')) END`
+	var err error
+	if runID == "" {
+		_, err = db.ExecContext(ctx, q)
+	} else {
+		_, err = db.ExecContext(ctx, q+` WHERE "run_id" = ?`, runID)
+	}
+	return err
+}

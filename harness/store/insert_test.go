@@ -1,0 +1,90 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness/store"
+)
+
+type textRow struct {
+	bun.BaseModel `bun:"table:texts"`
+	ID            int64          `bun:"id,pk,autoincrement"`
+	Body          string         `bun:"body,notnull"`
+	Note          *string        `bun:"note"`
+	Meta          map[string]any `bun:"meta,type:text"`
+	Blob          []byte         `bun:"blob"`
+}
+
+// TestInsertKeepsEveryByte: model output is any bytes; what goes in comes
+// back out unchanged, whatever bun would have done with it as a literal.
+func TestInsertKeepsEveryByte(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.NewCreateTable().Model((*textRow)(nil)).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{
+		"nul \x00 inside",
+		"\x00",
+		"invalid \xff\xfe utf-8",
+		"lone surrogate \xed\xa0\x80",
+		"emoji 🦀🎉 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+		`quote ' double " backslash \ \\ ?`,
+		"'); DROP TABLE texts; --",
+		"",
+	}
+	note := "n\x00te"
+	rows := make([]*textRow, len(bodies))
+	for i, b := range bodies {
+		rows[i] = &textRow{Body: b, Meta: map[string]any{"k": b}, Blob: []byte(b)}
+	}
+	rows[0].Note = &note
+	if err := store.InsertAll(ctx, db, rows); err != nil {
+		t.Fatal(err)
+	}
+	var got []textRow
+	if err := db.NewSelect().Model(&got).Order("id").Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(bodies) {
+		t.Fatalf("rows = %d, want %d", len(got), len(bodies))
+	}
+	for i, b := range bodies {
+		if got[i].Body != b {
+			t.Errorf("body %d = %q, want %q", i, got[i].Body, b)
+		}
+		if string(got[i].Blob) != b {
+			t.Errorf("blob %d = %q, want %q", i, got[i].Blob, b)
+		}
+		if got[i].ID == 0 {
+			t.Errorf("row %d has no id", i)
+		}
+	}
+	if got[0].Note == nil || *got[0].Note != note || got[1].Note != nil {
+		t.Errorf("notes = %v, %v", got[0].Note, got[1].Note)
+	}
+	if got[0].Meta["k"] != bodies[0] {
+		t.Errorf("meta = %q", got[0].Meta["k"])
+	}
+
+	// Many rows: more than one statement's worth of parameters.
+	many := make([]textRow, 12000)
+	for i := range many {
+		many[i].Body = "x\x00y"
+	}
+	if err := store.InsertAll(ctx, db, many); err != nil {
+		t.Fatal(err)
+	}
+	n, err := db.NewSelect().Model((*textRow)(nil)).Where("length(CAST(body AS BLOB)) = 3").Count(ctx)
+	if err != nil || n != 12000 {
+		t.Errorf("rows of the large insert = %d, %v", n, err)
+	}
+}
