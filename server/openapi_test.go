@@ -15,8 +15,8 @@ import (
 // Evaluators, Tools, Import/export/sync, Agents, Agent tools, Agent
 // knowledge base, Agent channels, Agent chat, Evaluation control (with the
 // two config endpoints), Results and history, GET /api/history, and the
-// webhook channel's endpoint of CONTRACT §5, as "METHOD path" in OpenAPI
-// path syntax.
+// webhook channel's endpoint, and the run definitions and resume
+// endpoints, as "METHOD path" in OpenAPI path syntax.
 var specEndpoints = []string{
 	"GET /api/settings/domains",
 	"GET /api/settings/domains/{domain_id}",
@@ -93,6 +93,10 @@ var specEndpoints = []string{
 	"GET /api/v1/history/last/{domain}/{level}",
 	"GET /api/v1/history/{run_id}/{domain}/{level}",
 	"GET /api/history",
+
+	// Results you can trust: the definitions a run used, and its resume.
+	"GET /api/run/{run_id}/definitions",
+	"POST /api/run/{run_id}/resume",
 }
 
 // agentCreates are the agent paths whose POST creates a record (201).

@@ -173,20 +173,23 @@ func (s *settings) check() error {
 
 // modelClient returns the model client the settings describe.
 func (s *settings) modelClient() (*llm.Client, error) {
-	// A retry count of 0 means "none" here; llm.Options reads 0 as its
-	// default and a negative number as none.
-	retries := s.llmRetries
-	if retries == 0 {
-		retries = -1
-	}
 	return llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel,
-		Timeout: s.llmTimeout, MaxRetries: retries})
+		Timeout: s.llmTimeout, MaxRetries: s.retries()})
 }
 
 // engineOptions are the engine settings common to serve and run.
 func (s *settings) engineOptions() engine.Options {
 	return engine.Options{ModelName: s.llmModel, BaseURL: s.llmBaseURL, Concurrency: s.concurrency,
-		Timeout: s.llmTimeout, Retries: s.llmRetries, Version: server.Version, LogDir: logDir(s.data)}
+		Timeout: s.llmTimeout, Retries: s.retries(), Version: server.Version, LogDir: logDir(s.data)}
+}
+
+// retries is --llm-retries as the engine and the client read it: there 0
+// means their default, and a negative number none.
+func (s *settings) retries() int {
+	if s.llmRetries == 0 {
+		return -1
+	}
+	return s.llmRetries
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
