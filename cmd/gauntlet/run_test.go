@@ -50,8 +50,8 @@ func TestRunMinScore(t *testing.T) {
 	flags := runFixture(t)
 	// The fake model echoes the knowledge questions: that domain fails.
 	err := run(context.Background(), append([]string{"run", "--domains", "knowledge", "--min-score", "0.8"}, flags...), io.Discard, io.Discard)
-	if !errors.Is(err, errBelowMin) {
-		t.Fatalf("err = %v, want errBelowMin", err)
+	if !errors.Is(err, errGateFailed) {
+		t.Fatalf("err = %v, want errGateFailed", err)
 	}
 	err = run(context.Background(), append([]string{"run", "--domains", "arithmetic", "--min-score", "0.8"}, flags...), io.Discard, io.Discard)
 	if err != nil {
@@ -60,13 +60,13 @@ func TestRunMinScore(t *testing.T) {
 }
 
 // A run in which every test ended in error evaluated nothing: it fails
-// (status 2), --min-score or not, after writing its report.
+// the gate (status 1), --min-score or not, after writing its report.
 func TestRunEveryTestInError(t *testing.T) {
 	flags := runFixture(t)
 	flags = append(flags, "--llm-base-url", "http://127.0.0.1:1/v1") // nothing listens there
 	outFile := filepath.Join(t.TempDir(), "report.xml")
 	err := run(context.Background(), append([]string{"run", "--domains", "arithmetic", "--format", "junit", "--output", outFile}, flags...), io.Discard, io.Discard)
-	if err == nil || errors.Is(err, errBelowMin) || !strings.Contains(err.Error(), "every test (6) ended in error") || !strings.Contains(err.Error(), "connection") {
+	if !errors.Is(err, errGateFailed) || !strings.Contains(err.Error(), "every test that finished (6) ended in error") || !strings.Contains(err.Error(), "connection") {
 		t.Fatalf("err = %v, want every test in error", err)
 	}
 	data, err := os.ReadFile(outFile)
@@ -74,7 +74,7 @@ func TestRunEveryTestInError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc junitSuites
-	if err := xml.Unmarshal(data, &doc); err != nil || doc.Tests != 6 || doc.Errors != 6 {
+	if err := xml.Unmarshal(data, &doc); err != nil || doc.Tests != 6+1 || doc.Errors != 6 || doc.Failures != 1 {
 		t.Fatalf("report: %+v %v\n%s", doc, err, data)
 	}
 }
@@ -147,7 +147,8 @@ func TestRunJUnit(t *testing.T) {
 	if err := xml.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("invalid XML: %v\n%s", err, data)
 	}
-	if doc.Tests != 12 || len(doc.Suites) != 8 {
+	// 12 tests in 8 cells, and the verdict's suite.
+	if doc.Tests != 12+1 || len(doc.Suites) != 8+1 {
 		t.Fatalf("tests=%d suites=%d\n%s", doc.Tests, len(doc.Suites), data)
 	}
 	failures := 0
@@ -200,7 +201,7 @@ func TestRunBadInput(t *testing.T) {
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
 			err := run(context.Background(), append(append([]string{"run"}, args...), flags...), io.Discard, io.Discard)
-			if err == nil || errors.Is(err, errBelowMin) {
+			if err == nil || errors.Is(err, errGateFailed) {
 				t.Fatalf("err = %v", err)
 			}
 		})
