@@ -402,7 +402,7 @@ func (r *report) properties() []junitProperty {
 // run never shows green in a CI system for the tests it did not reach.
 // Every suite carries the run's properties. Text XML 1.0 cannot carry
 // (NUL and other control characters, invalid UTF-8, U+FFFE, U+FFFF) is
-// left out, so the file always parses.
+// left out.
 func (r *report) writeJUnit(w io.Writer) error {
 	info := r.info
 	props := r.properties()
@@ -488,8 +488,10 @@ func xmlSafeSuites(doc *junitSuites) {
 
 // xmlSafe drops from s what XML 1.0 cannot carry: bytes that are not
 // UTF-8, control characters other than tab, newline and carriage return,
-// and U+FFFE and U+FFFF. encoding/xml escapes text but keeps these, and
-// the file it writes then does not parse.
+// and U+FFFE and U+FFFF. The report does not lean on its encoder for
+// this (encoding/xml turns each into U+FFFD, other writers emit them as
+// they are and the file no longer parses): a model's answer full of NUL
+// reads as its text, not as a row of replacement characters.
 func xmlSafe(s string) string {
 	ok := true
 	for i := 0; i < len(s); {
