@@ -185,8 +185,14 @@ func (s *settings) modelClient() (*llm.Client, error) {
 
 // engineOptions are the engine settings common to serve and run.
 func (s *settings) engineOptions() engine.Options {
+	// As for the model client: 0 means none here, the engine reads 0 as
+	// its default and a negative number as none.
+	retries := s.llmRetries
+	if retries == 0 {
+		retries = -1
+	}
 	return engine.Options{ModelName: s.llmModel, BaseURL: s.llmBaseURL, Concurrency: s.concurrency,
-		Timeout: s.llmTimeout, Retries: s.llmRetries, Version: server.Version, LogDir: logDir(s.data)}
+		Timeout: s.llmTimeout, Retries: retries, Version: server.Version, LogDir: logDir(s.data)}
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
