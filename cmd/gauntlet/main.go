@@ -2,8 +2,9 @@
 // agents. Subcommands:
 //
 //	gauntlet serve    the HTTP API (and, later, the dashboard)
-//	gauntlet run      one evaluation without the server, for CI: exits 1
-//	                  below --min-score, writes text, JSON or JUnit XML
+//	gauntlet run      one evaluation without the server, for CI: writes
+//	                  text, JSON or JUnit XML and exits 1 when the run is
+//	                  below --min-score, not complete or has tests in error
 //	gauntlet mockllm  a deterministic OpenAI-compatible endpoint for demos
 //	                  and tests
 //	gauntlet plugins  list the plugins found, with versions and health
@@ -31,7 +32,8 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		switch {
-		case errors.Is(err, errBelowMin):
+		case errors.Is(err, errGateFailed):
+			fmt.Fprintln(os.Stderr, "gauntlet:", err)
 			os.Exit(1)
 		case !errors.Is(err, errUsage):
 			fmt.Fprintln(os.Stderr, "gauntlet:", err)

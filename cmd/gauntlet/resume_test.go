@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -31,7 +32,7 @@ func jsonReportInfo(t *testing.T, path string) runs.Info {
 }
 
 // TestRunResumeAfterOutage: a run against an endpoint that is down stops
-// early with the reason and exits 2; once the endpoint is up, --resume
+// early with the reason and fails the gate (status 1); once the endpoint is up, --resume
 // runs the same run to completion, with no result twice.
 func TestRunResumeAfterOutage(t *testing.T) {
 	dir := t.TempDir()
@@ -51,8 +52,8 @@ func TestRunResumeAfterOutage(t *testing.T) {
 	first := filepath.Join(dir, "first.json")
 	var errOut strings.Builder
 	err = run(context.Background(), append([]string{"run", "--llm-base-url", down, "--output", first}, flags...), io.Discard, &errOut)
-	if err == nil {
-		t.Fatal("a run against a dead endpoint passed")
+	if !errors.Is(err, errGateFailed) {
+		t.Fatalf("a run against a dead endpoint: err = %v, want the gate to fail", err)
 	}
 	info := jsonReportInfo(t, first)
 	if info.Complete || info.Errors == 0 || info.Passed != 0 || info.OverallScore != nil {

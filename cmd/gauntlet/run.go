@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,10 +16,6 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
-
-// errBelowMin makes the process exit with status 1: the run finished but
-// scored below --min-score.
-var errBelowMin = errors.New("score below --min-score")
 
 type runFlags struct {
 	settings
@@ -48,7 +40,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.domains, "domains", "", "comma-separated domain ids (default: every enabled domain)")
 	fs.StringVar(&f.modelName, "model-name", "default", "label of the run")
 	fs.StringVar(&f.model, "model", "", "endpoint model for this run (default --llm-model)")
-	fs.Float64Var(&f.minScore, "min-score", 0, "exit with status 1 when the overall score is below this (0-1)")
+	fs.Float64Var(&f.minScore, "min-score", 0, "exit with status 1 when the overall score is below this (0-1); a run that is not complete or has tests in error exits 1 too")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or junit")
 	fs.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
 	fs.StringVar(&f.resume, "resume", "", "resume this stored run instead of starting one: run its tests that have no result or ended in error, with its own definitions")
@@ -172,51 +164,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer file.Close()
 		out = file
 	}
-	switch f.format {
-	case "json":
-		err = writeJSONReport(out, info, matrix, results)
-	case "junit":
-		err = writeJUnit(out, info, results)
-	default:
-		err = writeTextReport(out, info, matrix)
-	}
-	if err != nil {
+	rep := newReport(info, matrix, results, f.minScore)
+	if err := rep.write(out, f.format); err != nil {
 		return err
 	}
 	if f.output != "" && f.format != "text" {
-		writeTextReport(stderr, info, matrix)
+		rep.writeText(stderr)
 	}
-	score := 0.0
-	if info.OverallScore != nil {
-		score = *info.OverallScore
-	}
-	if info.Status != runs.StatusCompleted {
-		return fmt.Errorf("run %s %s", info.RunID, info.Status)
-	}
-	if err := allErrors(results); err != nil {
-		return err
-	}
-	if score < f.minScore {
-		fmt.Fprintf(stderr, "overall score %.3f is below --min-score %.3f\n", score, f.minScore)
-		return errBelowMin
-	}
-	return nil
-}
-
-// allErrors returns an error when every test of a run ended in error: the
-// model was not evaluated (its endpoint unreachable, say), which must not
-// pass a CI job that sets no --min-score.
-func allErrors(results []runs.Result) error {
-	if len(results) == 0 {
-		return nil
-	}
-	for _, r := range results {
-		if r.Status != runs.TestError {
-			return nil
-		}
-	}
-	why, _ := results[0].Details["error"].(string)
-	return fmt.Errorf("every test (%d) ended in error, so nothing was evaluated; the first: %s", len(results), why)
+	return rep.verdict.err()
 }
 
 // progress shows a run's progress: a bar redrawn in place on a terminal,
@@ -273,149 +228,4 @@ func deref(f *float64) float64 {
 		return 0
 	}
 	return *f
-}
-
-func levelsOf(m runs.Matrix) []int {
-	seen := map[int]bool{}
-	for _, cells := range m {
-		for k := range cells {
-			n, _ := strconv.Atoi(k)
-			seen[n] = true
-		}
-	}
-	var out []int
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Ints(out)
-	return out
-}
-
-// writeTextReport prints the domain × level table and the overall line.
-func writeTextReport(w io.Writer, info runs.Info, m runs.Matrix) error {
-	levels := levelsOf(m)
-	domains := info.Domains
-	width := len("domain")
-	for _, d := range domains {
-		width = max(width, len(d))
-	}
-	fmt.Fprintf(w, "\n%-*s", width, "domain")
-	for _, l := range levels {
-		fmt.Fprintf(w, "  %-10s", "L"+strconv.Itoa(l))
-	}
-	fmt.Fprintln(w)
-	for _, d := range domains {
-		fmt.Fprintf(w, "%-*s", width, d)
-		for _, l := range levels {
-			c, ok := m[d][strconv.Itoa(l)]
-			cell := "-"
-			if ok {
-				switch c.Status {
-				case runs.CellPassed:
-					cell = fmt.Sprintf("%.2f pass", deref(c.Score))
-				case runs.CellFailed:
-					cell = fmt.Sprintf("%.2f FAIL", deref(c.Score))
-				default:
-					cell = c.Status
-				}
-			}
-			fmt.Fprintf(w, "  %-10s", cell)
-		}
-		fmt.Fprintln(w)
-	}
-	_, err := fmt.Fprintf(w, "\nrun %s %s: overall score %.3f, %d tests, %d tokens, %.1f s\n",
-		info.RunID, info.Status, deref(info.OverallScore), info.TotalTests, info.TotalTokens, float64(info.TotalDurationMS)/1000)
-	return err
-}
-
-func writeJSONReport(w io.Writer, info runs.Info, m runs.Matrix, results []runs.Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{"run_info": info, "matrix": m, "test_results": results})
-}
-
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Time      string      `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr,omitempty"`
-	Cases     []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) }
-
-// writeJUnit writes one test suite per domain × level and one test case
-// per test: failed tests are failures, tests the model or evaluator could
-// not complete are errors.
-func writeJUnit(w io.Writer, info runs.Info, results []runs.Result) error {
-	doc := junitSuites{Name: "gauntlet " + info.ModelName, Time: seconds(info.TotalDurationMS)}
-	index := map[string]int{}
-	suiteMS := map[string]int64{}
-	for _, r := range results {
-		name := r.Domain + "/L" + strconv.Itoa(r.Level)
-		i, ok := index[name]
-		if !ok {
-			i = len(doc.Suites)
-			index[name] = i
-			doc.Suites = append(doc.Suites, junitSuite{Name: name, Timestamp: strings.Replace(info.StartedAt, " ", "T", 1)})
-		}
-		s := &doc.Suites[i]
-		c := junitCase{Name: r.TestID, Classname: r.Domain + ".L" + strconv.Itoa(r.Level), Time: seconds(r.DurationMS), SystemOut: r.Response}
-		switch r.Status {
-		case runs.TestFailed:
-			got, _ := r.Details["extracted_answer"].(string)
-			c.Failure = &junitProblem{Type: r.Expected.Type, Message: fmt.Sprintf("expected %q, got %q (score %.2f)", r.Expected.Answer, got, r.Score), Text: r.Response}
-			s.Failures++
-			doc.Failures++
-		case runs.TestError:
-			msg, _ := r.Details["error"].(string)
-			c.Error = &junitProblem{Type: "error", Message: msg}
-			s.Errors++
-			doc.Errors++
-		}
-		suiteMS[name] += r.DurationMS
-		s.Tests++
-		doc.Tests++
-		s.Cases = append(s.Cases, c)
-	}
-	for i := range doc.Suites {
-		doc.Suites[i].Time = seconds(suiteMS[doc.Suites[i].Name])
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
 }

@@ -1,0 +1,537 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+)
+
+// errGateFailed makes the process exit with status 1: the run was made
+// and reported, but it did not pass the gate (score below --min-score,
+// not complete, or tests in error). The error wrapping it lists why.
+var errGateFailed = errors.New("the run did not pass the gate")
+
+// maxListed bounds the failed and errored tests the text summary lists,
+// so that a huge run's summary stays readable.
+const maxListed = 50
+
+// maxField bounds one quoted answer or reason in the text summary.
+const maxField = 200
+
+// report is what "gauntlet run" says about a finished run, in any format.
+type report struct {
+	info    runs.Info
+	matrix  runs.Matrix
+	results []runs.Result
+	verdict verdict
+}
+
+// verdict says whether a run passes the gate a CI job sets: every reason
+// it does not is listed.
+type verdict struct {
+	MinScore   float64  `json:"min_score"`
+	PassedGate bool     `json:"passed_gate"`
+	Reasons    []string `json:"reasons"`
+}
+
+func newReport(info runs.Info, m runs.Matrix, results []runs.Result, minScore float64) *report {
+	return &report{info: info, matrix: m, results: results, verdict: gate(info, results, minScore)}
+}
+
+// gate decides the gate: the run must be complete (completed, every
+// test finished), have no test in error, and score at least minScore
+// over its scored tests.
+func gate(info runs.Info, results []runs.Result, minScore float64) verdict {
+	v := verdict{MinScore: minScore, Reasons: []string{}}
+	if why := incomplete(info); why != "" {
+		v.Reasons = append(v.Reasons, "the run is not complete: "+why)
+	}
+	switch {
+	case info.Errors == 0:
+	case info.Errors == info.DoneTests:
+		first := ""
+		if p := problems(info, results); len(p) > 0 {
+			first = ": the first: " + reasonOf(p[0])
+		}
+		v.Reasons = append(v.Reasons, fmt.Sprintf("every test that finished (%d) ended in error, so nothing was evaluated%s", info.Errors, first))
+	default:
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %d finished tests ended in error", info.Errors, info.DoneTests))
+	}
+	switch {
+	case minScore <= 0:
+	case info.OverallScore == nil:
+		v.Reasons = append(v.Reasons, fmt.Sprintf("no test was scored, so --min-score %.3f cannot be met", minScore))
+	case *info.OverallScore < minScore:
+		v.Reasons = append(v.Reasons, fmt.Sprintf("overall score %.3f is below --min-score %.3f", *info.OverallScore, minScore))
+	}
+	if !info.Complete && len(v.Reasons) == 0 {
+		v.Reasons = append(v.Reasons, "the run is not complete")
+	}
+	v.PassedGate = len(v.Reasons) == 0
+	return v
+}
+
+// err is nil when the gate passed, else an error wrapping errGateFailed
+// with the reasons.
+func (v verdict) err() error {
+	if v.PassedGate {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errGateFailed, strings.Join(v.Reasons, "; "))
+}
+
+// incomplete says in words why a run is not complete, "" when it is.
+func incomplete(info runs.Info) string {
+	var why string
+	switch {
+	case info.Status == runs.StatusRunning:
+		why = fmt.Sprintf("still running after %d of %d tests", info.DoneTests, info.TotalTests)
+	case info.Status != runs.StatusCompleted || info.DoneTests < info.TotalTests:
+		why = fmt.Sprintf("%s after %d of %d tests", info.Status, info.DoneTests, info.TotalTests)
+	default:
+		return ""
+	}
+	if info.Error != "" {
+		why += ": " + info.Error
+	}
+	return why
+}
+
+// write writes the report in format: text, json or junit.
+func (r *report) write(w io.Writer, format string) error {
+	switch format {
+	case "json":
+		return r.writeJSON(w)
+	case "junit":
+		return r.writeJUnit(w)
+	default:
+		return r.writeText(w)
+	}
+}
+
+// problems are the failed and errored results, in the run's domain order,
+// then by level.
+func problems(info runs.Info, results []runs.Result) []runs.Result {
+	var out []runs.Result
+	for _, r := range results {
+		if r.Status == runs.TestFailed || r.Status == runs.TestError {
+			out = append(out, r)
+		}
+	}
+	rank := func(d string) int {
+		if i := slices.Index(info.Domains, d); i >= 0 {
+			return i
+		}
+		return len(info.Domains)
+	}
+	slices.SortStableFunc(out, func(a, b runs.Result) int {
+		if c := rank(a.Domain) - rank(b.Domain); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Domain, b.Domain); c != 0 {
+			return c
+		}
+		return a.Level - b.Level
+	})
+	return out
+}
+
+// reasonOf says why a test failed or errored: details.error, else the
+// evaluator's reason, else the judge's reasoning.
+func reasonOf(r runs.Result) string {
+	for _, k := range []string{"error", "reason", "judge_reasoning"} {
+		if s, ok := r.Details[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	if r.Status == runs.TestFailed {
+		return fmt.Sprintf("score %.2f", r.Score)
+	}
+	return "no reason recorded"
+}
+
+// extracted is the answer the evaluator extracted from the response.
+func extracted(r runs.Result) string {
+	s, _ := r.Details["extracted_answer"].(string)
+	return s
+}
+
+func levelsOf(m runs.Matrix) []int {
+	seen := map[int]bool{}
+	for _, cells := range m {
+		for k := range cells {
+			n, _ := strconv.Atoi(k)
+			seen[n] = true
+		}
+	}
+	var out []int
+	for n := range seen {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writeText prints the domain × level table, the counts, whether the run
+// is complete, the overall score, the failed and errored tests (at most
+// maxListed) and the verdict.
+func (r *report) writeText(w io.Writer) error {
+	info, m := r.info, r.matrix
+	levels := levelsOf(m)
+	width := len("domain")
+	for _, d := range info.Domains {
+		width = max(width, len(d))
+	}
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "\n%-*s", width, "domain")
+	for _, l := range levels {
+		fmt.Fprintf(b, "  %-12s", "L"+strconv.Itoa(l))
+	}
+	b.WriteString("\n")
+	for _, d := range info.Domains {
+		fmt.Fprintf(b, "%-*s", width, d)
+		for _, l := range levels {
+			cell := "-"
+			if c, ok := m[d][strconv.Itoa(l)]; ok {
+				cell = cellText(c)
+			}
+			fmt.Fprintf(b, "  %-12s", cell)
+		}
+		b.WriteString("\n")
+	}
+
+	fmt.Fprintf(b, "\nrun %s (%s, model %s) %s: ", info.RunID, oneLine(info.ModelName, 80), oneLine(info.Model, 80), info.Status)
+	if why := incomplete(info); why != "" {
+		fmt.Fprintf(b, "INCOMPLETE: %s\n", oneLine(why, 400))
+	} else if info.Errors > 0 {
+		fmt.Fprintf(b, "INCOMPLETE: every test finished, %d in error\n", info.Errors)
+	} else {
+		b.WriteString("complete\n")
+	}
+	fmt.Fprintf(b, "tests: %d passed, %d failed, %d errors; %d done of %d\n",
+		info.Passed, info.Failed, info.Errors, info.DoneTests, info.TotalTests)
+	if info.OverallScore == nil {
+		b.WriteString("overall score: none, no test was scored")
+	} else {
+		fmt.Fprintf(b, "overall score %.3f over %d scored tests", *info.OverallScore, info.Passed+info.Failed)
+	}
+	fmt.Fprintf(b, "; %d tokens, %.1f s\n", info.TotalTokens, float64(info.TotalDurationMS)/1000)
+
+	if p := problems(info, r.results); len(p) > 0 {
+		fmt.Fprintf(b, "\nfailed and errored tests (%d):\n", len(p))
+		for i, res := range p {
+			if i == maxListed {
+				fmt.Fprintf(b, "  ... and %d more (--format json lists every result)\n", len(p)-maxListed)
+				break
+			}
+			tag := "FAIL "
+			if res.Status == runs.TestError {
+				tag = "ERROR"
+			}
+			fmt.Fprintf(b, "  %s %s  %s/L%d  expected %s (%s), got %s: %s\n", tag, oneLine(res.TestID, 120), oneLine(res.Domain, 80), res.Level,
+				quoted(res.Expected.Answer), oneLine(res.Expected.Type, 40), quoted(extracted(res)), oneLine(reasonOf(res), maxField))
+		}
+	}
+
+	v := r.verdict
+	if v.PassedGate {
+		fmt.Fprintf(b, "\nverdict: passed (min score %.3f)\n", v.MinScore)
+	} else {
+		fmt.Fprintf(b, "\nverdict: FAILED (min score %.3f)\n", v.MinScore)
+		for _, why := range v.Reasons {
+			fmt.Fprintf(b, "  - %s\n", oneLine(why, 400))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func cellText(c runs.Cell) string {
+	switch c.Status {
+	case runs.CellPassed:
+		return fmt.Sprintf("%.2f pass", deref(c.Score))
+	case runs.CellFailed:
+		return fmt.Sprintf("%.2f FAIL", deref(c.Score))
+	case runs.CellPartial:
+		return fmt.Sprintf("%d/%d PART", c.Done, c.Tests)
+	case runs.CellError:
+		return "ERROR"
+	case runs.CellSkipped:
+		return "skipped"
+	default:
+		return c.Status
+	}
+}
+
+// quoted is s shortened to maxField runes and Go-quoted: control
+// characters and invalid UTF-8 show as escapes, never reach a terminal.
+func quoted(s string) string {
+	return strconv.Quote(truncate(s, maxField))
+}
+
+// oneLine is s on one line, shortened to n runes, with control characters
+// and invalid UTF-8 replaced by spaces and U+FFFD.
+func oneLine(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return truncate(strings.Join(strings.Fields(s), " "), n)
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// writeJSON writes run_info (counts, completeness, config), the matrix
+// (counts per cell), every test result and the verdict.
+func (r *report) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		RunInfo     runs.Info     `json:"run_info"`
+		Matrix      runs.Matrix   `json:"matrix"`
+		TestResults []runs.Result `json:"test_results"`
+		Verdict     verdict       `json:"verdict"`
+	}{r.info, r.matrix, nonNilResults(r.results), r.verdict})
+}
+
+func nonNilResults(rs []runs.Result) []runs.Result {
+	if rs == nil {
+		return []runs.Result{}
+	}
+	return rs
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) }
+
+// gateSuite names the suite holding the verdict's test case.
+const gateSuite = "gauntlet"
+
+// properties describe the run in every suite: what ran, against what, with
+// which definitions, and the verdict.
+func (r *report) properties() []junitProperty {
+	info := r.info
+	var c runs.Config
+	if info.Config != nil {
+		c = *info.Config
+	}
+	model := info.Model
+	if model == "" {
+		model = c.Model
+	}
+	return []junitProperty{
+		{"run_id", info.RunID},
+		{"model", model},
+		{"label", info.ModelName},
+		{"base_url", c.BaseURL},
+		{"definitions_hash", c.DefinitionsHash},
+		{"gauntlet_version", c.GauntletVersion},
+		{"status", info.Status},
+		{"complete", strconv.FormatBool(info.Complete)},
+		{"min_score", strconv.FormatFloat(r.verdict.MinScore, 'f', -1, 64)},
+		{"passed_gate", strconv.FormatBool(r.verdict.PassedGate)},
+	}
+}
+
+// writeJUnit writes one test suite per domain × level and one test case
+// per result: failed tests are failures, tests that ended in error are
+// errors. A last suite, "gauntlet", holds one case, "verdict", failed
+// with the reasons when the run did not pass the gate, so that a stopped
+// run never shows green in a CI system for the tests it did not reach.
+// Every suite carries the run's properties. Text XML 1.0 cannot carry
+// (NUL and other control characters, invalid UTF-8, U+FFFE, U+FFFF) is
+// left out.
+func (r *report) writeJUnit(w io.Writer) error {
+	info := r.info
+	props := r.properties()
+	stamp := strings.Replace(info.StartedAt, " ", "T", 1)
+	doc := junitSuites{Name: "gauntlet " + info.ModelName, Time: seconds(info.TotalDurationMS)}
+	index := map[string]int{}
+	suiteMS := map[string]int64{}
+	for _, res := range r.results {
+		name := res.Domain + "/L" + strconv.Itoa(res.Level)
+		i, ok := index[name]
+		if !ok {
+			i = len(doc.Suites)
+			index[name] = i
+			doc.Suites = append(doc.Suites, junitSuite{Name: name, Timestamp: stamp, Properties: props})
+		}
+		s := &doc.Suites[i]
+		c := junitCase{Name: res.TestID, Classname: res.Domain + ".L" + strconv.Itoa(res.Level), Time: seconds(res.DurationMS), SystemOut: res.Response}
+		switch res.Status {
+		case runs.TestFailed:
+			c.Failure = &junitProblem{Type: res.Expected.Type,
+				Message: fmt.Sprintf("expected %q, got %q (score %.2f): %s", res.Expected.Answer, extracted(res), res.Score, reasonOf(res)),
+				Text:    res.Response}
+			s.Failures++
+		case runs.TestError:
+			c.Error = &junitProblem{Type: "error", Message: reasonOf(res), Text: reasonOf(res)}
+			s.Errors++
+		}
+		suiteMS[name] += res.DurationMS
+		s.Tests++
+		s.Cases = append(s.Cases, c)
+	}
+	for i := range doc.Suites {
+		doc.Suites[i].Time = seconds(suiteMS[doc.Suites[i].Name])
+	}
+	gate := junitSuite{Name: gateSuite, Tests: 1, Time: seconds(0), Timestamp: stamp, Properties: props,
+		Cases: []junitCase{{Name: "verdict", Classname: gateSuite, Time: seconds(0)}}}
+	if !r.verdict.PassedGate {
+		gate.Failures = 1
+		gate.Cases[0].Failure = &junitProblem{Type: "gate", Message: strings.Join(r.verdict.Reasons, "; "),
+			Text: strings.Join(r.verdict.Reasons, "\n")}
+	}
+	doc.Suites = append(doc.Suites, gate)
+	for i := range doc.Suites {
+		s := &doc.Suites[i]
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+	}
+	xmlSafeSuites(&doc)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// xmlSafeSuites makes every text of doc one XML 1.0 can carry.
+func xmlSafeSuites(doc *junitSuites) {
+	doc.Name = xmlSafe(doc.Name)
+	for i := range doc.Suites {
+		s := &doc.Suites[i]
+		s.Name, s.Timestamp = xmlSafe(s.Name), xmlSafe(s.Timestamp)
+		for j := range s.Properties {
+			p := &s.Properties[j]
+			p.Name, p.Value = xmlSafe(p.Name), xmlSafe(p.Value)
+		}
+		for j := range s.Cases {
+			c := &s.Cases[j]
+			c.Name, c.Classname, c.SystemOut = xmlSafe(c.Name), xmlSafe(c.Classname), xmlSafe(c.SystemOut)
+			for _, p := range []*junitProblem{c.Failure, c.Error} {
+				if p != nil {
+					p.Message, p.Type, p.Text = xmlSafe(p.Message), xmlSafe(p.Type), xmlSafe(p.Text)
+				}
+			}
+		}
+	}
+}
+
+// xmlSafe drops from s what XML 1.0 cannot carry: bytes that are not
+// UTF-8, control characters other than tab, newline and carriage return,
+// and U+FFFE and U+FFFF. The report does not lean on its encoder for
+// this (encoding/xml turns each into U+FFFD, other writers emit them as
+// they are and the file no longer parses): a model's answer full of NUL
+// reads as its text, not as a row of replacement characters.
+func xmlSafe(s string) string {
+	ok := true
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !xmlChar(r, n) {
+			ok = false
+			break
+		}
+		i += n
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if xmlChar(r, n) {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// xmlChar reports whether the rune r, decoded from n bytes, is a Char of
+// XML 1.0.
+func xmlChar(r rune, n int) bool {
+	switch {
+	case r == utf8.RuneError && n == 1:
+		return false
+	case r == '\t' || r == '\n' || r == '\r':
+		return true
+	case r < 0x20:
+		return false
+	case r <= 0xD7FF:
+		return true
+	case r >= 0xE000 && r <= 0xFFFD:
+		return true
+	default:
+		return r >= 0x10000 && r <= 0x10FFFF
+	}
+}
