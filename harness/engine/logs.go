@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -67,7 +68,9 @@ func (q *logQueue) readLocked(after uint64, limit int, why string) ([]string, ui
 	start := max(after, q.cleared) + 1
 	out := make([]string, 0, min(uint64(limit), q.last-start+2))
 	if start < q.first && limit > 0 {
-		out = append(out, fmt.Sprintf("[log][L0] %d older lines were dropped %s", q.first-start, why))
+		// The marker takes the domain and level of the first line kept, so
+		// that it has the form of every other line.
+		out = append(out, fmt.Sprintf("%s %d older lines were dropped %s", linePrefix(q.buf[q.first%uint64(len(q.buf))]), q.first-start, why))
 		start = q.first
 	}
 	next := start - 1
@@ -88,4 +91,12 @@ func (q *logQueue) clear() {
 		q.buf[i] = ""
 	}
 	q.first, q.cleared, q.drained = q.last+1, q.last, q.last
+}
+
+// linePrefix returns the "[<domain>][L<level>]" that starts a log line.
+func linePrefix(line string) string {
+	if i := strings.Index(line, "] "); i >= 0 && strings.HasPrefix(line, "[") {
+		return line[:i+1]
+	}
+	return "[run][L1]"
 }

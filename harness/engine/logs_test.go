@@ -48,10 +48,10 @@ func TestLogQueueCursors(t *testing.T) {
 	// A reader that falls behind by more than the queue holds is told.
 	pushLines(q, 31, 100)
 	got, c := q.read(cb, 100)
-	if got[0] != "[log][L0] 20 older lines were dropped before this poll" || !slices.Equal(got[1:], lines(51, 100)) || c != 100 {
+	if got[0] != "[d][L1] 20 older lines were dropped before this poll" || !slices.Equal(got[1:], lines(51, 100)) || c != 100 {
 		t.Fatalf("behind: %q cursor %d", got, c)
 	}
-	if d := q.drain(100); d[0] != "[log][L0] 20 older lines were dropped because nobody polled" || !slices.Equal(d[1:], lines(51, 100)) {
+	if d := q.drain(100); d[0] != "[d][L1] 20 older lines were dropped because nobody polled" || !slices.Equal(d[1:], lines(51, 100)) {
 		t.Fatalf("drain behind: %q", d)
 	}
 
@@ -62,7 +62,7 @@ func TestLogQueueCursors(t *testing.T) {
 		t.Fatalf("limited: %q cursor %d", got, c)
 	}
 	got, c = q.read(10, 5)
-	if len(got) != 5 || got[0] != "[log][L0] 120 older lines were dropped before this poll" || !slices.Equal(got[1:], lines(131, 134)) || c != 134 {
+	if len(got) != 5 || got[0] != "[d][L1] 120 older lines were dropped before this poll" || !slices.Equal(got[1:], lines(131, 134)) || c != 134 {
 		t.Fatalf("limited behind: %q cursor %d", got, c)
 	}
 }
