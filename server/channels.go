@@ -15,7 +15,7 @@ type channelHandler struct{ s *Server }
 type channelFields struct {
 	Type   *string        `json:"type,omitempty" doc:"telegram, webhook, or a channel plugin's type. Required on creation."`
 	Name   *string        `json:"name,omitempty"`
-	Config map[string]any `json:"config,omitempty" doc:"Settings of the type (telegram: bot_token, api_url; webhook: secret, callback_url). Secrets come back as \"********\"; sending that back keeps the stored value."`
+	Config map[string]any `json:"config,omitempty" doc:"Settings of the type (telegram: bot_token, api_url; webhook: secret, callback_url). Secrets come back as \"********\"; sending that back keeps the stored value, unless the update changes a *url* key (api_url, callback_url...): then the secrets must be sent again in clear (else 422)."`
 }
 
 func (f *channelFields) apply(c *harness.ChannelConfig) {
