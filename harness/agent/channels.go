@@ -133,8 +133,8 @@ func newChannelID() string {
 	return "ch_" + hex.EncodeToString(b[:])
 }
 
-// checkChannel validates a channel record about to be stored: its type
-// must be registered, and the implementation's ChannelConfigValidator, if
+// checkChannel validates a channel record about to be stored: its name
+// and config hold no NUL or invalid UTF-8, its type must be registered, and the implementation's ChannelConfigValidator, if
 // any, must accept its config.
 func (s *Service) checkChannel(ve *harness.ValidationError, c *harness.ChannelConfig) {
 	if c.Name == "" {
@@ -143,6 +143,8 @@ func (s *Service) checkChannel(ve *harness.ValidationError, c *harness.ChannelCo
 	if c.Config == nil {
 		c.Config = map[string]any{}
 	}
+	harness.CheckText(ve, "name", c.Name)
+	harness.CheckText(ve, "config", c.Config)
 	impl, ok := s.reg.Channel(c.Type)
 	switch {
 	case c.Type == "":
