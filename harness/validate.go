@@ -2,9 +2,13 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 )
@@ -43,6 +47,88 @@ func CompileRegex(pattern string) (*regexp2.Regexp, error) {
 		return re, nil
 	}
 	return nil, err
+}
+
+// TextProblem says why s cannot be stored as text: "contains a NUL
+// character" or "is not valid UTF-8"; "" when s is fine. A NUL cuts the
+// string short in many tools and databases, and invalid UTF-8 would be
+// stored as replacement characters: either way the stored text would not
+// be what was sent.
+func TextProblem(s string) string {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL character"
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	}
+	return ""
+}
+
+// CheckText adds to ve a field error for every string in v that holds a
+// NUL or invalid UTF-8 (see TextProblem): v itself when it is a string,
+// else the strings of its fields (named by their json tags), map keys and
+// values, slice elements, to any depth. Fields are named from field, as
+// "system_prompt", "config.api_url" or "messages[2].content"; sorted map
+// keys keep the order stable.
+func CheckText(ve *ValidationError, field string, v any) {
+	checkTextValue(ve, field, reflect.ValueOf(v))
+}
+
+func checkTextValue(ve *ValidationError, field string, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if p := TextProblem(v.String()); p != "" {
+			ve.Add(field, "%s", p)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			checkTextValue(ve, field, v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return // []byte is data, not text
+		}
+		for i := range v.Len() {
+			checkTextValue(ve, field+"["+itoa(i)+"]", v.Index(i))
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(keyString(a), keyString(b)) })
+		for _, k := range keys {
+			name := keyString(k)
+			if p := TextProblem(name); p != "" {
+				ve.Add(joinField(field, name), "the key %s", p)
+				continue
+			}
+			checkTextValue(ve, joinField(field, name), v.MapIndex(k))
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			tag, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			switch {
+			case tag == "-":
+				continue
+			case tag == "" && sf.Anonymous:
+				checkTextValue(ve, field, v.Field(i))
+				continue
+			case tag == "":
+				tag = sf.Name
+			}
+			checkTextValue(ve, joinField(field, tag), v.Field(i))
+		}
+	}
+}
+
+func keyString(k reflect.Value) string {
+	if k.Kind() == reflect.String {
+		return k.String()
+	}
+	return fmt.Sprint(k.Interface())
 }
 
 // Lookup answers whether referenced definitions exist. The catalog
@@ -100,6 +186,7 @@ func (v Validator) checkTools(ve *ValidationError, field string, ids []string) {
 // Domain validates a domain.
 func (v Validator) Domain(d *Domain) error {
 	ve := &ValidationError{}
+	CheckText(ve, "", d)
 	checkID(ve, "id", d.ID)
 	if strings.TrimSpace(d.Name) == "" {
 		ve.Add("name", "is required")
@@ -116,6 +203,7 @@ func (v Validator) Domain(d *Domain) error {
 // Level validates a level configuration; an empty mode becomes "append".
 func (v Validator) Level(l *LevelConfig) error {
 	ve := &ValidationError{}
+	CheckText(ve, "", l)
 	if l.SystemPromptMode == "" {
 		l.SystemPromptMode = PromptAppend
 	}
@@ -138,6 +226,7 @@ func (v Validator) Level(l *LevelConfig) error {
 // Test validates a test; an empty expected type becomes "exact".
 func (v Validator) Test(t *Test) error {
 	ve := &ValidationError{}
+	CheckText(ve, "", t)
 	checkID(ve, "id", t.ID)
 	switch {
 	case t.DomainID == "":
@@ -178,6 +267,7 @@ func (v Validator) Expected(e Expected) error {
 // Evaluator validates an evaluator record; an empty type becomes "regex".
 func (v Validator) Evaluator(e *EvaluatorConfig) error {
 	ve := &ValidationError{}
+	CheckText(ve, "", e)
 	checkID(ve, "id", e.ID)
 	if strings.TrimSpace(e.Name) == "" {
 		ve.Add("name", "is required")
@@ -203,6 +293,7 @@ func (v Validator) Evaluator(e *EvaluatorConfig) error {
 // Tool validates a tool record; an empty name becomes the function's name.
 func (v Validator) Tool(t *ToolDefinition) error {
 	ve := &ValidationError{}
+	CheckText(ve, "", t)
 	checkID(ve, "id", t.ID)
 	if t.Name == "" {
 		t.Name = t.Function.Name
@@ -264,6 +355,7 @@ func checkParameters(p map[string]any) error {
 // Agent validates an agent record.
 func (v Validator) Agent(a *Agent) error {
 	ve := &ValidationError{}
+	CheckText(ve, "", a)
 	switch {
 	case a.ID == "":
 		ve.Add("id", "is required")

@@ -440,3 +440,76 @@ func TestEffectiveSystemPrompt(t *testing.T) {
 		})
 	}
 }
+
+// TestValidatorsRefuseBadText: a NUL or invalid UTF-8 in any text field of
+// any record is an error naming that field.
+func TestValidatorsRefuseBadText(t *testing.T) {
+	v := Validator{}
+	domain := func() *Domain { return &Domain{ID: "d", Name: "D"} }
+	level := func() *LevelConfig { return &LevelConfig{Level: 1} }
+	test := func() *Test {
+		return &Test{ID: "t", DomainID: "d", Level: 1, Prompt: "p", Expected: Expected{Answer: "a", Type: "exact"}}
+	}
+	evaluator := func() *EvaluatorConfig { return &EvaluatorConfig{ID: "e", Name: "E"} }
+	tool := func() *ToolDefinition { return &ToolDefinition{ID: "x", Function: FunctionDef{Name: "f"}} }
+	agent := func() *Agent { return &Agent{ID: "a"} }
+	cases := []struct {
+		field string
+		check func(bad string) error
+	}{
+		{"id", func(b string) error { d := domain(); d.ID = b; return v.Domain(d) }},
+		{"name", func(b string) error { d := domain(); d.Name = b; return v.Domain(d) }},
+		{"description", func(b string) error { d := domain(); d.Description = b; return v.Domain(d) }},
+		{"system_prompt", func(b string) error { d := domain(); d.SystemPrompt = b; return v.Domain(d) }},
+		{"icon", func(b string) error { d := domain(); d.Icon = b; return v.Domain(d) }},
+		{"system_prompt", func(b string) error { l := level(); l.SystemPrompt = b; return v.Level(l) }},
+		{"id", func(b string) error { x := test(); x.ID = b; return v.Test(x) }},
+		{"name", func(b string) error { x := test(); x.Name = b; return v.Test(x) }},
+		{"prompt", func(b string) error { x := test(); x.Prompt = b; return v.Test(x) }},
+		{"expected.answer", func(b string) error { x := test(); x.Expected.Answer = b; return v.Test(x) }},
+		{"expected.arguments.city", func(b string) error {
+			x := test()
+			x.Expected = Expected{Answer: "f", Type: "tool_call", Arguments: map[string]any{"city": []any{"ok", b}}}
+			return v.Test(x)
+		}},
+		{"name", func(b string) error { e := evaluator(); e.Name = b; return v.Evaluator(e) }},
+		{"description", func(b string) error { e := evaluator(); e.Description = b; return v.Evaluator(e) }},
+		{"config.prompt", func(b string) error { e := evaluator(); e.Config = map[string]any{"prompt": b}; return v.Evaluator(e) }},
+		{"name", func(b string) error { x := tool(); x.Name = b; return v.Tool(x) }},
+		{"function.description", func(b string) error { x := tool(); x.Function.Description = b; return v.Tool(x) }},
+		{"mock_response.text", func(b string) error { x := tool(); x.MockResponse = map[string]any{"text": b}; return v.Tool(x) }},
+		{"id", func(b string) error { a := agent(); a.ID = b; return v.Agent(a) }},
+		{"name", func(b string) error { a := agent(); a.Name = b; return v.Agent(a) }},
+		{"description", func(b string) error { a := agent(); a.Description = b; return v.Agent(a) }},
+		{"system_prompt", func(b string) error { a := agent(); a.SystemPrompt = b; return v.Agent(a) }},
+		{"model", func(b string) error { a := agent(); a.Model = &b; return v.Agent(a) }},
+	}
+	for _, bad := range []struct{ name, text, message string }{
+		{"NUL", "ab\x00c", "NUL"},
+		{"invalid UTF-8", "ab\xffc", "UTF-8"},
+	} {
+		for _, tc := range cases {
+			t.Run(bad.name+"/"+tc.field, func(t *testing.T) {
+				err := tc.check(bad.text)
+				checkFieldError(t, err, strings.Replace(tc.field, ".city", ".city[1]", 1))
+				if !strings.Contains(err.Error(), bad.message) {
+					t.Errorf("%v does not say %s", err, bad.message)
+				}
+			})
+		}
+	}
+	if err := v.Test(&Test{ID: "t", DomainID: "d", Prompt: "héllo\tworld ✓", Expected: Expected{Answer: "a"}}); err != nil {
+		t.Errorf("good text refused: %v", err)
+	}
+}
+
+func TestTextProblem(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "", "plain": "", "é✓\n\t": "", "a\x00": "contains a NUL character",
+		"\xc3": "is not valid UTF-8", "\xed\xa0\x80": "is not valid UTF-8",
+	} {
+		if got := TextProblem(in); got != want {
+			t.Errorf("TextProblem(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

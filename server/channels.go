@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 
@@ -15,7 +16,7 @@ type channelHandler struct{ s *Server }
 type channelFields struct {
 	Type   *string        `json:"type,omitempty" doc:"telegram, webhook, or a channel plugin's type. Required on creation."`
 	Name   *string        `json:"name,omitempty"`
-	Config map[string]any `json:"config,omitempty" doc:"Settings of the type (telegram: bot_token, api_url; webhook: secret, callback_url). Secrets come back as \"********\"; sending that back keeps the stored value."`
+	Config map[string]any `json:"config,omitempty" doc:"Settings of the type (telegram: bot_token, api_url; webhook: secret, callback_url). Secrets come back as \"********\"; sending that back keeps the stored value, unless the update changes a *url* key (api_url, callback_url...): then the secrets must be sent again in clear (else 422)."`
 }
 
 func (f *channelFields) apply(c *harness.ChannelConfig) {
@@ -98,7 +99,7 @@ func (h *channelHandler) register(api huma.API) {
 		OperationID: "channel-webhook", Method: http.MethodPost, Path: "/api/channels/{channel_id}/webhook",
 		Summary: "Deliver a message to a webhook channel", Tags: tags, Security: []map[string][]string{},
 		Description: "Body {user_id, message}; header X-Gauntlet-Signature: sha256=<hex HMAC-SHA256 of the body keyed with the channel's secret>. " +
-			"Needs no API token; a missing or wrong signature is a 401. Answers {success, response}, or 202 {success, queued} when the channel has a callback_url.",
+			"Needs no API token; a missing or wrong signature is a 401; a NUL or invalid UTF-8 in the body is a 422. Answers {success, response}, or 202 {success, queued} when the channel has a callback_url.",
 		Parameters: []*huma.Param{
 			{Name: "channel_id", In: "path", Required: true, Schema: &huma.Schema{Type: huma.TypeString}},
 			{Name: "X-Gauntlet-Signature", In: "header", Required: true, Schema: &huma.Schema{Type: huma.TypeString}},
@@ -112,6 +113,7 @@ func (h *channelHandler) register(api huma.API) {
 			"200": {Description: "The agent's reply", Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
 			"202": {Description: "Queued: the reply goes to callback_url"},
 			"401": {Description: "Missing or wrong signature"},
+			"422": {Description: "A NUL or invalid UTF-8 in the body"},
 			"404": {Description: "Unknown channel"},
 		},
 	})
@@ -188,6 +190,18 @@ func (h *channelHandler) webhook(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeProblem(w, http.StatusRequestEntityTooLarge, "the body is over 1 MiB")
 		return
+	}
+	// Raw bytes were checked by rejectBadText; a NUL written as \u0000
+	// shows once decoded. Refused here, before a channel queues the
+	// message and answers 202 without ever seeing it fail.
+	var decoded any
+	if json.Unmarshal(body, &decoded) == nil {
+		ve := &harness.ValidationError{}
+		harness.CheckText(ve, "", decoded)
+		if ve.Err() != nil {
+			h.s.writeError(w, r, ve)
+			return
+		}
 	}
 	res, err := h.s.opts.Agents.Inbound(r.Context(), r.PathValue("channel_id"), &harness.InboundRequest{Body: body, Header: r.Header})
 	if err != nil {

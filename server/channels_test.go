@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -456,4 +458,45 @@ func TestTelegramChannel(t *testing.T) {
 		}
 		e.channelAction("bot", id, "stop")
 	})
+}
+
+// TestChannelSecretsStayPut: a PUT that changes a channel's callback_url
+// while sending the secret as the mask is 422 asking for the secret again,
+// and changes nothing; with the URL kept the mask works, and with the
+// secret in clear the URL changes.
+func TestChannelSecretsStayPut(t *testing.T) {
+	e := newAgentEnv(t, agentConfig{})
+	e.createAgent("bot", "")
+	var hits atomic.Int32
+	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+	}))
+	defer callback.Close()
+	first, second := callback.URL+"/first", callback.URL+"/second"
+	c := e.createChannel("bot", map[string]any{"type": "webhook",
+		"config": map[string]any{"secret": "s-one", "callback_url": first}})
+	id := c["id"].(string)
+	path := "/api/agents/bot/channels/" + id
+
+	p := mustProblem(t, e.put(path, map[string]any{"config": map[string]any{"secret": mask, "callback_url": second}}),
+		http.StatusUnprocessableEntity, "body.config.secret")
+	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "send the secret again") {
+		t.Errorf("errors %+v, want one asking for the secret", p.Errors)
+	}
+	if cfg := e.channel("bot", id)["config"].(map[string]any); cfg["callback_url"] != first {
+		t.Errorf("a refused update changed the config: %v", cfg)
+	}
+
+	must(t, e.put(path, map[string]any{"name": "kept", "config": map[string]any{"secret": mask, "callback_url": first}}), http.StatusOK)
+
+	got := must(t, e.put(path, map[string]any{"config": map[string]any{"secret": "s-two", "callback_url": second}}), http.StatusOK).object(t)
+	if cfg := got["config"].(map[string]any); cfg["callback_url"] != second || cfg["secret"] != mask {
+		t.Errorf("config %v", cfg)
+	}
+	// The new secret is the one stored: it signs, the old one does not.
+	e.channelAction("bot", id, "start")
+	defer e.channelAction("bot", id, "stop")
+	body := []byte(`{"user_id":"u1","message":"ping"}`)
+	must(t, e.webhookPost(id, body, webhook.Sign("s-one", body)), http.StatusUnauthorized)
+	must(t, e.webhookPost(id, body, webhook.Sign("s-two", body)), http.StatusAccepted)
 }

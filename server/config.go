@@ -4,9 +4,12 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
 // ModelQueryTimeout bounds GET /api/config/model's question to the model
@@ -37,6 +40,7 @@ func (h *configHandler) register(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "get-config", Method: http.MethodGet, Path: "/api/config",
 		Summary: "Non-secret configuration of the model endpoint", Tags: tags,
+		Description: "llm_base_url never shows credentials: user and password are removed, secret-looking query parameters (key, token, secret, pass, sig) masked.",
 	}, h.get)
 	huma.Register(api, huma.Operation{
 		OperationID: "get-config-model", Method: http.MethodGet, Path: "/api/config/model",
@@ -47,7 +51,7 @@ func (h *configHandler) register(api huma.API) {
 
 func (h *configHandler) get(ctx context.Context, _ *struct{}) (*configOutput, error) {
 	out := &configOutput{}
-	out.Body.LLMBaseURL = h.s.opts.LLM.BaseURL
+	out.Body.LLMBaseURL = harness.RedactURL(h.s.opts.LLM.BaseURL)
 	out.Body.LLMModel = h.s.opts.LLM.Model
 	out.Body.Debug = h.s.opts.Debug
 	return out, nil
@@ -65,7 +69,7 @@ func (h *configHandler) model(ctx context.Context, _ *struct{}) (*modelOutput, e
 	models, err := h.s.opts.Models.Models(ctx)
 	switch {
 	case err != nil:
-		out.Body.Detail = "model endpoint unreachable: " + err.Error()
+		out.Body.Detail = "model endpoint unreachable: " + redactURLs(err.Error())
 	case len(models) == 0:
 		out.Body.Detail = "the model endpoint lists no models"
 	default:
@@ -77,4 +81,19 @@ func (h *configHandler) model(ctx context.Context, _ *struct{}) (*modelOutput, e
 		out.Body.Available = models
 	}
 	return out, nil
+}
+
+// redactURLs applies harness.RedactURL to every URL in a text, such as an
+// error that quotes the address it failed to reach.
+func redactURLs(text string) string {
+	fields := strings.Fields(text)
+	for _, f := range fields {
+		u := strings.Trim(f, "\"'`()[]<>,;")
+		if strings.Contains(u, "://") {
+			if r := harness.RedactURL(u); r != u {
+				text = strings.ReplaceAll(text, u, r)
+			}
+		}
+	}
+	return text
 }

@@ -434,3 +434,29 @@ func TestModelQueryHonoursCancel(t *testing.T) {
 		t.Fatal("the model query went on after the client left")
 	}
 }
+
+// TestConfigHidesCredentials: GET /api/config shows llm_base_url without
+// the user, password or API key it may embed, and the model query's error
+// detail does not quote them either.
+func TestConfigHidesCredentials(t *testing.T) {
+	url := unreachableURL(t)
+	host := strings.TrimPrefix(strings.TrimSuffix(url, "/v1"), "http://")
+	base := "http://alice:hunter2@" + host + "/v1?api_key=sk-SECRET&deployment=prod"
+	e := newEnv(t, withLLM(base, "m1"), withModels(newLLM(t, base, "m1")))
+	r := must(t, e.get("/api/config"), http.StatusOK)
+	want := "http://" + host + "/v1?api_key=********&deployment=prod"
+	if got := r.object(t)["llm_base_url"]; got != want {
+		t.Errorf("llm_base_url = %v, want %q", got, want)
+	}
+	m := must(t, e.get("/api/config/model"), http.StatusOK)
+	for _, body := range [][]byte{r.body, m.body} {
+		for _, secret := range []string{"alice", "hunter2", "sk-SECRET"} {
+			if strings.Contains(string(body), secret) {
+				t.Errorf("%q shown in %s", secret, body)
+			}
+		}
+	}
+	if d, _ := m.object(t)["detail"].(string); d == "" {
+		t.Errorf("no detail: %s", m.body)
+	}
+}

@@ -94,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	documentErrors(s.api, opts.APIToken != "")
 	s.mountDashboard()
 	s.mux.HandleFunc("/api/", s.apiFallback)
-	s.handler = s.logRequests(s.authenticate(assumeJSON(s.mux)))
+	s.handler = s.logRequests(s.authenticate(assumeJSON(rejectBadText(s.mux))))
 	return s, nil
 }
 

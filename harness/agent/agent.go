@@ -287,6 +287,9 @@ func (s *Service) Update(ctx context.Context, id string, apply func(*harness.Age
 		if a.ID != id {
 			return harness.Invalid("id", "cannot be changed (is %q)", id)
 		}
+		if err := (harness.Validator{}).Agent(&a); err != nil {
+			return err
+		}
 		normalize(&a)
 		a.CreatedAt = created
 		if _, err := tx.NewUpdate().Model(toAgentRow(a)).WherePK().Exec(ctx); err != nil {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,8 +133,8 @@ func newChannelID() string {
 	return "ch_" + hex.EncodeToString(b[:])
 }
 
-// checkChannel validates a channel record about to be stored: its type
-// must be registered, and the implementation's ChannelConfigValidator, if
+// checkChannel validates a channel record about to be stored: its name
+// and config hold no NUL or invalid UTF-8, its type must be registered, and the implementation's ChannelConfigValidator, if
 // any, must accept its config.
 func (s *Service) checkChannel(ve *harness.ValidationError, c *harness.ChannelConfig) {
 	if c.Name == "" {
@@ -141,6 +143,8 @@ func (s *Service) checkChannel(ve *harness.ValidationError, c *harness.ChannelCo
 	if c.Config == nil {
 		c.Config = map[string]any{}
 	}
+	harness.CheckText(ve, "name", c.Name)
+	harness.CheckText(ve, "config", c.Config)
 	impl, ok := s.reg.Channel(c.Type)
 	switch {
 	case c.Type == "":
@@ -232,7 +236,12 @@ func cloneConfig(cfg map[string]any) map[string]any {
 }
 
 // UpdateChannel changes a channel: apply edits a copy of the record, its
-// config masked. A config value equal to Mask keeps the stored value. The
+// config masked. A config value equal to Mask keeps the stored value,
+// unless the update changes where the channel sends its secrets (a key
+// whose name contains "url", such as api_url or callback_url, changes, is
+// added or is removed): then a Mask anywhere in the config is
+// harness.ErrInvalid naming the field, and the secret must be sent again
+// in clear, so that a stored secret never follows a new address unasked. The
 // id and agent cannot change (harness.ErrInvalid); status, last_error and
 // created_at are kept. A running channel is restarted with the new record.
 // The record is returned with its config masked.
@@ -256,6 +265,7 @@ func (s *Service) UpdateChannel(ctx context.Context, agentID, channelID string, 
 		ve.Add("agent_id", "cannot be changed (is %q)", agentID)
 	}
 	c.Config = cloneConfig(c.Config)
+	checkSecretsStay(ve, c.Config, old.Config)
 	unmask(ve, "config", c.Config, old.Config)
 	s.checkChannel(ve, &c)
 	if err := ve.Err(); err != nil {
@@ -276,6 +286,75 @@ func (s *Service) UpdateChannel(ctx context.Context, agentID, channelID string, 
 		}
 	}
 	return s.maskedChannel(ctx, agentID, channelID)
+}
+
+// checkSecretsStay refuses Mask values in an updated config that changes
+// one of its URLs: a stored secret is only kept for the address it was
+// given for.
+func checkSecretsStay(ve *harness.ValidationError, cfg, stored map[string]any) {
+	changed := changedURLs("config", cfg, stored)
+	if len(changed) == 0 {
+		return
+	}
+	for _, field := range maskedFields("config", cfg) {
+		ve.Add(field, "is the mask %q, but %s changes: send the secret again in clear", Mask, strings.Join(changed, ", "))
+	}
+}
+
+// isURLKey reports whether a config key holds an address: its name
+// contains "url", in any case.
+func isURLKey(k string) bool { return strings.Contains(strings.ToLower(k), "url") }
+
+// changedURLs lists, sorted, the paths of the URL keys whose value differs
+// between cfg and stored, nested objects included; a URL key present on
+// one side only counts as changed.
+func changedURLs(path string, cfg, stored map[string]any) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(keyUnion(cfg, stored))) {
+		field := path + "." + k
+		nv, inNew := cfg[k]
+		ov, inOld := stored[k]
+		if isURLKey(k) {
+			if inNew != inOld || !reflect.DeepEqual(nv, ov) {
+				out = append(out, field)
+			}
+			continue
+		}
+		nm, _ := nv.(map[string]any)
+		om, _ := ov.(map[string]any)
+		if nm != nil || om != nil {
+			out = append(out, changedURLs(field, nm, om)...)
+		}
+	}
+	return out
+}
+
+func keyUnion(a, b map[string]any) map[string]struct{} {
+	out := make(map[string]struct{}, len(a)+len(b))
+	for k := range a {
+		out[k] = struct{}{}
+	}
+	for k := range b {
+		out[k] = struct{}{}
+	}
+	return out
+}
+
+// maskedFields lists, sorted, the paths of the values of cfg equal to
+// Mask, nested objects included.
+func maskedFields(path string, cfg map[string]any) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		switch v := cfg[k].(type) {
+		case string:
+			if v == Mask {
+				out = append(out, path+"."+k)
+			}
+		case map[string]any:
+			out = append(out, maskedFields(path+"."+k, v)...)
+		}
+	}
+	return out
 }
 
 // DeleteChannel stops a channel and removes it.

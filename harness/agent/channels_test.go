@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -293,7 +295,7 @@ func TestChannelUpdateKeepsMaskedSecrets(t *testing.T) {
 			t.Errorf("apply saw the config unmasked: %v", x.Config)
 		}
 		x.Name = "renamed"
-		x.Config = map[string]any{"bot_token": agent.Mask, "secret": "hmac-key-2", "api_url": "u2"}
+		x.Config = map[string]any{"bot_token": agent.Mask, "secret": "hmac-key-2", "api_url": "u1"}
 		x.Status, x.LastError = harness.ChannelError, "forged"
 		return nil
 	})
@@ -306,7 +308,7 @@ func TestChannelUpdateKeepsMaskedSecrets(t *testing.T) {
 	// The running channel was restarted with the new record.
 	fake.waitRuns(t, 2)
 	cfg := fake.lastRun().Channel.Config
-	if cfg["bot_token"] != botToken || cfg["secret"] != "hmac-key-2" || cfg["api_url"] != "u2" {
+	if cfg["bot_token"] != botToken || cfg["secret"] != "hmac-key-2" || cfg["api_url"] != "u1" {
 		t.Errorf("restarted with config %v", cfg)
 	}
 	if fake.running() != 1 {
@@ -331,6 +333,92 @@ func TestChannelUpdateKeepsMaskedSecrets(t *testing.T) {
 	if fake.runCount() != 2 {
 		t.Errorf("refused updates restarted the channel: %d runs", fake.runCount())
 	}
+}
+
+// TestChannelSecretsStayPut: an update that changes where a channel sends
+// its secrets (a *url* key changes, appears or goes) must carry the secrets
+// in clear; the mask is refused, naming each masked field, and nothing is
+// stored. Keeping the URLs, the mask keeps the stored secret.
+func TestChannelSecretsStayPut(t *testing.T) {
+	e := newEnv(t)
+	registerFake(t, e)
+	e.createAgent("a", "")
+	ctx := e.ctx
+	stored := map[string]any{"bot_token": botToken, "api_url": "https://bots.example/one",
+		"hook": map[string]any{"callback_url": "https://cb.example/", "secret": "hmac-1"}}
+	c, err := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "fake", Config: stored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := func(url, secret string) map[string]any {
+		return map[string]any{"callback_url": url, "secret": secret}
+	}
+	refused := []struct {
+		name   string
+		config map[string]any
+		fields []string
+	}{
+		{"api_url changes", map[string]any{"bot_token": agent.Mask, "api_url": "https://evil.example/",
+			"hook": hook("https://cb.example/", agent.Mask)}, []string{"config.bot_token", "config.hook.secret"}},
+		{"api_url removed", map[string]any{"bot_token": agent.Mask,
+			"hook": hook("https://cb.example/", "hmac-1")}, []string{"config.bot_token"}},
+		{"nested callback_url changes", map[string]any{"bot_token": agent.Mask, "api_url": "https://bots.example/one",
+			"hook": hook("https://evil.example/", agent.Mask)}, []string{"config.bot_token", "config.hook.secret"}},
+		{"a new URL key", map[string]any{"bot_token": agent.Mask, "api_url": "https://bots.example/one", "Webhook_URL": "https://evil.example/",
+			"hook": hook("https://cb.example/", "hmac-1")}, []string{"config.bot_token"}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
+				x.Config = tc.config
+				return nil
+			})
+			var ve *harness.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want a validation error", err)
+			}
+			var got []string
+			for _, f := range ve.Fields {
+				got = append(got, f.Field)
+				if !strings.Contains(f.Message, "send the secret again") {
+					t.Errorf("%s: %q does not ask for the secret", f.Field, f.Message)
+				}
+			}
+			if !slices.Equal(got, tc.fields) {
+				t.Errorf("fields %v, want %v", got, tc.fields)
+			}
+			if cfg := e.storedConfig(c.ID); !reflect.DeepEqual(cfg, stored) {
+				t.Errorf("stored config %v after a refused update", cfg)
+			}
+		})
+	}
+
+	t.Run("the mask with the URLs kept", func(t *testing.T) {
+		_, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
+			x.Name = "renamed"
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := e.storedConfig(c.ID); !reflect.DeepEqual(cfg, stored) {
+			t.Errorf("stored config %v", cfg)
+		}
+	})
+	t.Run("the URL changes with the secrets in clear", func(t *testing.T) {
+		want := map[string]any{"bot_token": "123:new", "api_url": "https://bots.example/two",
+			"hook": hook("https://cb.example/", "hmac-2")}
+		_, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
+			x.Config = want
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := e.storedConfig(c.ID); !reflect.DeepEqual(cfg, want) {
+			t.Errorf("stored config %v, want %v", cfg, want)
+		}
+	})
 }
 
 func TestChannelFailureBackoffAndRedaction(t *testing.T) {
@@ -597,4 +685,19 @@ func TestMaskConfig(t *testing.T) {
 	if agent.MaskConfig(nil) != nil {
 		t.Error("MaskConfig(nil) != nil")
 	}
+}
+
+// storedConfig reads a channel's config as the database holds it, secrets
+// in clear.
+func (e *env) storedConfig(channelID string) map[string]any {
+	e.t.Helper()
+	var raw string
+	if err := e.db.NewRaw("SELECT config FROM agent_channels WHERE id = ?", channelID).Scan(e.ctx, &raw); err != nil {
+		e.t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		e.t.Fatalf("stored config %q: %v", raw, err)
+	}
+	return cfg
 }

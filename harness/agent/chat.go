@@ -48,6 +48,8 @@ func checkUserID(ve *harness.ValidationError, userID string) {
 		ve.Add("user_id", "is required")
 	case len(userID) > MaxUserIDBytes:
 		ve.Add("user_id", "is longer than %d bytes", MaxUserIDBytes)
+	default:
+		harness.CheckText(ve, "user_id", userID)
 	}
 }
 
@@ -65,14 +67,16 @@ func checkUserID(ve *harness.ValidationError, userID string) {
 // succeeds. Turns of one conversation run one at a time; those of
 // different users run in parallel.
 //
-// An empty message or user id gives harness.ErrInvalid naming "message" or
-// "user_id"; an unknown agent harness.ErrNotFound; a model failure an error
+// An empty message or user id, or one holding a NUL or invalid UTF-8, gives
+// harness.ErrInvalid naming "message" or "user_id", and nothing is stored;
+// an unknown agent harness.ErrNotFound; a model failure an error
 // wrapping the model's.
 func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*ChatResult, error) {
 	ve := &harness.ValidationError{}
 	if strings.TrimSpace(message) == "" {
 		ve.Add("message", "is required")
 	}
+	harness.CheckText(ve, "message", message)
 	checkUserID(ve, userID)
 	if err := ve.Err(); err != nil {
 		return nil, err

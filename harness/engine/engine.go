@@ -165,7 +165,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts.Retries = DefaultRetries
 	}
 	opts.Retries = max(opts.Retries, 0)
-	// TODO(merge secrets): opts.BaseURL = harness.RedactURL(opts.BaseURL)
+	opts.BaseURL = harness.RedactURL(opts.BaseURL)
 	e := &Engine{opts: opts, log: opts.Logger, regex: regexeval.New(regexeval.Options{}), logs: newLogQueue(opts.LogQueue)}
 	if e.log == nil {
 		e.log = slog.Default()

@@ -126,6 +126,9 @@ type verdict struct {
 	usable bool
 	passed bool
 	reason string // why it failed
+	// err is set when the answer could not be judged at all (a regex hit
+	// its match timeout): the test is an error, not a failure.
+	err error
 }
 
 func fail(format string, args ...any) verdict {
@@ -215,7 +218,7 @@ func (t *target) judge(answer string) verdict {
 		ok, err := t.pat.match(answer)
 		switch {
 		case err != nil:
-			return fail("expected pattern: %v", err)
+			return verdict{err: fmt.Errorf("expected pattern: %w", err)}
 		case ok:
 			return pass
 		}
@@ -462,7 +465,10 @@ func Compare(expected harness.Expected, answer string, calls []harness.ToolCall)
 	} else {
 		v = t.judge(answer)
 	}
-	if v.passed {
+	switch {
+	case v.err != nil:
+		return 0, false, v.err.Error()
+	case v.passed:
 		return 1, true, ""
 	}
 	return 0, false, v.reason

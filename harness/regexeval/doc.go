@@ -29,8 +29,8 @@
 // A pattern the standard library's regexp accepts runs there, in linear
 // time. Any other pattern (look-arounds, back-references, atomic groups,
 // \Z...) runs on github.com/dlclark/regexp2 with a match timeout
-// (Options.MatchTimeout): a timeout counts as nothing extracted, with the
-// reason in details. regexp2 runs in its RE2 compatibility mode, so \d, \w,
+// (Options.MatchTimeout): a timeout makes Evaluate return an error wrapping
+// ErrMatchTimeout, so the test is an error, not a failure. regexp2 runs in its RE2 compatibility mode, so \d, \w,
 // \s, $, [[:alpha:]] and (?P<name>...) mean what they mean in RE2 whichever
 // engine runs the pattern: \d is [0-9], not every Unicode digit, and $ is
 // the end of the text (which, trimmed, never ends with a newline). Known
@@ -42,7 +42,7 @@
 // # Second pass
 //
 // When the evaluator record sets uses_pass2 and nothing usable was
-// extracted — no match, a timeout, or text that does not parse for the
+// extracted — no match, or text that does not parse for the
 // expected type, such as a numeric answer that is not a number — and the
 // request carries a Model, Evaluate continues the conversation with a user
 // message asking for only the final answer (Pass2Prompt), extracts from the

@@ -13,8 +13,8 @@ import (
 )
 
 // ErrMatchTimeout reports that a regexp2 match ran past the match timeout.
-// Extract returns an error wrapping it; Evaluate treats it as "nothing
-// extracted" and says so in details.reason.
+// Extract and Evaluate return an error wrapping it: a timeout says nothing
+// about the model's answer, so the test is an error, never a failure.
 var ErrMatchTimeout = errors.New("regex match timed out")
 
 // defaultMatchTimeout bounds a regexp2 match when Options.MatchTimeout is 0.

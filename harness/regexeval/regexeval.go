@@ -86,7 +86,10 @@ func (e *Evaluator) ValidateConfig(cfg harness.EvaluatorConfig) error {
 // Evaluate returns an error, and no result, when the test or the evaluator
 // record is invalid (unknown expected type, an expected answer that does
 // not parse for its type, an extraction_regex that does not compile; these
-// wrap harness.ErrInvalid), or when the second-pass request fails.
+// wrap harness.ErrInvalid), when a regexp2 match ran past the match timeout
+// (wrapping ErrMatchTimeout: the pattern, not the model, is at fault, so
+// the test is an error rather than a failure and no second pass is tried),
+// or when the second-pass request fails.
 func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness.EvalResult, error) {
 	if req == nil {
 		return nil, fmt.Errorf("regexeval: nil request: %w", harness.ErrInvalid)
@@ -120,6 +123,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 	if engine != "" {
 		details["regex_engine"] = engine
 	}
+	if v.err != nil {
+		return nil, fmt.Errorf("regexeval: test %s: %w", req.Test.ID, v.err)
+	}
 	if !v.usable {
 		switch {
 		case !req.Evaluator.UsesPass2:
@@ -136,6 +142,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 			details["pass1_answer"] = answer
 			details["pass1_reason"] = v.reason
 			answer, v = e.rescue(t, expr, reply)
+			if v.err != nil {
+				return nil, fmt.Errorf("regexeval: test %s: second pass: %w", req.Test.ID, v.err)
+			}
 		}
 	}
 	details["extracted_answer"] = answer
@@ -147,10 +156,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 func (e *Evaluator) attempt(t *target, expr, text string) (string, verdict, string) {
 	answer, ok, engine, err := e.patterns.extract(expr, text)
 	switch {
-	case errors.Is(err, ErrMatchTimeout):
-		return "", unusable("extraction_regex: %v: nothing extracted", err), engine
 	case err != nil:
-		return "", unusable("extraction_regex: %v", err), engine
+		return "", verdict{err: fmt.Errorf("extraction_regex: %w", err)}, engine
 	case !ok && expr == "":
 		return "", unusable("empty response"), engine
 	case !ok:
@@ -201,20 +208,20 @@ func lastCandidate(typ, text string) (string, bool) {
 // without an "Answer:" label. The first usable candidate wins.
 func (e *Evaluator) rescue(t *target, expr, reply string) (string, verdict) {
 	answer, v, _ := e.attempt(t, expr, reply)
-	if v.usable {
+	if v.usable || v.err != nil {
 		return answer, v
 	}
 	trimmed := strings.TrimSpace(reply)
 	if answer == "" {
 		answer, v = trimmed, t.judge(trimmed)
-		if v.usable {
+		if v.usable || v.err != nil {
 			return answer, v
 		}
-	} else if tv := t.judge(trimmed); tv.usable {
+	} else if tv := t.judge(trimmed); tv.usable || tv.err != nil {
 		return trimmed, tv
 	}
 	if s := stripLabel(reply); s != trimmed && s != "" {
-		if sv := t.judge(s); sv.usable {
+		if sv := t.judge(s); sv.usable || sv.err != nil {
 			return s, sv
 		}
 	}

@@ -118,30 +118,53 @@ func TestEvaluateDetails(t *testing.T) {
 	}
 }
 
+// TestEvaluateTimeout checks that a regexp2 match timeout makes the test an
+// error (Evaluate returns an error wrapping ErrMatchTimeout), not a
+// failure: in the extraction pattern, with or without a second pass, and in
+// an expected pattern of the regex type.
 func TestEvaluateTimeout(t *testing.T) {
 	ev := New(Options{MatchTimeout: 50 * time.Millisecond})
-	req := numericReq("aaaaaaaaaaaaaaaaaaaaaaaaaaaa!", `(?=a)(a+)+$`, false, nil)
-	start := time.Now()
-	res, err := ev.Evaluate(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
+	const evil = "aaaaaaaaaaaaaaaaaaaaaaaaaaaa!"
+	regexTyped := &harness.EvalRequest{
+		Test: harness.Test{ID: "t1", Prompt: "Shout.",
+			Expected: harness.Expected{Answer: `^(?=a)(a+)+$`, Type: "regex"}},
+		Evaluator: harness.EvaluatorConfig{ID: "e", Type: harness.EvaluatorTypeRegex},
+		Response:  evil,
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %v", d)
+	cases := []struct {
+		name  string
+		req   *harness.EvalRequest
+		model *fakeModel
+	}{
+		{"extraction", numericReq(evil, `(?=a)(a+)+$`, false, nil), nil},
+		{"extraction with pass2 on", nil, &fakeModel{reply: "42"}},
+		{"expected pattern", regexTyped, nil},
+		{"second-pass reply", nil, &fakeModel{reply: evil}},
 	}
-	if res.Passed || !strings.Contains(res.Details["reason"].(string), "timed out") {
-		t.Fatalf("details %v", res.Details)
+	cases[1].req = numericReq(evil, `(?=a)(a+)+$`, true, cases[1].model)
+	// The first answer extracts nothing quickly; the reply then times out.
+	cases[3].req = numericReq("no digits here", `(?=\d)(\d+)+$|(?=a)(a+)+$`, true, cases[3].model)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			res, err := ev.Evaluate(context.Background(), tc.req)
+			if !errors.Is(err, ErrMatchTimeout) || res != nil {
+				t.Fatalf("got %v, %v; want an error wrapping ErrMatchTimeout", res, err)
+			}
+			if errors.Is(err, harness.ErrInvalid) {
+				t.Errorf("a timeout is not an invalid definition: %v", err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
 	}
-
-	// A timeout counts as nothing extracted: the second pass rescues it.
-	model := &fakeModel{reply: "42"}
-	req = numericReq("aaaaaaaaaaaaaaaaaaaaaaaaaaaa!", `(?=a)(a+)+$`, true, model)
-	res, err = ev.Evaluate(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
+	// A timeout on the first answer is not rescued by a second pass.
+	if m := cases[1].model; len(m.reqs) != 0 {
+		t.Errorf("second pass sent %d requests after a timeout", len(m.reqs))
 	}
-	if !res.Passed || res.Details["pass2_used"] != true || !strings.Contains(res.Details["pass1_reason"].(string), "timed out") {
-		t.Fatalf("details %v", res.Details)
+	if m := cases[3].model; len(m.reqs) != 1 {
+		t.Errorf("second pass sent %d requests, want 1", len(m.reqs))
 	}
 }
 

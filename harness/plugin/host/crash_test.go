@@ -5,8 +5,10 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,9 +35,10 @@ func waitFiles(t *testing.T, dir string, n int) {
 	}
 }
 
-// SIGKILL the plugin with calls in flight: they fail with an unavailable
-// error, the next call restarts the plugin and succeeds, and Close leaves
-// no process or socket behind.
+// SIGKILL the plugin with calls in flight: each is retried once, alone,
+// on a restarted process; killed again there, it fails with an error that
+// names the plugin and the signal. The next call restarts the plugin and
+// succeeds, and Close leaves no process or socket behind.
 func TestKilledMidCall(t *testing.T) {
 	dir := t.TempDir()
 	install(t, dir, "evaluator", "gauntlet-evaluator-testeval")
@@ -58,22 +61,41 @@ func TestKilledMidCall(t *testing.T) {
 		}()
 	}
 	waitFiles(t, ready, inFlight)
-	start := time.Now()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for range inFlight {
-		err := <-errs
-		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "crashed") {
-			t.Errorf("in-flight call: %v, want a crash wrapping ErrUnavailable", err)
+	// The retries come one at a time: each arrives on a new process, which
+	// is killed in turn.
+	pids := []int{first}
+	for i := range inFlight {
+		waitFiles(t, ready, inFlight+i+1)
+		pid := status(t, m, "gauntlet-evaluator-testeval").PID
+		if slices.Contains(pids, pid) || pid == 0 {
+			t.Fatalf("retry %d runs on pid %d, not a new process (%v)", i, pid, pids)
+		}
+		pids = append(pids, pid)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-errs:
+			msg := err.Error()
+			if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(msg, "plugin gauntlet-evaluator-testeval was killed by a signal (signal: killed) during evaluate") ||
+				!strings.Contains(msg, "retried once") {
+				t.Errorf("in-flight call: %v, want a crash naming the plugin and the signal, after a retry", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the killed retry did not fail")
 		}
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("in-flight calls failed after %v", d)
+	select {
+	case err := <-errs:
+		t.Fatalf("a call ended without its retry: %v", err)
+	default:
 	}
 	s := status(t, m, "gauntlet-evaluator-testeval")
 	if s.Health != HealthCrashed || s.PID != 0 || s.LastError == "" {
-		t.Errorf("after the kill: %+v", s)
+		t.Errorf("after the kills: %+v", s)
 	}
 
 	// The next call restarts it.
@@ -82,18 +104,83 @@ func TestKilledMidCall(t *testing.T) {
 		t.Fatalf("after restart: %+v, %v", res, err)
 	}
 	s = status(t, m, "gauntlet-evaluator-testeval")
-	if s.Health != HealthRunning || s.PID == first || s.Restarts != 1 {
+	if s.Health != HealthRunning || slices.Contains(pids, s.PID) || s.Restarts != inFlight+1 {
 		t.Errorf("after restart: %+v", s)
 	}
-	second := s.PID
+	pids = append(pids, s.PID)
 
 	sockDir := m.sockDir
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, first, second)
+	waitGone(t, pids...)
 	if _, err := os.Stat(sockDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket directory %s left behind (%v)", sockDir, err)
+	}
+}
+
+// One call among eight in flight makes the plugin exit: the crash takes
+// all eight, each is retried once on the restarted process, and only the
+// call that crashes it again fails, with an error naming the plugin and
+// its exit status. The seven others succeed.
+func TestCrashRetriesCallsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "evaluator", "gauntlet-evaluator-testeval")
+	m, reg := newManager(t, Options{Dir: dir, RestartBackoff: 20 * time.Millisecond})
+	ev, _ := reg.Evaluator("testeval")
+	if _, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); err != nil {
+		t.Fatal(err)
+	}
+	first := status(t, m, "gauntlet-evaluator-testeval").PID
+	ready := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "exited")
+	const n = 8
+	type outcome struct {
+		i   int
+		res *harness.EvalResult
+		err error
+	}
+	out := make(chan outcome, n)
+	for i := range n {
+		go func() {
+			resp := "gate"
+			if i == 5 {
+				resp = "gate-exit"
+			}
+			req := evalRequest(resp, "gate")
+			req.Evaluator.Config = map[string]any{"ready_dir": ready, "gate": float64(n), "marker": marker}
+			res, err := ev.Evaluate(t.Context(), req)
+			out <- outcome{i, res, err}
+		}()
+	}
+	for range n {
+		var o outcome
+		select {
+		case o = <-out:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the calls did not end")
+		}
+		if o.i == 5 {
+			if o.err == nil || !errors.Is(o.err, plugin.ErrUnavailable) ||
+				!strings.Contains(o.err.Error(), "plugin gauntlet-evaluator-testeval exited (exit status 2) during evaluate") {
+				t.Errorf("the crashing call: %+v, %v; want an error naming the plugin and its exit status", o.res, o.err)
+			}
+			continue
+		}
+		if o.err != nil || o.res == nil || o.res.Score != 1 {
+			t.Errorf("call %d: %+v, %v; want it to succeed on the restarted process", o.i, o.res, o.err)
+			continue
+		}
+		if pid := fmt.Sprint(o.res.Details["pid"]); pid == fmt.Sprint(first) {
+			t.Errorf("call %d succeeded on the process that crashed", o.i)
+		}
+	}
+	s := status(t, m, "gauntlet-evaluator-testeval")
+	if s.Restarts < 1 || s.Restarts > 2 {
+		t.Errorf("status %+v: want one restart after the crash, two when the crashing retry came first", s)
+	}
+	if files, _ := os.ReadDir(ready); len(files) != 2*n {
+		t.Errorf("%d calls arrived at the plugin, want %d: every call once, then once more", len(files), 2*n)
 	}
 }
 

@@ -18,10 +18,13 @@
 //     Each call is bounded by Options.CallTimeout besides its context,
 //     whose deadline and cancellation reach the plugin.
 //   - A process that dies (or stops answering: a call timed out and a
-//     health probe got no answer) is killed; the calls in flight fail
-//     with errors wrapping plugin.ErrUnavailable, and the next call starts
-//     a new process after a backoff that doubles with each failure in a
-//     row (Options.RestartBackoff, MaxRestartBackoff).
+//     health probe got no answer) is killed, and the next call starts a
+//     new process after a backoff that doubles with each failure in a row
+//     (Options.RestartBackoff, MaxRestartBackoff). The calls in flight
+//     when it died are retried once on the new process, one at a time, so
+//     that only the call that crashes it again fails; that error wraps
+//     plugin.ErrUnavailable and names the plugin and its exit status.
+//     Plugin calls must therefore be safe to repeat.
 //   - List reports every plugin: kind, type, path, version, health, last
 //     error, pid, restarts.
 //   - Close stops every process, waits for them to be gone and removes

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,9 +27,11 @@ func (sayModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.Ch
 	return &harness.ChatResponse{Message: harness.Message{Role: harness.RoleAssistant, Content: strings.TrimPrefix(last, "say:")}}, nil
 }
 
-// An evaluation run scored by a plugin: the plugin is killed while it
-// scores some tests; those get status error, the plugin restarts, and the
-// rest of the run passes.
+// An evaluation run scored by a plugin: one test makes the plugin exit
+// while it scores three tests at once; all three are retried on the
+// restarted plugin, the one that crashes it again gets status error with
+// the plugin's name and exit status, the two others pass, and so does the
+// rest of the run.
 func TestEngineRunSurvivesCrash(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -51,23 +52,28 @@ func TestEngineRunSurvivesCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "exited")
 	// The record is validated by the plugin.
 	if _, err := defs.CreateEvaluator(ctx, harness.EvaluatorConfig{ID: "plug", Name: "Plugin", Type: "testeval",
 		Config: map[string]any{"mode": "bad"}}); err == nil || !strings.Contains(err.Error(), "config.mode") {
 		t.Fatalf("a record the plugin refuses: %v", err)
 	}
 	if _, err := defs.CreateEvaluator(ctx, harness.EvaluatorConfig{ID: "plug", Name: "Plugin", Type: "testeval",
-		Config: map[string]any{"ready_dir": ready}}); err != nil {
+		Config: map[string]any{"ready_dir": ready, "gate": 3, "marker": marker}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := defs.CreateDomain(ctx, harness.Domain{ID: "d", Name: "D", Enabled: true, EvaluatorID: "plug"}); err != nil {
 		t.Fatal(err)
 	}
-	// Level 1: three tests whose scoring blocks (all the run's slots);
-	// level 2: ten that pass.
+	// Level 1: three tests scored together (all the run's slots), one of
+	// which crashes the plugin; level 2: ten that pass.
 	for i := range 3 {
-		if _, err := defs.CreateTest(ctx, harness.Test{ID: fmt.Sprintf("block%d", i), DomainID: "d", Level: 1,
-			Prompt: "say:block", Expected: harness.Expected{Answer: "x", Type: "exact"}}); err != nil {
+		prompt := "say:gate"
+		if i == 1 {
+			prompt = "say:gate-exit"
+		}
+		if _, err := defs.CreateTest(ctx, harness.Test{ID: fmt.Sprintf("gate%d", i), DomainID: "d", Level: 1,
+			Prompt: prompt, Expected: harness.Expected{Answer: "gate", Type: "exact"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,11 +111,6 @@ func TestEngineRunSurvivesCrash(t *testing.T) {
 	if _, err := eng.Start(ctx, engine.StartRequest{ModelName: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFiles(t, ready, 3)
-	pid := status(t, m, "gauntlet-evaluator-testeval").PID
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
 	select {
 	case info := <-finished:
 		if info.Status != runs.StatusCompleted {
@@ -122,20 +123,20 @@ func TestEngineRunSurvivesCrash(t *testing.T) {
 	defer mu.Unlock()
 	for id, r := range results {
 		want := runs.TestPassed
-		if strings.HasPrefix(id, "block") {
+		if id == "gate1" {
 			want = runs.TestError
 		}
 		if r.Status != want {
 			t.Errorf("%s: %s (%s), want %s", id, r.Status, fmt.Sprint(r.Details["error"]), want)
 		}
-		if want == runs.TestError && !strings.Contains(fmt.Sprint(r.Details["error"]), "crashed") {
+		if want == runs.TestError && !strings.Contains(fmt.Sprint(r.Details["error"]), "plugin gauntlet-evaluator-testeval exited (exit status 2)") {
 			t.Errorf("%s: error %q", id, fmt.Sprint(r.Details["error"]))
 		}
 	}
 	if len(results) != 13 {
 		t.Errorf("%d results, want 13", len(results))
 	}
-	if s := status(t, m, "gauntlet-evaluator-testeval"); s.Restarts != 1 || s.Health != HealthRunning {
+	if s := status(t, m, "gauntlet-evaluator-testeval"); s.Restarts < 1 || s.Restarts > 2 || s.Health != HealthRunning {
 		t.Errorf("status %+v", s)
 	}
 }

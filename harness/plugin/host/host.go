@@ -171,7 +171,7 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, log: log, checksums: sums, byName: map[string]*proc{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, f := range list {
-		p := &proc{m: m, found: f, health: HealthStopped}
+		p := &proc{m: m, found: f, health: HealthStopped, retrying: make(chan struct{}, 1)}
 		m.plugins = append(m.plugins, p)
 		m.byName[f.file] = p
 	}

@@ -31,6 +31,10 @@ const probeTimeout = 2 * time.Second
 // a growing backoff.
 const maxRestartWait = time.Second
 
+// exitStatusWait is how long a crashed call waits for go-plugin to report
+// the process's exit status, so that its error can say how it ended.
+const exitStatusWait = time.Second
+
 // errCallTimeout is the cause of a call context that hit CallTimeout.
 var errCallTimeout = errors.New("plugin call timeout")
 
@@ -52,6 +56,11 @@ type proc struct {
 	starts      int
 	failures    int       // crashes and failed starts in a row
 	retryAt     time.Time // no start before
+
+	// retrying admits one retried call at a time: after a crash that took
+	// every call in flight with it, the call that caused it crashes the
+	// restarted process alone instead of taking the others' retries too.
+	retrying chan struct{}
 }
 
 // instance is one process of a plugin.
@@ -69,6 +78,9 @@ type instance struct {
 	mu      sync.Mutex
 	probing bool
 	exitErr string // the process's exit status, once go-plugin saw it
+	// exited is closed once go-plugin saw the process end (exitErr set).
+	exited     chan struct{}
+	exitedOnce sync.Once
 }
 
 func (p *proc) status() Status {
@@ -221,7 +233,7 @@ func (p *proc) launch() (_ *instance, err error) {
 	if err != nil {
 		return nil, err
 	}
-	inst := &instance{sockDir: sockDir}
+	inst := &instance{sockDir: sockDir, exited: make(chan struct{})}
 	cmd := exec.Command(p.path)
 	// go-plugin puts the plugin's Unix sockets here, so that Close can
 	// remove what a killed plugin leaves behind.
@@ -237,6 +249,7 @@ func (p *proc) launch() (_ *instance, err error) {
 			inst.mu.Lock()
 			inst.exitErr = exitErr
 			inst.mu.Unlock()
+			inst.exitedOnce.Do(func() { close(inst.exited) })
 		}},
 		SyncStdout: &lineWriter{log: log, level: slog.LevelInfo, attrs: []any{slog.String("stream", "stdout")}},
 		SyncStderr: &lineWriter{log: log, level: slog.LevelWarn, attrs: []any{slog.String("stream", "stderr")}},
@@ -291,6 +304,43 @@ func (p *proc) launch() (_ *instance, err error) {
 	}
 	ok = true
 	return inst, nil
+}
+
+// howItEnded says how the process ended, for an error: "exited (exit
+// status 2)", "was killed by a signal (signal: killed)", "exited" when
+// go-plugin saw a clean exit, or "crashed" when it has not reported the
+// end (yet). It waits up to exitStatusWait for the report.
+func (inst *instance) howItEnded() string {
+	if inst.exited != nil {
+		t := time.NewTimer(exitStatusWait)
+		select {
+		case <-inst.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	inst.mu.Lock()
+	exitErr := inst.exitErr
+	seen := inst.exited != nil && isClosed(inst.exited)
+	inst.mu.Unlock()
+	switch {
+	case strings.HasPrefix(exitErr, "signal: "):
+		return "was killed by a signal (" + exitErr + ")"
+	case exitErr != "":
+		return "exited (" + exitErr + ")"
+	case seen:
+		return "exited"
+	}
+	return "crashed"
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func (inst *instance) exitReason() string {
@@ -398,21 +448,54 @@ func (m *Manager) callContext(ctx context.Context) (context.Context, context.Can
 
 // call runs one call on the plugin's process, starting it if need be, and
 // sorts out its failure: a dead or unreachable process is marked crashed
-// (the error wraps plugin.ErrUnavailable), a call that ran out of
-// CallTimeout has the process probed for a hang (the error wraps
-// context.DeadlineExceeded). Errors of the implementation are returned as
-// they came.
+// (the error wraps plugin.ErrUnavailable and says how the process ended),
+// a call that ran out of CallTimeout has the process probed for a hang
+// (the error wraps context.DeadlineExceeded). Errors of the
+// implementation are returned as they came.
+//
+// A call whose process died under it is retried once on the restarted
+// process: a crash takes every call in flight with it, and all but the
+// one that caused it deserve a second chance. Retries run one at a time,
+// so that the call that crashes the process again is the only one it
+// takes. A plugin's calls must therefore be safe to repeat.
 func (p *proc) call(ctx context.Context, op string, maxWait time.Duration, f func(ctx context.Context, inst *instance) error) error {
+	crashed, err := p.try(ctx, op, maxWait, f)
+	if !crashed || ctx.Err() != nil || p.m.closed.Load() {
+		return err
+	}
+	select {
+	case p.retrying <- struct{}{}:
+		defer func() { <-p.retrying }()
+	case <-ctx.Done():
+		return err
+	case <-p.m.ctx.Done():
+		return err
+	}
+	_, retryErr := p.try(ctx, op, maxWait, f)
+	switch {
+	case retryErr == nil:
+		return nil
+	case ctx.Err() != nil:
+		return retryErr
+	}
+	p.m.log.Warn("plugins: a call failed again after a restart", slog.String("plugin", p.file),
+		slog.String("op", op), slog.Any("first", err), slog.Any("retry", retryErr))
+	return fmt.Errorf("%w (retried once on a restarted process)", retryErr)
+}
+
+// try is one attempt of call. crashed reports that the process died under
+// the call.
+func (p *proc) try(ctx context.Context, op string, maxWait time.Duration, f func(ctx context.Context, inst *instance) error) (crashed bool, err error) {
 	inst, err := p.get(ctx, maxWait)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cctx, cancel := p.m.callContext(ctx)
 	defer cancel()
 	err = f(cctx, inst)
 	if err == nil {
 		p.succeeded()
-		return nil
+		return false, nil
 	}
 	return p.failed(ctx, cctx, inst, op, err)
 }
@@ -422,7 +505,13 @@ func (p *proc) call(ctx context.Context, op string, maxWait time.Duration, f fun
 // A deadline counts as passed once its time has come, even when the
 // context's own timer has not fired yet: under load the plugin's side may
 // reset the stream (gRPC CANCEL) before this process's timer runs.
-func (p *proc) failed(ctx, cctx context.Context, inst *instance, op string, err error) error {
+//
+// crashed reports that the process died (or its connection broke) under
+// the call: the process is marked crashed and killed, and the error, which
+// wraps plugin.ErrUnavailable, names the plugin and says how its process
+// ended ("plugin gauntlet-evaluator-x exited (exit status 2) during
+// evaluate").
+func (p *proc) failed(ctx, cctx context.Context, inst *instance, op string, err error) (crashed bool, _ error) {
 	now := time.Now()
 	switch {
 	case ctx.Err() != nil || passed(ctx, now):
@@ -432,24 +521,25 @@ func (p *proc) failed(ctx, cctx context.Context, inst *instance, op string, err 
 			cause = context.DeadlineExceeded
 		}
 		if !errors.Is(err, cause) {
-			return fmt.Errorf("plugin %s: %s: %w (%v)", p.file, op, cause, err)
+			return false, fmt.Errorf("plugin %s: %s: %w (%v)", p.file, op, cause, err)
 		}
-		return err
+		return false, err
 	case shim.IsTransport(err) || inst.client.Exited():
 		reason := fmt.Sprintf("%s failed: %v", op, err)
 		if inst.client.Exited() {
 			reason = "the plugin process exited" + inst.exitReason() + " during " + op
 		}
 		p.crashed(inst, reason)
+		how := inst.howItEnded()
 		if !errors.Is(err, plugin.ErrUnavailable) {
-			return fmt.Errorf("plugin %s crashed during %s: %v: %w", p.file, op, err, plugin.ErrUnavailable)
+			return true, fmt.Errorf("plugin %s %s during %s: %v: %w", p.file, how, op, err, plugin.ErrUnavailable)
 		}
-		return fmt.Errorf("plugin %s crashed during %s: %w", p.file, op, err)
+		return true, fmt.Errorf("plugin %s %s during %s: %w", p.file, how, op, err)
 	case errors.Is(context.Cause(cctx), errCallTimeout) || passed(cctx, now):
 		p.probe(inst)
-		return fmt.Errorf("plugin %s: %s did not finish within %s: %w", p.file, op, p.m.opts.CallTimeout, context.DeadlineExceeded)
+		return false, fmt.Errorf("plugin %s: %s did not finish within %s: %w", p.file, op, p.m.opts.CallTimeout, context.DeadlineExceeded)
 	}
-	return err
+	return false, err
 }
 
 // passed reports whether ctx has a deadline at or before now.

@@ -99,7 +99,8 @@ func (c *channel) Run(ctx context.Context, run *harness.ChannelRun) error {
 	if err == nil || ctx.Err() != nil {
 		return nil
 	}
-	return c.p.failed(ctx, ctx, inst, "run", err)
+	_, err = c.p.failed(ctx, ctx, inst, "run", err)
+	return err
 }
 
 func (c *channel) ValidateChannelConfig(config map[string]any) error {

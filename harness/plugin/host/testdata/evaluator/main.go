@@ -33,6 +33,46 @@ func (evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harne
 		}
 		f.Close()
 	}
+	if gate, _ := req.Evaluator.Config["gate"].(float64); gate > 0 && strings.HasPrefix(req.Response, "gate") {
+		// Wait until gate calls have arrived (files in ready_dir), so that
+		// they are all in flight together; then "gate-exit" writes its pid
+		// to the marker file and ends the process with status 2, and the
+		// others wait for a marker written by another process than theirs:
+		// they die with the process, and score when retried on the next.
+		dir, _ := req.Evaluator.Config["ready_dir"].(string)
+		f, err := os.CreateTemp(dir, "gate")
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+		for {
+			entries, _ := os.ReadDir(dir)
+			if len(entries) >= int(gate) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		marker, _ := req.Evaluator.Config["marker"].(string)
+		if req.Response == "gate-exit" {
+			_ = os.WriteFile(marker, []byte(strconv.Itoa(os.Getpid())), 0o644)
+			os.Exit(2)
+		}
+		for {
+			b, err := os.ReadFile(marker)
+			if err == nil && len(b) > 0 && string(b) != strconv.Itoa(os.Getpid()) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
 	switch req.Response {
 	case "judge":
 		if req.Model == nil {
