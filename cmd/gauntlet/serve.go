@@ -180,7 +180,7 @@ func (s *settings) modelClient() (*llm.Client, error) {
 		retries = -1
 	}
 	return llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel,
-		Timeout: s.llmTimeout, MaxRetries: retries})
+		Timeout: s.llmTimeout, MaxRetries: retries, MaxResponseBytes: s.llmMaxBytes})
 }
 
 // engineOptions are the engine settings common to serve and run.
