@@ -12,8 +12,9 @@
 // sets one; the time spent reading the answer counts. An answer's body is
 // read up to [Options.MaxResponseBytes] (4 MiB by default): a larger one
 // fails the call with an error matching [ErrResponseTooLarge] as soon as
-// one byte more than the limit has arrived, so a runaway endpoint costs no
-// more memory than the limit.
+// one byte more than the limit has arrived, so a runaway endpoint costs
+// about the limit in memory, whatever it sends (a Content-Length above the
+// limit fails the call before the body is read).
 //
 // # Retries
 //
@@ -22,7 +23,7 @@
 // succeed: a 408, 409 or 429 answer, a 5xx other than 501, a timeout, a
 // refused or lost connection, or a malformed body. Other 4xx answers, 501
 // (the endpoint does not implement the call), an answer too large and a
-// host name that does not resolve fail at once. Retries wait with
+// host name that does not exist fail at once. Retries wait with
 // exponential backoff and jitter, and at least as long as a Retry-After (or
 // retry-after-ms) header asks.
 //
@@ -33,6 +34,8 @@
 // refused, host name not resolved) they match harness.ErrUnreachable, so
 // that a caller can tell an endpoint that is down from one that answers
 // badly.
+//
+// # Configuration
 //
 // Only [Options] configure a Client: the SDK's OPENAI_* environment
 // variables are ignored, so that a key meant for one endpoint never goes to
