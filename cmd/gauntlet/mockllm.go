@@ -32,6 +32,20 @@ Serves a deterministic OpenAI-compatible endpoint (GET /v1/models, POST
 value, a prompt naming an offered tool gets a tool call, anything else is
 echoed. The first line printed is the base URL.
 
+Faults, for manual and CI benchmarks of a client's bounds: each --*-rate
+picks that fraction of chat completions by a seeded hash of the request's
+number (retries are requests too), so the same --seed gives the same faults.
+  --hang-rate         never answered until the client gives up (its timeout)
+  --rate-limit-every  every n-th answered 429 with Retry-After (--retry-after)
+  --error-rate        answered 500
+  --garbage-rate      answered 200 with malformed JSON
+  --huge-rate         answered 200 with a valid answer whose text is
+                      --huge-bytes long, generated while it is sent and with
+                      no Content-Length: it trips a client's response limit
+                      (gauntlet serve --llm-max-response-bytes, 4 MiB)
+  --nul-rate          answered with a NUL byte after the answer's first word
+When several pick one request, the first of this list wins.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -43,8 +57,12 @@ Flags:
 	fs.Float64Var(&opts.ServerErrors.Rate, "error-rate", 0, "fraction of chat completions answered 500, from 0 to 1")
 	fs.IntVar(&opts.RateLimits.Every, "rate-limit-every", 0, "answer every n-th chat completion 429 with Retry-After (0: never)")
 	fs.DurationVar(&opts.RetryAfter, "retry-after", llmtest.DefaultRetryAfter, "wait asked for by 429 answers")
-	fs.Float64Var(&opts.Timeouts.Rate, "timeout-rate", 0, "fraction of chat completions never answered, from 0 to 1")
+	fs.Float64Var(&opts.Timeouts.Rate, "hang-rate", 0, "fraction of chat completions never answered until the client gives up, from 0 to 1")
+	fs.Float64Var(&opts.Timeouts.Rate, "timeout-rate", 0, "the same as --hang-rate")
 	fs.Float64Var(&opts.Garbage.Rate, "garbage-rate", 0, "fraction of chat completions answered with malformed JSON, from 0 to 1")
+	fs.Float64Var(&opts.Huge.Rate, "huge-rate", 0, "fraction of chat completions answered with --huge-bytes of text, from 0 to 1")
+	fs.Int64Var(&opts.HugeBytes, "huge-bytes", llmtest.DefaultHugeBytes, "length of the text of the answers --huge-rate picks")
+	fs.Float64Var(&opts.NUL.Rate, "nul-rate", 0, "fraction of chat completions whose answer holds a NUL byte, from 0 to 1")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "seed of the random faults and jitter")
 	fs.StringVar(&opts.APIKey, "api-key", "", "when set, require this bearer token")
 	if err := fs.Parse(args); err != nil {
@@ -57,13 +75,22 @@ Flags:
 		fmt.Fprintf(stderr, "gauntlet mockllm: unexpected argument %q\n", fs.Arg(0))
 		return errUsage
 	}
-	for name, rate := range map[string]float64{"--error-rate": opts.ServerErrors.Rate, "--timeout-rate": opts.Timeouts.Rate, "--garbage-rate": opts.Garbage.Rate} {
-		if rate < 0 || rate > 1 {
-			return fmt.Errorf("%s must be between 0 and 1, not %v", name, rate)
+	for _, r := range []struct {
+		name string
+		rate float64
+	}{
+		{"--error-rate", opts.ServerErrors.Rate}, {"--hang-rate", opts.Timeouts.Rate}, {"--garbage-rate", opts.Garbage.Rate},
+		{"--huge-rate", opts.Huge.Rate}, {"--nul-rate", opts.NUL.Rate},
+	} {
+		if !(r.rate >= 0 && r.rate <= 1) { // NaN too
+			return fmt.Errorf("%s must be between 0 and 1, not %v", r.name, r.rate)
 		}
 	}
 	if opts.Latency < 0 || opts.Jitter < 0 || opts.RateLimits.Every < 0 {
 		return errors.New("--latency, --jitter and --rate-limit-every cannot be negative")
+	}
+	if opts.HugeBytes < 1 {
+		return fmt.Errorf("--huge-bytes must be at least 1, not %d", opts.HugeBytes)
 	}
 
 	ln, err := net.Listen("tcp", addr)
@@ -82,7 +109,7 @@ Flags:
 		return err
 	case <-ctx.Done():
 	}
-	h.Close() // release requests hung by --timeout-rate
+	h.Close() // release requests hung by --hang-rate
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return hs.Shutdown(shutdownCtx)

@@ -2,13 +2,20 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/llm"
 )
 
 // startMockLLM runs "gauntlet mockllm" with args until the test ends and
@@ -122,8 +129,124 @@ func TestMockLLMFaults(t *testing.T) {
 	}
 }
 
+// chatTo posts a chat completion and returns the status, the raw body and
+// the answer's text.
+func chatTo(t *testing.T, url, prompt string) (int, []byte, string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"messages": []any{map[string]string{"role": "user", "content": prompt}}})
+	res, err := http.Post(url+"/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(raw, &out) == nil && len(out.Choices) == 1 {
+		return res.StatusCode, raw, out.Choices[0].Message.Content
+	}
+	return res.StatusCode, raw, ""
+}
+
+func TestMockLLMFaultFlags(t *testing.T) {
+	t.Run("huge", func(t *testing.T) {
+		url, _ := startMockLLM(t, "--huge-rate", "1", "--huge-bytes", "300000")
+		status, raw, text := chatTo(t, url, "hi")
+		if status != 200 || len(text) != 300000 || len(raw) < 300000 {
+			t.Fatalf("status %d, %d bytes of text", status, len(text))
+		}
+	})
+	t.Run("nul", func(t *testing.T) {
+		url, _ := startMockLLM(t, "--nul-rate", "1")
+		if status, _, text := chatTo(t, url, "What is 2 + 3?"); status != 200 || text != "The\x00 answer is 5." {
+			t.Fatalf("status %d, text %q", status, text)
+		}
+	})
+	t.Run("hang", func(t *testing.T) {
+		url, _ := startMockLLM(t, "--hang-rate", "1")
+		c := &http.Client{Timeout: 200 * time.Millisecond}
+		start := time.Now()
+		_, err := c.Post(url+"/chat/completions", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+		if err == nil || time.Since(start) < 190*time.Millisecond {
+			t.Fatalf("err %v after %v", err, time.Since(start))
+		}
+	})
+	t.Run("rates are fractions", func(t *testing.T) {
+		url, _ := startMockLLM(t, "--nul-rate", "0.5", "--huge-rate", "0.25", "--huge-bytes", "2048", "--seed", "7")
+		nuls, huge := 0, 0
+		for range 200 {
+			_, _, text := chatTo(t, url, "What is 2 + 3?")
+			switch {
+			case len(text) == 2048:
+				huge++
+			case strings.Contains(text, "\x00"):
+				nuls++
+			case text != "The answer is 5.":
+				t.Fatalf("answer %q", text)
+			}
+		}
+		// Huge wins over NUL: about 50 huge, about 75 of the other 150 NUL.
+		if huge < 25 || huge > 80 || nuls < 45 || nuls > 110 {
+			t.Fatalf("%d huge and %d NUL answers of 200", huge, nuls)
+		}
+	})
+}
+
+// TestModelClientResponseLimit: --llm-max-response-bytes reaches the model
+// client, against answers from gauntlet mockllm --huge-rate.
+func TestModelClientResponseLimit(t *testing.T) {
+	url, _ := startMockLLM(t, "--huge-rate", "1", "--huge-bytes", "2000000")
+	client := func(args ...string) *llm.Client {
+		t.Helper()
+		var s settings
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		if err := commonFlags(fs, &s); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Parse(append([]string{"--llm-base-url", url, "--llm-retries", "2"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.check(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.modelClient()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	req := &harness.ChatRequest{Messages: []harness.Message{{Role: harness.RoleUser, Content: "hi"}}}
+	t.Setenv("LLM_MAX_RESPONSE_BYTES", "")
+	os.Unsetenv("LLM_MAX_RESPONSE_BYTES")
+
+	c := client("--llm-max-response-bytes", "1000000")
+	_, err := c.Chat(context.Background(), req)
+	if !errors.Is(err, llm.ErrResponseTooLarge) || !strings.Contains(err.Error(), "more than 1000000 bytes") {
+		t.Fatalf("err %v", err)
+	}
+	if st := c.Stats(); st.Attempts != 1 {
+		t.Fatalf("an answer too large was retried: %+v", st)
+	}
+	resp, err := client().Chat(context.Background(), req) // the 4 MiB default
+	if err != nil || len(resp.Message.Content) != 2000000 {
+		t.Fatalf("err %v", err)
+	}
+}
+
 func TestMockLLMBadFlags(t *testing.T) {
 	for _, args := range [][]string{
+		{"--nul-rate", "-0.1"},
+		{"--huge-rate", "2"},
+		{"--hang-rate", "NaN"},
+		{"--huge-bytes", "0"},
 		{"--error-rate", "1.5"},
 		{"--latency", "-1s"},
 		{"--bogus"},
@@ -136,7 +259,9 @@ func TestMockLLMBadFlags(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	if err := run(context.Background(), []string{"mockllm", "-h"}, io.Discard, &out); err != nil || !strings.Contains(out.String(), "-error-rate float") {
+	if err := run(context.Background(), []string{"mockllm", "-h"}, io.Discard, &out); err != nil || !strings.Contains(out.String(), "-error-rate float") ||
+		!strings.Contains(out.String(), "--hang-rate ") || !strings.Contains(out.String(), "--nul-rate ") ||
+		!strings.Contains(out.String(), "--huge-rate ") || !strings.Contains(out.String(), "-huge-bytes int") {
 		t.Fatalf("help: %v %q", err, out.String())
 	}
 }

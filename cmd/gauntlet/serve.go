@@ -120,7 +120,7 @@ func commonFlags(fs *flag.FlagSet, s *settings) error {
 	if err != nil {
 		return err
 	}
-	maxBytes, err := envInt("LLM_MAX_RESPONSE_BYTES", 4<<20)
+	maxBytes, err := envInt("LLM_MAX_RESPONSE_BYTES", llm.DefaultMaxResponseBytes)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (s *settings) check() error {
 // modelClient returns the model client the settings describe.
 func (s *settings) modelClient() (*llm.Client, error) {
 	return llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel,
-		Timeout: s.llmTimeout, MaxRetries: s.retries()})
+		Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: s.llmMaxBytes})
 }
 
 // engineOptions are the engine settings common to serve and run.

@@ -21,9 +21,12 @@ import (
 // choice's message (text, tool calls with their raw JSON arguments), its
 // finish reason, the token usage and the model that answered.
 //
-// An empty req.Model means the client's default Model. Failures are
-// retried as the package documentation says; the error is an *Error, or
-// one matching harness.ErrInvalid when req cannot be sent at all.
+// An empty req.Model means the client's default Model. A positive
+// req.Timeout bounds each attempt instead of Options.Timeout, and a non-nil
+// req.MaxRetries replaces Options.MaxRetries (0 or less: a single
+// attempt). Failures are retried as the package documentation says; the
+// error is an *Error, or one matching harness.ErrInvalid when req cannot be
+// sent at all.
 func (c *Client) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
 	c.stats.calls.Add(1)
 	resp, err := c.chatCompletion(ctx, req)
@@ -46,8 +49,15 @@ func (c *Client) chatCompletion(ctx context.Context, req *harness.ChatRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("llm: %s: %w", op, err)
 	}
+	timeout, retries := c.opts.Timeout, c.opts.MaxRetries
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	if req.MaxRetries != nil {
+		retries = max(*req.MaxRetries, 0)
+	}
 	var resp *harness.ChatResponse
-	err = c.do(ctx, op, func(actx context.Context, n int, hres **http.Response) error {
+	err = c.do(ctx, op, timeout, retries, func(actx context.Context, n int, hres **http.Response) error {
 		opts := []option.RequestOption{option.WithResponseInto(hres)}
 		if n > 1 {
 			opts = append(opts, option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(n-1)))

@@ -621,7 +621,11 @@ func TestNew(t *testing.T) {
 		t.Fatal("no BaseURL accepted")
 	}
 	c, err := New(Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
-	if err != nil || c.Model() != "m" || c.opts.Timeout != DefaultTimeout || c.opts.MaxRetries != DefaultMaxRetries {
+	if DefaultTimeout != 120*time.Second || DefaultMaxResponseBytes != 4<<20 {
+		t.Fatalf("defaults %v, %d", DefaultTimeout, DefaultMaxResponseBytes)
+	}
+	if err != nil || c.Model() != "m" || c.opts.Timeout != DefaultTimeout || c.opts.MaxRetries != DefaultMaxRetries ||
+		c.opts.MaxResponseBytes != DefaultMaxResponseBytes {
 		t.Fatalf("%v %+v", err, c.opts)
 	}
 }

@@ -11,7 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
 // ErrMalformedResponse is matched, with errors.Is, by an *Error whose
@@ -66,28 +69,38 @@ func (e *Error) detail() string {
 	return b.String()
 }
 
-// Unwrap returns the cause: ErrMalformedResponse, a context error, or nil.
+// Unwrap returns the cause: ErrMalformedResponse, ErrResponseTooLarge, a
+// context error, an error matching harness.ErrUnreachable, or nil.
 func (e *Error) Unwrap() error { return e.err }
 
 // Retryable reports whether another attempt might succeed: a 408, 409,
-// 429 or 5xx status, a timeout, a lost connection or a malformed body.
+// 429 or 5xx status other than 501, a timeout, a refused or lost
+// connection, or a malformed body.
 func (e *Error) Retryable() bool { return e.retryable }
 
 // classify turns what an attempt returned into an *Error. ctx is the
-// caller's context, actx the attempt's (with the timeout); hres is the
-// response when one arrived.
-func (c *Client) classify(ctx, actx context.Context, op string, hres *http.Response, err error) *Error {
+// caller's context, actx the attempt's (with the timeout, for the message);
+// hres is the response when one arrived.
+func (c *Client) classify(ctx, actx context.Context, timeout time.Duration, op string, hres *http.Response, err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
 	e = &Error{Op: op}
+	var tooLarge *tooLargeError
+	var unreachable error
 	switch {
 	case ctx.Err() != nil:
 		e.Message = ctx.Err().Error()
 		e.err = ctx.Err()
+	case errors.As(err, &tooLarge):
+		if hres != nil {
+			e.StatusCode = hres.StatusCode
+		}
+		e.Message = tooLarge.Error()
+		e.err = ErrResponseTooLarge
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
-		e.Message = fmt.Sprintf("no response within %v (timeout)", c.opts.Timeout)
+		e.Message = fmt.Sprintf("no response within %v (timeout)", timeout)
 		e.err = context.DeadlineExceeded
 		e.retryable = true
 	case hres != nil && hres.StatusCode >= 400:
@@ -104,6 +117,18 @@ func (c *Client) classify(ctx, actx context.Context, op string, hres *http.Respo
 		e.Message = "malformed response: " + err.Error()
 		e.err = ErrMalformedResponse
 		e.retryable = true
+	case unreachableError(err, &unreachable):
+		var dns *net.DNSError
+		if errors.As(err, &dns) {
+			// A name that does not exist will not exist a second later;
+			// a resolver that timed out may answer the next time.
+			e.Message = "host name not resolved: " + err.Error()
+			e.retryable = !dns.IsNotFound
+		} else {
+			e.Message = "connection failed: " + err.Error()
+			e.retryable = true
+		}
+		e.err = unreachable
 	case isConnError(err):
 		e.Message = "connection failed: " + err.Error()
 		e.retryable = true
@@ -116,10 +141,35 @@ func (c *Client) classify(ctx, actx context.Context, op string, hres *http.Respo
 
 // retryableStatus reports whether a status is worth another attempt:
 // request timeout, conflict (a lock timeout at some providers), too many
-// requests, and server errors.
+// requests, and server errors but 501, which says the endpoint does not
+// implement the call at all.
 func retryableStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusConflict ||
-		code == http.StatusTooManyRequests || code >= 500
+		code == http.StatusTooManyRequests ||
+		(code >= 500 && code != http.StatusNotImplemented)
+}
+
+// unreachableError reports whether err says the endpoint could not be
+// reached at all: the connection was refused, or its host name did not
+// resolve. It then sets *cause to an error matching harness.ErrUnreachable
+// and wrapping the network error (which names addresses, never the URL
+// with its possible credentials).
+func unreachableError(err error, cause *error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		*cause = fmt.Errorf("%w: %w", harness.ErrUnreachable, dns)
+		return true
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		*cause = fmt.Errorf("%w: %w", harness.ErrUnreachable, op)
+	} else {
+		*cause = fmt.Errorf("%w: %w", harness.ErrUnreachable, syscall.ECONNREFUSED)
+	}
+	return true
 }
 
 // isReadError reports whether reading a response's body failed, as

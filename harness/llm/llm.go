@@ -5,12 +5,37 @@
 // with tools) and [harness.ModelLister] (GET /models). It is safe for
 // concurrent use; make one per endpoint and share it.
 //
-// Each attempt of a call is bounded by [Options.Timeout]. Attempts that fail
-// with 408, 409, 429 or 5xx, time out, lose their connection or get a
-// malformed body are retried up to [Options.MaxRetries] times, with
-// exponential backoff and jitter, waiting at least as long as a Retry-After
-// (or retry-after-ms) header asks. Errors are [*Error] values that say what
-// happened and never contain the API key.
+// # Bounds
+//
+// Each attempt of a call is bounded by [Options.Timeout] (120 s by
+// default), or by the request's own harness.ChatRequest.Timeout when it
+// sets one; the time spent reading the answer counts. An answer's body is
+// read up to [Options.MaxResponseBytes] (4 MiB by default): a larger one
+// fails the call with an error matching [ErrResponseTooLarge] as soon as
+// one byte more than the limit has arrived, so a runaway endpoint costs
+// about the limit in memory, whatever it sends (a Content-Length above the
+// limit fails the call before the body is read).
+//
+// # Retries
+//
+// A failed attempt is retried, up to [Options.MaxRetries] times or the
+// request's own harness.ChatRequest.MaxRetries, when another one might
+// succeed: a 408, 409 or 429 answer, a 5xx other than 501, a timeout, a
+// refused or lost connection, or a malformed body. Other 4xx answers, 501
+// (the endpoint does not implement the call), an answer too large and a
+// host name that does not exist fail at once. Retries wait with
+// exponential backoff and jitter, and at least as long as a Retry-After (or
+// retry-after-ms) header asks.
+//
+// # Errors
+//
+// Errors are [*Error] values that say what happened and never contain the
+// API key. When the endpoint could not be reached at all (connection
+// refused, host name not resolved) they match harness.ErrUnreachable, so
+// that a caller can tell an endpoint that is down from one that answers
+// badly.
+//
+// # Configuration
 //
 // Only [Options] configure a Client: the SDK's OPENAI_* environment
 // variables are ignored, so that a key meant for one endpoint never goes to
@@ -36,14 +61,19 @@ import (
 
 // Default settings of a Client, used for the Options left at zero.
 const (
-	// DefaultTimeout bounds each attempt of a request.
-	DefaultTimeout = 60 * time.Second
+	// DefaultTimeout bounds each attempt of a request: long enough for a
+	// local model to write a long answer on a slow machine.
+	DefaultTimeout = 120 * time.Second
 	// DefaultMaxRetries is the number of retries after a first attempt.
 	DefaultMaxRetries = 2
 	// DefaultRetryBaseDelay is the backoff before the first retry.
 	DefaultRetryBaseDelay = 500 * time.Millisecond
 	// DefaultRetryMaxDelay caps the backoff and the Retry-After honoured.
 	DefaultRetryMaxDelay = 30 * time.Second
+	// DefaultMaxResponseBytes is the largest response body read: far above
+	// any real chat completion, far below what would strain memory when
+	// many tests run at once.
+	DefaultMaxResponseBytes = 4 << 20
 )
 
 // Options configure a Client. Only these settings are used: the SDK's
@@ -57,12 +87,19 @@ type Options struct {
 	APIKey string
 	// Model is the default model name, used when a request names none.
 	Model string
-	// Timeout bounds each attempt of a request (default 60 s).
+	// Timeout bounds each attempt of a request, reading the answer
+	// included (default 120 s). A request's own Timeout replaces it.
 	Timeout time.Duration
 	// MaxRetries is the number of retries of a chat completion on 408,
-	// 409, 429, 5xx, timeouts, connection errors and malformed responses
-	// (default 2; negative means none). Models is never retried.
+	// 409, 429, 5xx other than 501, timeouts, connection errors and
+	// malformed responses (default 2; negative means none). A request's
+	// own MaxRetries replaces it. Models is never retried.
 	MaxRetries int
+	// MaxResponseBytes is the largest response body read (default 4 MiB;
+	// negative means no limit). A larger body fails the call with an error
+	// matching ErrResponseTooLarge, which is not retried, after reading at
+	// most one byte more than the limit.
+	MaxResponseBytes int64
 	// RetryBaseDelay is the backoff before the first retry (default
 	// 500 ms); it doubles at each retry, up to RetryMaxDelay, and a random
 	// part of up to half of it is taken off (jitter).
@@ -115,6 +152,9 @@ func New(opts Options) (*Client, error) {
 	if opts.RetryMaxDelay <= 0 {
 		opts.RetryMaxDelay = DefaultRetryMaxDelay
 	}
+	if opts.MaxResponseBytes == 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = defaultHTTPClient()
@@ -128,6 +168,9 @@ func New(opts Options) (*Client, error) {
 		option.WithAPIKey(opts.APIKey),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
+	}
+	if opts.MaxResponseBytes > 0 {
+		ro = append(ro, option.WithMiddleware(limitBody(opts.MaxResponseBytes)))
 	}
 	return &Client{
 		opts:   opts,
@@ -185,7 +228,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	var hres *http.Response
 	page, err := c.models.List(actx, option.WithResponseInto(&hres))
 	if err != nil {
-		e := c.classify(ctx, actx, "list models", hres, err)
+		e := c.classify(ctx, actx, c.opts.Timeout, "list models", hres, err)
 		e.Attempts = 1
 		return nil, e
 	}

@@ -23,26 +23,28 @@ import (
 //     the last one in a useful error.
 // So the SDK makes single attempts and do() loops around them.
 
-// do runs attempt until it succeeds, fails in a way not worth retrying, the
-// retries are spent or ctx ends. Each attempt gets its own timeout; hres is
-// where the attempt stores the HTTP response it got, if any.
-func (c *Client) do(ctx context.Context, op string, attempt func(actx context.Context, n int, hres **http.Response) error) error {
+// do runs attempt until it succeeds, fails in a way not worth retrying,
+// maxRetries retries are spent or ctx ends. Each attempt is bounded by
+// timeout; hres is where the attempt stores the HTTP response it got, if
+// any.
+func (c *Client) do(ctx context.Context, op string, timeout time.Duration, maxRetries int,
+	attempt func(actx context.Context, n int, hres **http.Response) error) error {
 	for n := 1; ; n++ {
 		c.stats.attempts.Add(1)
 		if n > 1 {
 			c.stats.retries.Add(1)
 		}
-		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		actx, cancel := context.WithTimeout(ctx, timeout)
 		var hres *http.Response
 		err := attempt(actx, n, &hres)
 		if err == nil {
 			cancel()
 			return nil
 		}
-		e := c.classify(ctx, actx, op, hres, err)
+		e := c.classify(ctx, actx, timeout, op, hres, err)
 		cancel()
 		e.Attempts = n
-		if !e.retryable || n > c.opts.MaxRetries {
+		if !e.retryable || n > maxRetries {
 			return e
 		}
 		delay, ok := c.backoff(n, e.RetryAfter)

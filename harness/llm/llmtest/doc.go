@@ -47,16 +47,20 @@
 //
 // Options add latency (fixed plus a seeded jitter) and faults picked by a
 // [Schedule] of request numbers: 500 answers, 429 answers with Retry-After,
-// requests that hang until the client gives up, and 200 answers with a
-// malformed JSON body. Latency and faults apply to chat completions only.
+// requests that hang until the client gives up, 200 answers with a
+// malformed JSON body, huge answers (valid, as long as one asks, generated
+// while they are sent so they cost the server no memory) and answers with
+// a NUL byte in their text. Latency and faults apply to chat completions
+// only.
 // The same Seed gives the same faults to the same request numbers, however
 // many requests run at once.
 //
 // # Counters
 //
 // [Handler.Stats] reports the requests received, the peak number in flight
-// at once, the answers by status, the hung requests and the malformed
-// bodies sent. [Handler.ResetStats] starts them again.
+// at once, the answers by status, the hung requests, the malformed bodies,
+// huge answers (and how many of their bytes were written before the client
+// hung up) and NUL answers sent. [Handler.ResetStats] starts them again.
 //
 // [NewHandler] gives the same endpoint as an http.Handler, to serve on an
 // address of one's choice; "gauntlet mockllm" does that.

@@ -25,6 +25,10 @@ const DefaultModel = "llmtest-model"
 // Options.RetryAfter is zero.
 const DefaultRetryAfter = time.Second
 
+// DefaultHugeBytes is the size of the answers the Huge schedule picks when
+// Options.HugeBytes is zero: twice the default limit of harness/llm.
+const DefaultHugeBytes = 8 << 20
+
 // maxBody bounds a request body.
 const maxBody = 16 << 20
 
@@ -76,6 +80,18 @@ type Options struct {
 	// Garbage picks the chat completions answered 200 with a body that is
 	// not valid JSON.
 	Garbage Schedule
+	// Huge picks the chat completions answered 200 with a valid chat
+	// completion whose text is HugeBytes long. The body is generated as it
+	// is sent, without a Content-Length, so that a huge answer costs the
+	// server no memory and the client learns its size only by reading.
+	Huge Schedule
+	// HugeBytes is the length of the text of the answers Huge picks
+	// (default DefaultHugeBytes); the body is a few hundred bytes longer.
+	HugeBytes int64
+	// NUL picks the chat completions whose answer text gets a NUL byte
+	// (after its first word), as a model may send: a valid answer that
+	// storage and scoring must keep byte for byte.
+	NUL Schedule
 	// Seed seeds the random choices: the Rate of the schedules and the
 	// Jitter. The same seed gives the same faults to the same request
 	// numbers.
@@ -86,7 +102,7 @@ type Options struct {
 // the server receives, counting every chat completion request, retries
 // included. A request is picked when any field picks it. When several
 // schedules pick the same request, Timeouts wins, then RateLimits, then
-// ServerErrors, then Garbage.
+// ServerErrors, then Garbage, then Huge, then NUL.
 type Schedule struct {
 	// First picks requests 1 to First.
 	First int
@@ -126,6 +142,8 @@ const (
 	kindServerError
 	kindGarbage
 	kindJitter
+	kindHuge
+	kindNUL
 )
 
 // Request is a decoded chat completion request, as Options.Respond sees it.
@@ -200,6 +218,14 @@ type Stats struct {
 	Timeouts int64
 	// Garbage is the number of malformed bodies sent.
 	Garbage int64
+	// Huge is the number of huge answers begun.
+	Huge int64
+	// HugeBytesSent is the number of body bytes of huge answers written
+	// before each was done or its client hung up: far less than Huge times
+	// HugeBytes when clients stop reading early.
+	HugeBytesSent int64
+	// NULs is the number of answers sent with a NUL byte.
+	NULs int64
 	// ToolCalls is the number of answers that called tools.
 	ToolCalls int64
 }
@@ -215,6 +241,7 @@ type Handler struct {
 
 	requests, chats, inFlight, peak  atomic.Int64
 	timeouts, garbage, toolCallsSent atomic.Int64
+	huge, hugeSent, nuls             atomic.Int64
 	chatSeq                          atomic.Int64
 	mu                               sync.Mutex
 	statuses                         map[int]int64
@@ -229,6 +256,9 @@ func NewHandler(opts Options) *Handler {
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = DefaultRetryAfter
+	}
+	if opts.HugeBytes <= 0 {
+		opts.HugeBytes = DefaultHugeBytes
 	}
 	h := &Handler{opts: opts, closed: make(chan struct{}), statuses: map[int]int64{}}
 	for k := range opts.Answers {
@@ -258,6 +288,9 @@ func (h *Handler) Stats() Stats {
 		Statuses:        st,
 		Timeouts:        h.timeouts.Load(),
 		Garbage:         h.garbage.Load(),
+		Huge:            h.huge.Load(),
+		HugeBytesSent:   h.hugeSent.Load(),
+		NULs:            h.nuls.Load(),
 		ToolCalls:       h.toolCallsSent.Load(),
 	}
 }
@@ -270,6 +303,9 @@ func (h *Handler) ResetStats() {
 	h.peak.Store(h.inFlight.Load())
 	h.timeouts.Store(0)
 	h.garbage.Store(0)
+	h.huge.Store(0)
+	h.hugeSent.Store(0)
+	h.nuls.Store(0)
 	h.toolCallsSent.Store(0)
 	h.mu.Lock()
 	clear(h.statuses)
@@ -421,6 +457,10 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprintf(w, `{"id":"chatcmpl-llmtest-%d","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The ans`, n)
 		return false
+	case h.opts.Huge.picks(n, seed, kindHuge):
+		h.huge.Add(1)
+		h.writeHuge(w, r, req)
+		return false
 	}
 
 	rep := h.answer(req)
@@ -428,11 +468,70 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, rep.Status, errorType(rep.Status), "", rep.Content)
 		return false
 	}
+	if h.opts.NUL.picks(n, seed, kindNUL) {
+		h.nuls.Add(1)
+		rep.Content = withNUL(rep.Content)
+	}
 	if len(rep.ToolCalls) > 0 {
 		h.toolCallsSent.Add(1)
 	}
 	writeJSON(w, http.StatusOK, h.completion(req, rep))
 	return false
+}
+
+// hugeFiller is the text a huge answer repeats: ASCII, so that JSON needs
+// no escape, and 32 bytes, a divisor of the chunk written at a time.
+const hugeFiller = "All work and no play makes Jack "
+
+// writeHuge answers with a valid chat completion whose text is
+// Options.HugeBytes long, written in chunks as it goes, until it is done,
+// the client hangs up or the handler is closed.
+func (h *Handler) writeHuge(w http.ResponseWriter, r *http.Request, req *Request) {
+	model := req.Model
+	if model == "" {
+		model = h.opts.Model
+	}
+	name, _ := json.Marshal(model)
+	size := h.opts.HugeBytes
+	tokens := (size + 3) / 4
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	write := func(b []byte) bool {
+		n, err := w.Write(b)
+		h.hugeSent.Add(int64(n))
+		return err == nil
+	}
+	head := fmt.Sprintf(`{"id":"chatcmpl-llmtest-%d","object":"chat.completion","created":%d,"model":%s,`+
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"`, req.N, time.Now().Unix(), name)
+	if !write([]byte(head)) {
+		return
+	}
+	chunk := []byte(strings.Repeat(hugeFiller, 32<<10/len(hugeFiller)))
+	for left := size; left > 0; {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-h.closed:
+			return
+		default:
+		}
+		b := chunk[:min(int64(len(chunk)), left)]
+		if !write(b) {
+			return
+		}
+		left -= int64(len(b))
+	}
+	write([]byte(fmt.Sprintf(`"},"finish_reason":"length"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`,
+		promptTokens(req.Messages), tokens, int64(promptTokens(req.Messages))+tokens)))
+}
+
+// withNUL puts a NUL byte after the first word of s (at its end when it
+// has one word, alone when s is empty).
+func withNUL(s string) string {
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		return s[:i] + "\x00" + s[i:]
+	}
+	return s + "\x00"
 }
 
 func (h *Handler) latency(n int64) time.Duration {

@@ -500,6 +500,56 @@ func TestFaults(t *testing.T) {
 			t.Fatal("garbage not counted")
 		}
 	})
+	t.Run("huge answer is valid and of the size asked", func(t *testing.T) {
+		srv := NewServer(Options{Huge: Schedule{First: 1}, HugeBytes: 100_003})
+		defer srv.Close()
+		r := post(t, srv.URL, ask("What is 2 + 3?"))
+		got := text(t, r)
+		if len(got) != 100_003 || !strings.HasPrefix(got, hugeFiller) || r.finish != "length" || r.usage.CompletionTokens != 25_001 {
+			t.Fatalf("huge answer: %d bytes, finish %q, usage %+v", len(got), r.finish, r.usage)
+		}
+		if r.header.Get("Content-Length") != "" {
+			t.Fatal("a huge answer announces its size")
+		}
+		if got := text(t, post(t, srv.URL, ask("What is 2 + 3?"))); got != "The answer is 5." {
+			t.Fatalf("then %q", got)
+		}
+		if st := srv.Stats(); st.Huge != 1 || st.HugeBytesSent != int64(len(r.raw)) {
+			t.Fatalf("stats %+v, body %d bytes", st, len(r.raw))
+		}
+	})
+	t.Run("huge answer stops when the client hangs up", func(t *testing.T) {
+		const size = 1 << 30 // never allocated: 1 GiB would fail the test's memory
+		srv := NewServer(Options{Huge: Schedule{Every: 1}, HugeBytes: size})
+		defer srv.Close()
+		res, err := http.Post(srv.URL+"/chat/completions", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.CopyN(io.Discard, res.Body, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		waitFor(t, func() bool { return srv.Stats().InFlight == 0 })
+		if sent := srv.Stats().HugeBytesSent; sent < 1<<20 || sent > 256<<20 {
+			t.Fatalf("%d bytes written for a client that read 1 MiB", sent)
+		}
+	})
+	t.Run("NUL answers", func(t *testing.T) {
+		srv := NewServer(Options{NUL: Schedule{Every: 2}})
+		defer srv.Close()
+		var got []string
+		for range 4 {
+			got = append(got, text(t, post(t, srv.URL, ask("What is 2 + 3?"))))
+		}
+		want := []string{"The answer is 5.", "The\x00 answer is 5.", "The answer is 5.", "The\x00 answer is 5."}
+		if !reflect.DeepEqual(got, want) || srv.Stats().NULs != 2 {
+			t.Fatalf("answers %q, stats %+v", got, srv.Stats())
+		}
+		if withNUL("") != "\x00" || withNUL("42") != "42\x00" {
+			t.Fatal("withNUL of one word")
+		}
+	})
 	t.Run("timeouts hang until the client gives up", func(t *testing.T) {
 		srv := NewServer(Options{Timeouts: Schedule{First: 1}})
 		defer srv.Close()
