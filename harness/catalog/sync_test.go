@@ -320,7 +320,7 @@ func TestSyncReportsBrokenFiles(t *testing.T) {
 		{
 			name: "bad YAML", rel: "domains/math/level-1.yaml",
 			body: "tests:\n  - id: add-small\n    prompt: [unclosed\n",
-			errs: map[string]string{"domains/math/level-1.yaml": "["},
+			errs: map[string]string{"domains/math/level-1.yaml": "']' not found"},
 			gone: []string{"add-small", "add-large"}, kept: []string{"half", "capital"},
 			loaded: Counts{Domains: 2, Levels: 2, Tests: 4, Evaluators: 2, Tools: 1},
 		},
