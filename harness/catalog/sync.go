@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/uptrace/bun"
 
@@ -66,7 +67,13 @@ type ImportResult struct {
 
 // Import stores a set of definitions. With merge, each definition replaces
 // the one with the same id (a level: the same domain and level) and the
-// others stay; without, the import replaces every definition. The whole
+// others stay. Without merge, the import replaces the kinds it carries:
+// domains, levels and tests always; evaluators only when in.Evaluators is
+// not nil, tools only when in.Tools is not nil (an empty, non-nil list
+// removes them all), so that an import of domains and tests keeps the
+// evaluators and tools they refer to. The files of a replace are switched
+// as one: after a crash at any point the directory holds the old tree or
+// the new one, never a mix (see Open). The whole
 // import is validated first: on any error nothing is written and the error
 // (wrapping harness.ErrInvalid) names each offending field, such as
 // "tests[3].expected.type".
@@ -94,7 +101,11 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 			return nil, err
 		}
 		for _, rel := range present {
-			if _, keep := files[rel]; !keep {
+			// The files of a kind the import keeps stay, even one that
+			// did not load.
+			kept := (strings.HasPrefix(rel, evaluatorsDir+"/") && in.Evaluators == nil) ||
+				(strings.HasPrefix(rel, toolsDir+"/") && in.Tools == nil)
+			if _, keep := files[rel]; !keep && !kept {
 				changes = append(changes, change{rel: rel, remove: true})
 			}
 		}
@@ -124,13 +135,20 @@ func (c *Catalog) CheckImport(ctx context.Context, in *harness.Snapshot, merge b
 }
 
 // imported returns the definitions an import of in would leave, validated:
-// in upserted into the current ones with merge, else in alone. c.mu is held.
+// in upserted into the current ones with merge, else in with the current
+// evaluators and tools of the kinds in does not carry. c.mu is held.
 func (c *Catalog) imported(ctx context.Context, in *harness.Snapshot, merge bool) (*harness.Snapshot, error) {
-	base := &harness.Snapshot{}
-	if merge {
-		var err error
-		if base, err = snapshot(ctx, c); err != nil {
-			return nil, err
+	base, err := snapshot(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if !merge {
+		base.Domains, base.Levels, base.Tests = nil, nil, nil
+		if in.Evaluators != nil {
+			base.Evaluators = nil
+		}
+		if in.Tools != nil {
+			base.Tools = nil
 		}
 	}
 	return c.mergeSnapshot(base, in)
