@@ -3,6 +3,8 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +41,11 @@ type SyncResult struct {
 func (c *Catalog) Sync(ctx context.Context) (*SyncResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A multi-file change that failed half-way through in this process is
+	// finished first: the files then hold all of it.
+	if err := finishPending(c.dir); err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
+	}
 	l, err := readDir(c.dir, c.reg)
 	if err != nil {
 		return nil, fmt.Errorf("sync: %w", err)
@@ -53,7 +60,68 @@ func (c *Catalog) Sync(ctx context.Context) (*SyncResult, error) {
 	if errs == nil {
 		errs = []FileError{}
 	}
-	return &SyncResult{Loaded: countsOf(&l.snap), Errors: errs}, nil
+	res := &SyncResult{Loaded: countsOf(&l.snap), Errors: errs}
+	c.lastSync = res
+	return res.clone(), nil
+}
+
+// LastSync returns the result of the last sync: the one Open ran, or a
+// later call of Sync. It tells a client which files did not load without
+// reading the directory again.
+func (c *Catalog) LastSync() *SyncResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastSync == nil {
+		return &SyncResult{Errors: []FileError{}}
+	}
+	return c.lastSync.clone()
+}
+
+func (r *SyncResult) clone() *SyncResult {
+	out := *r
+	out.Errors = append([]FileError{}, r.Errors...)
+	return &out
+}
+
+// CheckResult is what Check found in a definitions directory.
+type CheckResult struct {
+	// Files counts the definition files read.
+	Files int `json:"files"`
+	// Loaded counts the definitions of the files that loaded.
+	Loaded Counts `json:"loaded"`
+	// Errors lists what is wrong, file by file, as sync reports it.
+	Errors []FileError `json:"errors"`
+}
+
+// Check reads a definitions directory as sync does, without a database and
+// without changing anything on disk, and reports every file that would not
+// load. reg knows the evaluator and expected answer types (nil:
+// harness.NewRegistry()). A missing directory is an error wrapping
+// fs.ErrNotExist.
+func Check(dir string, reg *harness.Registry) (*CheckResult, error) {
+	if err := checkDir(dir, false); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		reg = harness.NewRegistry()
+	}
+	l, err := readDir(dir, reg)
+	if err != nil {
+		return nil, err
+	}
+	files, err := layoutFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(filepath.Join(dir, pendingName)); err == nil {
+		l.errs = append(l.errs, FileError{File: pendingName,
+			Error: "a change of several files was interrupted; it is finished when gauntlet serve or run next opens this directory"})
+	}
+	res := &CheckResult{Files: len(files), Loaded: countsOf(&l.snap), Errors: l.errs}
+	if res.Errors == nil {
+		res.Errors = []FileError{}
+	}
+	return res, nil
 }
 
 // ImportResult reports what an import stored.
