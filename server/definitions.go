@@ -25,7 +25,7 @@ type importInput struct {
 	Body struct {
 		// Merge defaults to true so that an import never wipes definitions
 		// by accident.
-		Merge      *bool                     `json:"merge,omitempty" doc:"true (default): each definition replaces the one with the same id and the others stay. false: the import replaces every definition."`
+		Merge      *bool                     `json:"merge,omitempty" doc:"true (default): each definition replaces the one with the same id and the others stay. false: the import replaces every domain, level and test, and the evaluators and tools when their keys are present (an empty list removes them all); without those keys the current evaluators and tools stay."`
 		Domains    []importDomain            `json:"domains,omitempty"`
 		Levels     []importLevel             `json:"levels,omitempty"`
 		Tests      []importTest              `json:"tests,omitempty"`
@@ -121,6 +121,13 @@ type syncOutput struct {
 	}
 }
 
+func newSyncOutput(res *catalog.SyncResult) *syncOutput {
+	out := &syncOutput{}
+	out.Body.Success = len(res.Errors) == 0
+	out.Body.SyncResult = res
+	return out
+}
+
 func (h *definitionsHandler) register(api huma.API) {
 	tags := []string{"Definitions"}
 	huma.Register(api, huma.Operation{
@@ -131,15 +138,28 @@ func (h *definitionsHandler) register(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "import-definitions", Method: http.MethodPost, Path: "/api/settings/import",
 		Summary: "Import definitions", Tags: tags, MaxBodyBytes: MaxImportBytes,
-		Description: "Takes the export's shape plus merge. The whole import is validated first; " +
+		Description: "Takes the export's shape plus merge. A replace (merge false) keeps the evaluators and tools " +
+			"unless the body has those keys, and switches the definition files as one: a crash leaves the old files or the new. " +
+			"The whole import is validated first; " +
 			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB.",
 	}, h.importDefs)
 	huma.Register(api, huma.Operation{
 		OperationID: "sync-definitions", Method: http.MethodPost, Path: "/api/settings/sync",
 		Summary: "Rebuild the cache from the definition files", Tags: tags,
 		Description: "Reads the definitions directory again (after a git pull or a hand edit). " +
-			"A file that fails to load is listed in errors and loads nothing; the others load.",
+			"A file that fails to load is listed in errors and loads nothing; the others load. " +
+			"Each error gives the file, the line (from 1) when known, and for a key the format does not know, the key.",
 	}, h.sync)
+	huma.Register(api, huma.Operation{
+		OperationID: "get-sync-result", Method: http.MethodGet, Path: "/api/settings/sync",
+		Summary: "The result of the last sync", Tags: tags,
+		Description: "What the last sync loaded and which files it refused, in the shape POST returns, " +
+			"without reading the files again. The server syncs at start-up, so this lists the files that did not load then.",
+	}, h.lastSync)
+}
+
+func (h *definitionsHandler) lastSync(_ context.Context, _ *struct{}) (*syncOutput, error) {
+	return newSyncOutput(h.s.opts.Catalog.LastSync()), nil
 }
 
 func (h *definitionsHandler) export(ctx context.Context, _ *struct{}) (*exportOutput, error) {
@@ -193,8 +213,5 @@ func (h *definitionsHandler) sync(ctx context.Context, _ *struct{}) (*syncOutput
 	if err != nil {
 		return nil, h.s.problem(ctx, err)
 	}
-	out := &syncOutput{}
-	out.Body.Success = len(res.Errors) == 0
-	out.Body.SyncResult = res
-	return out, nil
+	return newSyncOutput(res), nil
 }

@@ -126,11 +126,24 @@ func TestImportRoundTrip(t *testing.T) {
 		src.assertUnchanged(t, before)
 	})
 
-	t.Run("replace with an empty import empties everything", func(t *testing.T) {
+	t.Run("replace with an empty import empties domains and tests, keeps evaluators and tools", func(t *testing.T) {
 		dst := newEnv(t)
 		dst.fixture()
 		r := must(t, dst.post("/api/settings/import", map[string]any{"merge": false}), http.StatusOK)
-		if total, _ := r.object(t)["total"].(map[string]any); total["domains"] != 0.0 || total["tests"] != 0.0 {
+		if total, _ := r.object(t)["total"].(map[string]any); total["domains"] != 0.0 || total["tests"] != 0.0 ||
+			total["evaluators"] != 1.0 || total["tools"] != 1.0 {
+			t.Fatalf("result %s", r.body)
+		}
+		if files := slices.Sorted(maps.Keys(dst.files())); !slices.Equal(files, []string{"evaluators/num.yaml", "tools/calc.yaml"}) {
+			t.Fatalf("files left: %v", files)
+		}
+	})
+
+	t.Run("replace with empty lists of every kind empties everything", func(t *testing.T) {
+		dst := newEnv(t)
+		dst.fixture()
+		r := must(t, dst.post("/api/settings/import", map[string]any{"merge": false, "evaluators": []any{}, "tools": []any{}}), http.StatusOK)
+		if total, _ := r.object(t)["total"].(map[string]any); total["domains"] != 0.0 || total["tests"] != 0.0 || total["evaluators"] != 0.0 {
 			t.Fatalf("result %s", r.body)
 		}
 		if got := must(t, dst.get("/api/settings/export"), http.StatusOK); strings.TrimSpace(string(got.body)) != `{"domains":[],"levels":[],"tests":[],"evaluators":[],"tools":[]}` {
@@ -776,5 +789,151 @@ func TestRestart(t *testing.T) {
 		if got := must(t, fresh.get("/api/settings/export"), http.StatusOK); string(got.body) != string(want.body) {
 			t.Fatalf("export from the files alone:\n%s\nwant\n%s", got.body, want.body)
 		}
+	})
+}
+
+// syncBody is the body of GET and POST /api/settings/sync.
+type syncBody struct {
+	Success bool           `json:"success"`
+	Loaded  map[string]int `json:"loaded"`
+	Errors  []struct {
+		File  string `json:"file"`
+		Line  int    `json:"line"`
+		Key   string `json:"key"`
+		Error string `json:"error"`
+	} `json:"errors"`
+}
+
+func TestGetSyncResult(t *testing.T) {
+	root := t.TempDir()
+	defs := filepath.Join(root, "definitions")
+	for rel, content := range map[string]string{
+		"domains/x/domain.yaml":  "id: x\nnmae: X\n",
+		"domains/x/level-1.yaml": "tests:\n  - id: x1\n    prompt: p\n    expected: {answer: a}\n",
+		"domains/y/domain.yaml":  "id: y\nname: Y\n",
+		"domains/y/level-1.yaml": "tests:\n  - id: y1\n    prompt: p\n    expected:\n      answer: a\n      typ: exact\n",
+		"domains/z/domain.yaml":  "id: z\nname: Z\n",
+		"domains/z/level-1.yaml": "tests:\n  - id: z1\n    prompt: [oops\n",
+		"domains/ok/domain.yaml": "id: ok\nname: OK\n",
+	} {
+		p := filepath.Join(defs, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnvIn(t, root)
+
+	t.Run("the errors of the start-up sync, with line and key", func(t *testing.T) {
+		var res syncBody
+		must(t, e.get("/api/settings/sync"), http.StatusOK).decode(t, &res)
+		if res.Success || res.Loaded["domains"] != 3 || res.Loaded["tests"] != 0 {
+			t.Fatalf("result %+v", res)
+		}
+		type key struct {
+			file string
+			line int
+			key  string
+		}
+		got := map[key]string{}
+		for _, fe := range res.Errors {
+			got[key{fe.File, fe.Line, fe.Key}] = fe.Error
+		}
+		for k, mention := range map[key]string{
+			{"domains/x/domain.yaml", 2, "nmae"}: `unknown key "nmae" (did you mean "name"?)`,
+			{"domains/x/level-1.yaml", 0, ""}:    "skipped",
+			{"domains/y/level-1.yaml", 6, "typ"}: `unknown key "typ" (did you mean "type"?)`,
+			{"domains/z/level-1.yaml", 3, ""}:    "not found",
+		} {
+			if msg, ok := got[k]; !ok || !strings.Contains(msg, mention) {
+				t.Errorf("%+v: got %q, want it to mention %q; all: %+v", k, msg, mention, res.Errors)
+			}
+		}
+		if len(res.Errors) != 4 {
+			t.Errorf("%d errors, want 4: %+v", len(res.Errors), res.Errors)
+		}
+	})
+
+	t.Run("GET does not read the files again", func(t *testing.T) {
+		e.writeFile("domains/x/domain.yaml", "id: x\nname: X\n")
+		r := must(t, e.get("/api/settings/sync"), http.StatusOK)
+		if !strings.Contains(string(r.body), `"nmae"`) {
+			t.Fatalf("the fixed file is no longer reported before a sync: %s", r.body)
+		}
+	})
+
+	t.Run("after POST, GET returns what POST returned", func(t *testing.T) {
+		posted := must(t, e.post("/api/settings/sync", nil), http.StatusOK)
+		got := must(t, e.get("/api/settings/sync"), http.StatusOK)
+		if string(got.body) != string(posted.body) {
+			t.Fatalf("GET %s\nPOST %s", got.body, posted.body)
+		}
+		var res syncBody
+		got.decode(t, &res)
+		if len(res.Errors) != 2 || res.Loaded["tests"] != 1 {
+			t.Fatalf("result %s", got.body)
+		}
+		e.writeFile("domains/y/level-1.yaml", "tests:\n  - id: y1\n    prompt: p\n    expected: {answer: a}\n")
+		e.writeFile("domains/z/level-1.yaml", "tests: []\n")
+		must(t, e.post("/api/settings/sync", nil), http.StatusOK)
+		must(t, e.get("/api/settings/sync"), http.StatusOK).decode(t, &res)
+		if !res.Success || res.Errors == nil || len(res.Errors) != 0 {
+			t.Fatalf("result %+v", res)
+		}
+	})
+}
+
+func TestGetSyncResultNeedsTheToken(t *testing.T) {
+	e := newEnv(t, withToken("s3cret"))
+	r := must(t, e.request(http.MethodGet, "/api/settings/sync", nil, "Authorization", "Bearer s3cret"), http.StatusOK)
+	if res := r.object(t); res["success"] != true {
+		t.Fatalf("result %s", r.body)
+	}
+	mustProblem(t, e.request(http.MethodGet, "/api/settings/sync", nil, "Authorization", "Bearer wrong"), http.StatusUnauthorized)
+}
+
+// A replace import shaped as the service describes it, {merge, domains,
+// tests}, keeps the evaluators and tools its domains and tests use.
+func TestReplaceImportKeepsEvaluatorsAndTools(t *testing.T) {
+	e := newEnv(t)
+	e.fixture()
+	body := map[string]any{
+		"merge":   false,
+		"domains": []any{map[string]any{"id": "geo", "name": "Geography", "evaluator_id": "num"}},
+		"tests": []any{map[string]any{"id": "g1", "domain_id": "geo", "level": 1, "prompt": "p",
+			"expected": map[string]any{"answer": "1"}, "tools": []string{"calc"}}},
+	}
+	r := must(t, e.post("/api/settings/import", body), http.StatusOK)
+	total, _ := r.object(t)["total"].(map[string]any)
+	if total["domains"] != 1.0 || total["tests"] != 1.0 || total["evaluators"] != 1.0 || total["tools"] != 1.0 {
+		t.Fatalf("result %s", r.body)
+	}
+	for _, p := range []string{"evaluators/num", "tools/calc", "domains/geo", "tests/g1"} {
+		must(t, e.get("/api/settings/"+p), http.StatusOK)
+	}
+	for _, p := range []string{"domains/math", "domains/logic", "tests/m1", "tests/l1"} {
+		mustProblem(t, e.get("/api/settings/"+p), http.StatusNotFound)
+	}
+	if !strings.Contains(e.readFile("evaluators/num.yaml"), "Numbers") {
+		t.Fatal("evaluators/num.yaml was not kept")
+	}
+
+	t.Run("an empty evaluators list replaces them: a domain using one is refused", func(t *testing.T) {
+		before := e.state()
+		body := map[string]any{
+			"merge": false, "evaluators": []any{},
+			"domains": []any{map[string]any{"id": "geo", "name": "Geography", "evaluator_id": "num"}},
+		}
+		mustProblem(t, e.post("/api/settings/import", body), http.StatusUnprocessableEntity, "body.domains[0].evaluator_id")
+		e.assertUnchanged(t, before)
+	})
+	t.Run("an unknown evaluator is refused", func(t *testing.T) {
+		before := e.state()
+		body := map[string]any{"merge": false,
+			"domains": []any{map[string]any{"id": "geo", "name": "Geography", "evaluator_id": "ghost"}}}
+		mustProblem(t, e.post("/api/settings/import", body), http.StatusUnprocessableEntity, "body.domains[0].evaluator_id")
+		e.assertUnchanged(t, before)
 	})
 }

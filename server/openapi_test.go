@@ -49,6 +49,7 @@ var specEndpoints = []string{
 	"GET /api/settings/export",
 	"POST /api/settings/import",
 	"POST /api/settings/sync",
+	"GET /api/settings/sync",
 
 	"GET /api/agents",
 	"GET /api/agents/{agent_id}",

@@ -8,6 +8,8 @@
 //	gauntlet mockllm  a deterministic OpenAI-compatible endpoint for demos
 //	                  and tests
 //	gauntlet plugins  list the plugins found, with versions and health
+//	gauntlet validate check every definition file: exits 1 listing the
+//	                  errors as file:line: message
 //	gauntlet version  print the version
 //
 // Every setting of serve and run can also be set through its environment
@@ -35,6 +37,8 @@ func main() {
 		case errors.Is(err, errGateFailed):
 			fmt.Fprintln(os.Stderr, "gauntlet:", err)
 			os.Exit(1)
+		case errors.Is(err, errInvalidDefinitions):
+			os.Exit(1)
 		case !errors.Is(err, errUsage):
 			fmt.Fprintln(os.Stderr, "gauntlet:", err)
 		}
@@ -58,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCmd(ctx, args[1:], stdout, stderr)
 	case "plugins":
 		return pluginsCmd(ctx, args[1:], stdout, stderr)
+	case "validate":
+		return validateCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "gauntlet", server.Version)
 		return nil
@@ -79,6 +85,7 @@ Commands:
   mockllm   serve a deterministic OpenAI-compatible endpoint for demos and tests
   run       run one evaluation without the server (for CI)
   plugins   list the plugins found, with versions and health
+  validate  check every definition file (unknown keys, YAML errors, bad values)
   version   print the version
 
 Run "gauntlet <command> -h" for a command's flags.

@@ -97,12 +97,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer plugins.Close()
-	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: f.definitions, DB: db, Registry: reg})
+	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: f.definitions, DB: db, Registry: reg, MustExist: true})
 	if err != nil {
 		return err
 	}
-	for _, fe := range res.Errors {
-		log.Warn("definitions file not loaded", slog.String("file", fe.File), slog.String("error", fe.Error))
+	if err := checkLoadErrors(ctx, cat, res, f.definitions, domains, f.resume != "", stderr); err != nil {
+		return err
 	}
 	model, err := f.settings.modelClient()
 	if err != nil {

@@ -241,7 +241,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	for _, fe := range res.Errors {
-		log.Warn("definitions file not loaded", slog.String("file", fe.File), slog.String("error", fe.Error))
+		attrs := []any{slog.String("file", fe.File), slog.String("error", fe.Error)}
+		if fe.Line > 0 {
+			attrs = append(attrs, slog.Int("line", fe.Line))
+		}
+		if fe.Key != "" {
+			attrs = append(attrs, slog.String("key", fe.Key))
+		}
+		log.Warn("definitions file not loaded", attrs...)
 	}
 	log.Info("definitions loaded", slog.String("dir", s.definitions),
 		slog.Int("domains", res.Loaded.Domains), slog.Int("tests", res.Loaded.Tests),
@@ -260,6 +267,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	eng, err := engine.New(ctx, eo)
 	if err != nil {
 		return err
+	}
+	// A knowledge-base write cut short by a crash leaves a temporary file.
+	if removed, err := agent.RemoveStaleKBTemp(s.data); err != nil {
+		log.Warn("clean knowledge bases", slog.Any("error", err))
+	} else if len(removed) > 0 {
+		log.Info("removed temporary files of interrupted knowledge-base writes", slog.Int("files", len(removed)))
 	}
 	agents, err := agent.Open(ctx, agent.Options{
 		DB: db, DataDir: s.data, Tools: cat, Registry: reg, Model: model, ModelName: s.llmModel, Logger: log,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"sync"
@@ -17,8 +18,13 @@ import (
 
 // Options configure a Catalog.
 type Options struct {
-	// Dir is the definitions directory; it is created if missing.
+	// Dir is the definitions directory; it is created if missing, unless
+	// MustExist is set.
 	Dir string
+	// MustExist makes a missing Dir an error (one wrapping fs.ErrNotExist)
+	// rather than an empty directory to create: a mistyped path given to a
+	// one-off command should not look like a directory with nothing in it.
+	MustExist bool
 	// DB is the database holding the cache (see store.Open).
 	DB *bun.DB
 	// Registry knows the evaluator and expected answer types; nil means
@@ -42,6 +48,8 @@ type Catalog struct {
 	// toolUsers are checks from outside the catalog (agents) that name who
 	// still uses a tool.
 	toolUsers []func(ctx context.Context, toolID string) ([]string, error)
+	// lastSync is the result of the last sync (Open runs one).
+	lastSync *SyncResult
 }
 
 // AddToolUsers adds a check that DeleteTool consults: it names the users
@@ -61,11 +69,19 @@ type levelKey struct {
 // Open creates the cache tables if needed and loads the definitions
 // directory into the cache. Files that fail to load are reported in the
 // returned SyncResult; they do not make Open fail.
+//
+// Before loading, Open repairs what a crash of a writer can leave in the
+// directory: it finishes a multi-file change that had passed its commit
+// point (so that the directory holds all of it) and removes temporary files
+// and staging directories (names starting with ".tmp-").
 func Open(ctx context.Context, opts Options) (*Catalog, *SyncResult, error) {
 	if opts.Dir == "" || opts.DB == nil {
 		return nil, nil, errors.New("catalog: Dir and DB are required")
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := checkDir(opts.Dir, !opts.MustExist); err != nil {
+		return nil, nil, fmt.Errorf("catalog: %w", err)
+	}
+	if _, err := recoverDir(opts.Dir); err != nil {
 		return nil, nil, fmt.Errorf("catalog: %w", err)
 	}
 	reg := opts.Registry
@@ -81,6 +97,24 @@ func Open(ctx context.Context, opts Options) (*Catalog, *SyncResult, error) {
 		return nil, nil, err
 	}
 	return c, res, nil
+}
+
+// checkDir makes sure dir is a directory, creating it when create is set.
+func checkDir(dir string, create bool) error {
+	if create {
+		return os.MkdirAll(dir, 0o755)
+	}
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("definitions directory %s does not exist: %w", dir, fs.ErrNotExist)
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("definitions directory %s is not a directory", dir)
+	}
+	return nil
 }
 
 // Dir returns the definitions directory.

@@ -17,6 +17,17 @@
 // A write to a file that changed on disk since the last sync fails with
 // harness.ErrConflict rather than overwrite the hand edit; sync first.
 //
+// Files are strict: a key the format does not know (a typo such as "typ"
+// for "type") is an error for its file, reported with its line and the
+// nearest known key, and the file loads nothing. Check reads a directory
+// the same way without a database, for "gauntlet validate".
+//
+// A write of one file is a rename of a synced temporary file. A write of
+// several (an import, a move, a domain's deletion) is staged in a hidden
+// folder and switched in with renames after a commit point, so that a crash
+// at any moment leaves the old files or the new ones; Open completes or
+// discards what a crash left, and removes stray temporary files.
+//
 // A Catalog is safe for concurrent use: writes are serialised, reads run
 // in parallel against the cache.
 package catalog

@@ -16,8 +16,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
@@ -90,14 +88,12 @@ func marshal(v any) ([]byte, error) {
 	return b, nil
 }
 
+// unmarshal decodes a definitions file strictly (see decodeStrict).
 func unmarshal(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return errors.New("file is empty")
 	}
-	if err := yaml.Unmarshal(data, v); err != nil {
-		return errors.New(yaml.FormatError(err, false, false))
-	}
-	return nil
+	return decodeStrict(data, v)
 }
 
 func encodeDomain(d harness.Domain) ([]byte, error) {
@@ -188,11 +184,49 @@ func decodeTool(data []byte) (harness.ToolDefinition, error) {
 	return t, err
 }
 
-// FileError is a definitions file that could not be loaded, and why.
+// FileError is a definitions file that could not be loaded, and why. A
+// file may have several, one per problem found (each unknown key, say).
 type FileError struct {
 	// File is the path relative to the definitions directory.
-	File  string `json:"file"`
+	File string `json:"file"`
+	// Line is the line of the file the error is at, from 1; absent (0)
+	// when the error is about the whole file.
+	Line int `json:"line,omitempty"`
+	// Key is the key the format does not know, for that error.
+	Key   string `json:"key,omitempty"`
 	Error string `json:"error"`
+}
+
+// String returns "file:line: error", or "file: error" without a line.
+func (fe FileError) String() string {
+	if fe.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", fe.File, fe.Line, fe.Error)
+	}
+	return fe.File + ": " + fe.Error
+}
+
+// fileErrors turns the error of one file into its FileErrors: one per
+// problem of a strict decode; a validation error at the line of its first
+// field found in data.
+func fileErrors(rel string, data []byte, err error) []FileError {
+	var probs Problems
+	if errors.As(err, &probs) {
+		out := make([]FileError, len(probs))
+		for i, p := range probs {
+			out[i] = FileError{File: rel, Line: p.Line, Key: p.Key, Error: p.Message}
+		}
+		return out
+	}
+	fe := FileError{File: rel, Error: err.Error()}
+	var ve *harness.ValidationError
+	if data != nil && errors.As(err, &ve) {
+		for _, f := range ve.Fields {
+			if fe.Line = lineOfField(data, f.Field); fe.Line > 0 {
+				break
+			}
+		}
+	}
+	return []FileError{fe}
 }
 
 func hashOf(data []byte) string {
@@ -230,17 +264,17 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 	out := &loaded{hashes: map[string]string{}}
 	refs := newRefSet()
 	v := harness.Validator{Registry: reg, Refs: refs}
-	fail := func(rel string, err error) {
-		out.errs = append(out.errs, FileError{File: rel, Error: err.Error()})
+	fail := func(rel string, data []byte, err error) {
+		out.errs = append(out.errs, fileErrors(rel, data, err)...)
 	}
 	read := func(rel string) ([]byte, bool) {
 		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			fail(rel, errors.New("file is missing"))
+			fail(rel, nil, errors.New("file is missing"))
 		case err != nil:
 			// Not the error's text: it holds the server's absolute path.
-			fail(rel, fmt.Errorf("cannot read the file (%v)", errors.Unwrap(err)))
+			fail(rel, nil, fmt.Errorf("cannot read the file (%v)", errors.Unwrap(err)))
 		default:
 			return data, true
 		}
@@ -268,7 +302,7 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 			err = checkStorable("config", e.Config)
 		}
 		if err != nil {
-			fail(rel, err)
+			fail(rel, data, err)
 			continue
 		}
 		refs.evaluators[e.ID] = true
@@ -292,7 +326,7 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 			err = v.Tool(&t)
 		}
 		if err != nil {
-			fail(rel, err)
+			fail(rel, data, err)
 			continue
 		}
 		refs.tools[t.ID] = true
@@ -333,7 +367,7 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 				err = v.Domain(&d)
 			}
 			if err != nil {
-				fail(drel, err)
+				fail(drel, data, err)
 			} else {
 				domainOK = true
 				refs.domains[d.ID] = true
@@ -344,7 +378,7 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 		for _, lv := range levels {
 			rel := levelPath(id, lv)
 			if !domainOK {
-				fail(rel, fmt.Errorf("skipped: %s did not load", drel))
+				fail(rel, nil, fmt.Errorf("skipped: %s did not load", drel))
 				continue
 			}
 			data, ok := read(rel)
@@ -356,7 +390,7 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 				err = checkLevel(v, &l, tests, rel, testFile)
 			}
 			if err != nil {
-				fail(rel, err)
+				fail(rel, data, err)
 				continue
 			}
 			for _, t := range tests {

@@ -3,8 +3,11 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/uptrace/bun"
 
@@ -38,6 +41,11 @@ type SyncResult struct {
 func (c *Catalog) Sync(ctx context.Context) (*SyncResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A multi-file change that failed half-way through in this process is
+	// finished first: the files then hold all of it.
+	if err := finishPending(c.dir); err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
+	}
 	l, err := readDir(c.dir, c.reg)
 	if err != nil {
 		return nil, fmt.Errorf("sync: %w", err)
@@ -52,7 +60,68 @@ func (c *Catalog) Sync(ctx context.Context) (*SyncResult, error) {
 	if errs == nil {
 		errs = []FileError{}
 	}
-	return &SyncResult{Loaded: countsOf(&l.snap), Errors: errs}, nil
+	res := &SyncResult{Loaded: countsOf(&l.snap), Errors: errs}
+	c.lastSync = res
+	return res.clone(), nil
+}
+
+// LastSync returns the result of the last sync: the one Open ran, or a
+// later call of Sync. It tells a client which files did not load without
+// reading the directory again.
+func (c *Catalog) LastSync() *SyncResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastSync == nil {
+		return &SyncResult{Errors: []FileError{}}
+	}
+	return c.lastSync.clone()
+}
+
+func (r *SyncResult) clone() *SyncResult {
+	out := *r
+	out.Errors = append([]FileError{}, r.Errors...)
+	return &out
+}
+
+// CheckResult is what Check found in a definitions directory.
+type CheckResult struct {
+	// Files counts the definition files read.
+	Files int `json:"files"`
+	// Loaded counts the definitions of the files that loaded.
+	Loaded Counts `json:"loaded"`
+	// Errors lists what is wrong, file by file, as sync reports it.
+	Errors []FileError `json:"errors"`
+}
+
+// Check reads a definitions directory as sync does, without a database and
+// without changing anything on disk, and reports every file that would not
+// load. reg knows the evaluator and expected answer types (nil:
+// harness.NewRegistry()). A missing directory is an error wrapping
+// fs.ErrNotExist.
+func Check(dir string, reg *harness.Registry) (*CheckResult, error) {
+	if err := checkDir(dir, false); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		reg = harness.NewRegistry()
+	}
+	l, err := readDir(dir, reg)
+	if err != nil {
+		return nil, err
+	}
+	files, err := layoutFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(filepath.Join(dir, pendingName)); err == nil {
+		l.errs = append(l.errs, FileError{File: pendingName,
+			Error: "a change of several files was interrupted; it is finished when gauntlet serve or run next opens this directory"})
+	}
+	res := &CheckResult{Files: len(files), Loaded: countsOf(&l.snap), Errors: l.errs}
+	if res.Errors == nil {
+		res.Errors = []FileError{}
+	}
+	return res, nil
 }
 
 // ImportResult reports what an import stored.
@@ -66,7 +135,13 @@ type ImportResult struct {
 
 // Import stores a set of definitions. With merge, each definition replaces
 // the one with the same id (a level: the same domain and level) and the
-// others stay; without, the import replaces every definition. The whole
+// others stay. Without merge, the import replaces the kinds it carries:
+// domains, levels and tests always; evaluators only when in.Evaluators is
+// not nil, tools only when in.Tools is not nil (an empty, non-nil list
+// removes them all), so that an import of domains and tests keeps the
+// evaluators and tools they refer to. The files of a replace are switched
+// as one: after a crash at any point the directory holds the old tree or
+// the new one, never a mix (see Open). The whole
 // import is validated first: on any error nothing is written and the error
 // (wrapping harness.ErrInvalid) names each offending field, such as
 // "tests[3].expected.type".
@@ -94,7 +169,11 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 			return nil, err
 		}
 		for _, rel := range present {
-			if _, keep := files[rel]; !keep {
+			// The files of a kind the import keeps stay, even one that
+			// did not load.
+			kept := (strings.HasPrefix(rel, evaluatorsDir+"/") && in.Evaluators == nil) ||
+				(strings.HasPrefix(rel, toolsDir+"/") && in.Tools == nil)
+			if _, keep := files[rel]; !keep && !kept {
 				changes = append(changes, change{rel: rel, remove: true})
 			}
 		}
@@ -124,13 +203,20 @@ func (c *Catalog) CheckImport(ctx context.Context, in *harness.Snapshot, merge b
 }
 
 // imported returns the definitions an import of in would leave, validated:
-// in upserted into the current ones with merge, else in alone. c.mu is held.
+// in upserted into the current ones with merge, else in with the current
+// evaluators and tools of the kinds in does not carry. c.mu is held.
 func (c *Catalog) imported(ctx context.Context, in *harness.Snapshot, merge bool) (*harness.Snapshot, error) {
-	base := &harness.Snapshot{}
-	if merge {
-		var err error
-		if base, err = snapshot(ctx, c); err != nil {
-			return nil, err
+	base, err := snapshot(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if !merge {
+		base.Domains, base.Levels, base.Tests = nil, nil, nil
+		if in.Evaluators != nil {
+			base.Evaluators = nil
+		}
+		if in.Tools != nil {
+			base.Tools = nil
 		}
 	}
 	return c.mergeSnapshot(base, in)

@@ -320,7 +320,7 @@ func TestSyncReportsBrokenFiles(t *testing.T) {
 		{
 			name: "bad YAML", rel: "domains/math/level-1.yaml",
 			body: "tests:\n  - id: add-small\n    prompt: [unclosed\n",
-			errs: map[string]string{"domains/math/level-1.yaml": "["},
+			errs: map[string]string{"domains/math/level-1.yaml": "']' not found"},
 			gone: []string{"add-small", "add-large"}, kept: []string{"half", "capital"},
 			loaded: Counts{Domains: 2, Levels: 2, Tests: 4, Evaluators: 2, Tools: 1},
 		},
@@ -860,12 +860,13 @@ func TestImportReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counts{Domains: 1, Levels: 1, Tests: 1, Evaluators: 1}
+	// The import carries evaluators, not tools: the tool stays.
+	want := Counts{Domains: 1, Levels: 1, Tests: 1, Evaluators: 1, Tools: 1}
 	if res.Merge || res.Total != want {
 		t.Fatalf("result %+v, want total %+v", res, want)
 	}
 	files := slices.Sorted(maps.Keys(dirFiles(t, c.Dir())))
-	wantFiles := []string{"domains/math/domain.yaml", "domains/math/level-1.yaml", "evaluators/number.yaml"}
+	wantFiles := []string{"domains/math/domain.yaml", "domains/math/level-1.yaml", "evaluators/number.yaml", "tools/weather.yaml"}
 	if !slices.Equal(files, wantFiles) {
 		t.Fatalf("files %v, want %v", files, wantFiles)
 	}
@@ -884,8 +885,9 @@ func TestImportReplace(t *testing.T) {
 	if len(sres.Errors) != 0 || exportJSON(t, c2) != exportJSON(t, c) {
 		t.Fatalf("files and cache disagree: %+v", sres.Errors)
 	}
-	t.Run("an empty import empties the catalog", func(t *testing.T) {
-		if _, err := c.Import(ctx, &harness.Snapshot{}, false); err != nil {
+	t.Run("an import with empty lists of every kind empties the catalog", func(t *testing.T) {
+		empty := &harness.Snapshot{Evaluators: []harness.EvaluatorConfig{}, Tools: []harness.ToolDefinition{}}
+		if _, err := c.Import(ctx, empty, false); err != nil {
 			t.Fatal(err)
 		}
 		if got := countsOf(export(t, c)); got != (Counts{}) {
@@ -893,6 +895,48 @@ func TestImportReplace(t *testing.T) {
 		}
 		if files := dirFiles(t, c.Dir()); len(files) != 0 {
 			t.Fatalf("files left: %v", slices.Sorted(maps.Keys(files)))
+		}
+	})
+}
+
+// A replace import of domains and tests alone keeps the evaluators and
+// tools, so its domains and tests may use them; those of other kinds stay
+// on disk even when they did not load.
+func TestImportReplaceKeepsEvaluatorsAndTools(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t)
+	seed(t, c)
+	writeFile(t, c.Dir(), "tools/broken.yaml", "function: {name: 'no spaces allowed'}\n")
+	in := &harness.Snapshot{
+		Domains: []harness.Domain{{ID: "qa", Name: "QA", EvaluatorID: "strict", Enabled: true}},
+		Tests: []harness.Test{{ID: "q1", DomainID: "qa", Level: 1, Prompt: "p", Tools: []string{"weather"},
+			Expected: harness.Expected{Answer: "a"}}},
+	}
+	res, err := c.Import(ctx, in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Counts{Domains: 1, Levels: 1, Tests: 1, Evaluators: 2, Tools: 1}); res.Total != want {
+		t.Fatalf("total %+v, want %+v", res.Total, want)
+	}
+	files := slices.Sorted(maps.Keys(dirFiles(t, c.Dir())))
+	wantFiles := []string{"domains/qa/domain.yaml", "domains/qa/level-1.yaml", "evaluators/number.yaml",
+		"evaluators/strict.yaml", "tools/broken.yaml", "tools/weather.yaml"}
+	if !slices.Equal(files, wantFiles) {
+		t.Fatalf("files %v, want %v", files, wantFiles)
+	}
+	for _, id := range []string{"add", "capital"} {
+		if _, err := c.Test(ctx, id); !errors.Is(err, harness.ErrNotFound) {
+			t.Fatalf("test %s: %v", id, err)
+		}
+	}
+	t.Run("an evaluator it does not carry and no longer has is refused", func(t *testing.T) {
+		in := &harness.Snapshot{
+			Domains:    []harness.Domain{{ID: "qa", Name: "QA", EvaluatorID: "strict", Enabled: true}},
+			Evaluators: []harness.EvaluatorConfig{{ID: "number", Name: "Number"}},
+		}
+		if _, err := c.Import(ctx, in, false); !errors.Is(err, harness.ErrInvalid) || !strings.Contains(err.Error(), "evaluator_id") {
+			t.Fatalf("err = %v", err)
 		}
 	})
 }

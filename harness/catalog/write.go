@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -37,6 +41,9 @@ func (c *Catalog) commit(ctx context.Context, changes []change, fresh bool, cach
 	// A write that passed validation completes even if the caller goes
 	// away: half of it would be worse than all of it.
 	ctx = context.WithoutCancel(ctx)
+	if len(changes) > 1 {
+		return c.commitSwitch(ctx, changes, fresh, cache)
+	}
 	check := c.checkFresh
 	if !fresh {
 		check = nil
@@ -68,6 +75,63 @@ func (c *Catalog) commit(ctx context.Context, changes []change, fresh bool, cach
 			if strings.HasSuffix(ch.rel, "/"+domainFile) {
 				tx.removeEmptyDir(strings.TrimSuffix(ch.rel, "/"+domainFile))
 			}
+		} else {
+			c.hashes[ch.rel] = hashOf(ch.data)
+		}
+	}
+	return nil
+}
+
+// commitSwitch is commit for a change of several files: they are switched
+// as one (see switchFiles), so that a crash leaves the old files or the
+// new, and switched back the same way if the cache update fails. Callers
+// hold c.mu.
+func (c *Catalog) commitSwitch(ctx context.Context, changes []change, fresh bool, cache func(context.Context, bun.Tx) error) error {
+	// What is there now: to check it is what the cache reflects, and to
+	// put it back on failure.
+	var undo []change
+	var newDirs []string
+	for _, ch := range changes {
+		abs := filepath.Join(c.dir, filepath.FromSlash(ch.rel))
+		cur, err := os.ReadFile(abs)
+		exists := err == nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("read %s: %w", ch.rel, err)
+		}
+		if fresh {
+			if err := c.checkFresh(ch.rel, cur, exists); err != nil {
+				return err
+			}
+		}
+		switch {
+		case exists:
+			undo = append(undo, change{rel: ch.rel, data: cur})
+		case !ch.remove:
+			undo = append(undo, change{rel: ch.rel, remove: true})
+			for dir := filepath.Dir(abs); dir != c.dir && dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+				if _, err := os.Stat(dir); err == nil {
+					break
+				}
+				newDirs = append(newDirs, dir)
+			}
+		}
+	}
+	if err := switchFiles(c.dir, changes); err != nil {
+		return err
+	}
+	if err := c.db.RunInTx(ctx, nil, cache); err != nil {
+		err = fmt.Errorf("update cache: %w", err)
+		if rerr := switchFiles(c.dir, undo); rerr != nil {
+			return fmt.Errorf("%w (and rolling back the files failed: %v)", err, rerr)
+		}
+		for _, dir := range newDirs { // innermost first
+			os.Remove(dir) // only if empty
+		}
+		return err
+	}
+	for _, ch := range changes {
+		if ch.remove {
+			delete(c.hashes, ch.rel)
 		} else {
 			c.hashes[ch.rel] = hashOf(ch.data)
 		}
