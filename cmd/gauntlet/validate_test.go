@@ -177,7 +177,7 @@ func exitCode(t *testing.T, args ...string) int {
 	return 0
 }
 
-func TestExitStatus(t *testing.T) {
+func TestValidateExitStatus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
