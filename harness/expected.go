@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The built-in expected answer types; see CONTRACT §4.
+// The built-in expected answer types.
 var builtinExpected = map[string]ExpectedChecker{
 	"exact":    nonEmpty,
 	"contains": nonEmpty,

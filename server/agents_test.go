@@ -15,7 +15,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
-// createdAtRE is the format of a resource timestamp (CONTRACT §3).
+// createdAtRE is the format of a resource timestamp (see docs/api.md).
 var createdAtRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`)
 
 // agentKeys are the fields of an agent record.

@@ -16,7 +16,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
-// channelKeys are the fields of a channel record (CONTRACT §5).
+// channelKeys are the fields of a channel record.
 var channelKeys = []string{"agent_id", "config", "created_at", "id", "last_error", "name", "status", "type"}
 
 const mask = "********"

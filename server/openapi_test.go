@@ -11,7 +11,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// specEndpoints are the endpoints of spec §4: Domains, Levels, Tests,
+// specEndpoints are the endpoints of the service specification: Domains, Levels, Tests,
 // Evaluators, Tools, Import/export/sync, Agents, Agent tools, Agent
 // knowledge base, Agent channels, Agent chat, Evaluation control (with the
 // two config endpoints), Results and history, GET /api/history, and the

@@ -30,7 +30,8 @@ import (
 	"github.com/gauntlet-eval/gauntlet/server"
 )
 
-// settings are the values of CONTRACT §1, from flags and the environment.
+// settings are the server's settings, from flags and the environment
+// (the README's configuration table).
 type settings struct {
 	addr        string
 	data        string

@@ -44,7 +44,7 @@ type KBFile struct {
 	Content  *string `json:"content,omitempty"`
 }
 
-// ValidKBName checks a knowledge-base file name (CONTRACT §5): a plain
+// ValidKBName checks a knowledge-base file name: a plain
 // name of at most 255 bytes of valid UTF-8, with no "/", "\", "..", leading
 // dot or control character (NUL included). A bad name gives an error
 // wrapping harness.ErrInvalid naming "filename".

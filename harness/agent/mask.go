@@ -11,7 +11,7 @@ import (
 )
 
 // Mask replaces secret config values in every record the service returns
-// (CONTRACT §3). Sent back in an update, it keeps the stored value.
+// (see docs/api.md). Sent back in an update, it keeps the stored value.
 const Mask = "********"
 
 // IsSecretKey reports whether a config key holds a secret: bot_token, and

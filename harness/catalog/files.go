@@ -19,7 +19,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
-// The layout of a definitions directory (CONTRACT §2). Paths are relative
+// The layout of a definitions directory. Paths are relative
 // to the directory and use forward slashes.
 const (
 	evaluatorsDir = "evaluators"

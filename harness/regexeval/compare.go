@@ -14,7 +14,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
-// The expected answer types this evaluator scores (CONTRACT §4).
+// The expected answer types this evaluator scores.
 const (
 	typeExact    = "exact"
 	typeNumeric  = "numeric"
@@ -449,7 +449,7 @@ func findJSON(s string) (any, bool) {
 }
 
 // Compare scores answer against an expected answer with the rules of the
-// regex evaluator (CONTRACT §4): 1 or 0, passed when 1, and a reason when
+// regex evaluator: 1 or 0, passed when 1, and a reason when
 // it failed. calls are the tool calls the model made, used by the tool_call
 // type only. An expected answer that is invalid for its type, or an unknown
 // type, scores 0 with the problem in detail. Compare does no extraction:

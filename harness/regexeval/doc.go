@@ -2,8 +2,8 @@
 // (harness.EvaluatorTypeRegex): it extracts an answer from a model's
 // response with the evaluator record's extraction_regex, optionally asks
 // the model to restate its final answer (the second pass), and compares the
-// answer with the test's expected answer per its type, as CONTRACT §4
-// describes.
+// answer with the test's expected answer per its type (see
+// harness.BuiltinExpectedTypes).
 //
 // # Lifecycle
 //
