@@ -384,6 +384,16 @@ func TestChatRetries(t *testing.T) {
 		r := run(t, llmtest.Options{Timeouts: llmtest.Schedule{First: 1}}, Options{Timeout: 200 * time.Millisecond})
 		ok(t, r, 2)
 	})
+	t.Run("a timed-out attempt is retried without backoff", func(t *testing.T) {
+		// A 10 s backoff would show; the timeout was the wait.
+		var delays []time.Duration
+		r := run(t, llmtest.Options{Timeouts: llmtest.Schedule{First: 1}}, Options{Timeout: 200 * time.Millisecond,
+			RetryBaseDelay: 10 * time.Second, OnRetry: func(_ int, d time.Duration, _ error) { delays = append(delays, d) }})
+		ok(t, r, 2)
+		if len(delays) != 1 || delays[0] != 0 || r.elapsed > 5*time.Second {
+			t.Fatalf("retry delays %v, elapsed %v", delays, r.elapsed)
+		}
+	})
 	t.Run("timeouts give up after the retries", func(t *testing.T) {
 		r := run(t, llmtest.Options{Timeouts: llmtest.Schedule{Every: 1}}, Options{Timeout: 100 * time.Millisecond, MaxRetries: 1})
 		e := failed(t, r, 2, 0, "no response within 100ms", "timeout", "after 2 attempts")

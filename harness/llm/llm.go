@@ -25,7 +25,9 @@
 // (the endpoint does not implement the call), an answer too large and a
 // host name that does not exist fail at once. Retries wait with
 // exponential backoff and jitter, and at least as long as a Retry-After (or
-// retry-after-ms) header asks.
+// retry-after-ms) header asks; after an attempt that timed out, the retry
+// goes at once: the timeout was the wait, and a hung request should cost
+// one timeout, not a timeout and a backoff.
 //
 // # Errors
 //

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -48,6 +49,10 @@ func (c *Client) do(ctx context.Context, op string, timeout time.Duration, maxRe
 			return e
 		}
 		delay, ok := c.backoff(n, e.RetryAfter)
+		if errors.Is(e.err, context.DeadlineExceeded) {
+			// The attempt timed out: the timeout was the wait.
+			delay = 0
+		}
 		if !ok {
 			e.Message += fmt.Sprintf(" (the endpoint asks to retry after %v, more than the %v limit)", e.RetryAfter, c.opts.RetryMaxDelay)
 			return e
