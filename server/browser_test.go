@@ -313,7 +313,7 @@ func TestBrowserLiveRun(t *testing.T) {
 		t.Errorf("arithmetic/2 cell reads %q, want ✓, passed, 100%% and a duration", got)
 	}
 	b.wait("the end of the run to be announced", `(document.getElementById('run-announce').dataset.status || '') === 'completed'`)
-	if got := b.text("#run-announce"); !strings.Contains(got, "completed") || !strings.Contains(got, "6 of 12 tests passed") {
+	if got := b.text("#run-announce"); !strings.Contains(got, "completed") || !strings.Contains(got, "6 passed · 6 failed · 0 errors") {
 		t.Errorf("announcement %q", got)
 	}
 	b.wait("the full progress bar", `(() => { const p = document.getElementById('run-progress'); return p.dataset.total === '12' && p.dataset.progress === '12' && p.value === p.max; })()`)
@@ -373,6 +373,10 @@ func TestBrowserStopRun(t *testing.T) {
 	}
 	if runs := e.history(); len(runs) != 1 || runs[0]["status"] != "stopped" {
 		t.Errorf("history %v, want one stopped run", runs)
+	}
+	// A stopped run never reads as a complete one.
+	if got := b.text("#run-announce"); !strings.Contains(got, "stopped — ") || !strings.Contains(got, "of 12 tests") {
+		t.Errorf("announcement %q", got)
 	}
 	if !evalJS[bool](b, `document.getElementById('stop-button').disabled && !document.getElementById('start-button').disabled`) {
 		t.Error("after the stop, Stop should be disabled and Start enabled")

@@ -2,7 +2,7 @@
 // banners for an unreachable server or model endpoint, and the API-token
 // prompt.
 
-import { get, getToken, setToken, onTokenNeeded, onReachability, onAuth, APIError } from './api.js';
+import { get, post, getToken, setToken, onTokenNeeded, onReachability, onAuth, APIError } from './api.js';
 import { h, banner, errorText, fill } from './ui.js';
 import * as live from './live.js';
 import * as history from './history.js';
@@ -132,6 +132,34 @@ async function checkModel() {
   }
 }
 
+// ---- Definition files that did not load ----
+
+let syncTimer = null;
+
+/**
+ * Shows a banner listing the definition files the last sync refused (the
+ * server's start-up sync included), so that a typo never drops a level
+ * silently. Checked at start, every minute, and after "Sync again".
+ */
+export async function checkSync() {
+  clearTimeout(syncTimer);
+  syncTimer = setTimeout(checkSync, 60000);
+  let res;
+  try {
+    res = await get('/api/settings/sync');
+  } catch {
+    return; // an older server, or unreachable: the other banners say so
+  }
+  const errs = res.errors || [];
+  if (!errs.length) { banner('sync', null); return; }
+  const shown = errs.slice(0, 20);
+  banner('sync', h('span', { class: 'sync-errors', id: 'sync-errors' },
+    `${errs.length} problem${errs.length === 1 ? '' : 's'} in the definition files: a file with an error loads nothing. Fix the files, then sync again.`,
+    h('ul', null, shown.map((e) => h('li', null, h('code', null, `${e.file}${e.line ? `:${e.line}` : ''}`), ` ${e.error}`)),
+      errs.length > shown.length ? h('li', null, `… and ${errs.length - shown.length} more`) : null)), 'warn',
+  { label: 'Sync again', run: async () => { try { await post('/api/settings/sync'); } catch { /* the answer is read below */ } checkSync(); } });
+}
+
 // ---- Start ----
 
 function init() {
@@ -151,6 +179,7 @@ function init() {
   route();
   live.startPolling();
   checkModel();
+  checkSync();
 }
 
 init();

@@ -2,8 +2,8 @@
 // (GET /api/run/{id}, /api/run/{id}/matrix), deletion (DELETE
 // /api/history/{id}) and the side-by-side comparison of two runs.
 
-import { get, del, seg, APIError } from './api.js';
-import { h, statusBadge, fmtScore, fmtDuration, fmtNumber, fmtTime, confirmDialog, toast, errorText, dl, STATUS, fill } from './ui.js';
+import { get, post, del, seg, APIError } from './api.js';
+import { h, statusBadge, runBadge, countsText, fmtScore, fmtDuration, fmtNumber, fmtTime, confirmDialog, toast, errorText, dl, STATUS, fill } from './ui.js';
 import { MatrixView, levelsOf } from './matrix.js';
 import { openCell } from './cell.js';
 
@@ -68,9 +68,9 @@ async function showList(offset) {
         h('div', { class: 'did' }, r.run_id)),
       td('Model', null, r.model || '—'),
       td('Started', null, h('time', { datetime: r.started_at }, fmtTime(r.started_at))),
-      td('Status', null, statusBadge(r.status)),
-      td('Score', 'num', fmtScore(r.overall_score)),
-      td('Tests', 'num', fmtNumber(r.total_tests)),
+      td('Status', null, runBadge(r)),
+      td('Score', 'num', scoreOf(r)),
+      td('Tests', 'num', testsOf(r)),
       td('Tokens', 'num', fmtNumber(r.total_tokens)),
       td('Duration', 'num', fmtDuration(r.total_duration_ms)),
       td('Actions', 'row-actions',
@@ -92,6 +92,42 @@ async function showList(offset) {
         .map((c) => h('th', { scope: 'col', class: ['Score', 'Tests', 'Tokens', 'Duration'].includes(c) ? 'num' : null }, c)))),
       h('tbody', null, rows))) : h('p', { class: 'empty' }, 'No runs yet. Start one from the ', h('a', { href: '#/live' }, 'live run'), ' page.'),
     nav);
+}
+
+/**
+ * A run's score, marked when it is not the whole story: a score over the
+ * tests that finished of a stopped run, or over the tests that did not end
+ * in error, never looks like a complete run's.
+ */
+function scoreOf(r) {
+  if (r.complete !== false || r.overall_score === null || r.overall_score === undefined) return fmtScore(r.overall_score);
+  const why = r.done_tests < r.total_tests ? `over ${fmtNumber(r.done_tests)} of ${fmtNumber(r.total_tests)} tests` : `${fmtNumber(r.errors)} not scored`;
+  return h('span', { class: 'score-incomplete' }, fmtScore(r.overall_score), h('span', { class: 'score-note' }, why));
+}
+
+/** "12", or "4 of 12" for a run that did not finish, with its errors. */
+function testsOf(r) {
+  if (typeof r.done_tests !== 'number') return fmtNumber(r.total_tests);
+  const done = r.done_tests === r.total_tests ? fmtNumber(r.total_tests) : `${fmtNumber(r.done_tests)} of ${fmtNumber(r.total_tests)}`;
+  return h('span', null, done, r.errors ? h('span', { class: 'score-note run-error' }, `⚠ ${fmtNumber(r.errors)} error${r.errors === 1 ? '' : 's'}`) : null);
+}
+
+/** Whether a run can be resumed: it ended with tests left or in error, and it kept its definitions. */
+function resumable(info) {
+  return info.status !== 'running' && info.complete === false && !!info.config &&
+    (info.errors > 0 || info.done_tests < info.total_tests);
+}
+
+async function resumeRun(info, button) {
+  button.disabled = true;
+  try {
+    await post(`/api/run/${seg(info.run_id)}/resume`);
+    toast(`Run ${info.run_id} resumed.`, 'success');
+    location.hash = '#/live';
+  } catch (err) {
+    toast(`Could not resume the run: ${errorText(err)}`, 'error');
+    button.disabled = false;
+  }
 }
 
 /** A cell of a responsive table: its content in one block, labelled for phones. */
@@ -142,16 +178,23 @@ async function showRun(id) {
     h('h1', null, `Run “${info.model_name}”`),
     dl([
       ['Run id', h('code', null, info.run_id)],
-      ['Status', statusBadge(info.status)],
+      ['Status', runBadge(info)],
+      info.error ? ['Stopped because', h('span', { class: 'run-error', id: 'run-error' }, info.error)] : null,
       ['Model', info.model || '—'],
       ['Started', fmtTime(info.started_at)],
       ['Completed', fmtTime(info.completed_at)],
-      ['Overall score', fmtScore(info.overall_score)],
-      ['Tests', `${fmtNumber(info.total_tests)} (${counts})`],
+      ['Overall score', scoreOf(info)],
+      ['Tests', typeof info.done_tests === 'number'
+        ? h('span', { id: 'run-counts' }, `${fmtNumber(info.done_tests)} of ${fmtNumber(info.total_tests)} done: ${countsText(info)}`)
+        : `${fmtNumber(info.total_tests)} (${counts})`],
       ['Tokens', fmtNumber(info.total_tokens)],
       ['Duration', fmtDuration(info.total_duration_ms)],
-    ], 'facts facts-grid'),
+      ...configFacts(info.config),
+    ].filter(Boolean), 'facts facts-grid'),
     h('div', { class: 'toolbar' }, others,
+      resumable(info) ? h('button', { type: 'button', class: 'primary', id: 'resume-run',
+        title: 'Run again, into this run and with its own definitions, every test without a result or that ended in error',
+        onclick: (ev) => resumeRun(info, ev.currentTarget) }, 'Resume run') : null,
       h('button', { type: 'button', class: 'danger', id: 'delete-run', onclick: () => deleteRun(info, () => { location.hash = '#/history'; }) }, 'Delete run')),
     h('section', { class: 'card' }, h('h2', null, 'Matrix'), h('p', { class: 'hint' }, 'Select a cell to see its tests.'), mv.el));
   if (info.status === 'running') {
@@ -161,6 +204,17 @@ async function showRun(id) {
     };
     pollTimer = setTimeout(refresh, 1500);
   }
+}
+
+/** What a run ran with; nothing for runs made before it was recorded. */
+function configFacts(c) {
+  if (!c) return [];
+  return [
+    ['Endpoint', h('code', null, c.base_url || '—')],
+    ['Request bounds', `${c.timeout_s} s timeout, ${c.retries} ${c.retries === 1 ? 'retry' : 'retries'}, ${c.concurrency} at once`],
+    ['Definitions', h('code', { title: c.definitions_hash }, (c.definitions_hash || '').slice(0, 12) || '—')],
+    ['Gauntlet', c.gauntlet_version || '—'],
+  ];
 }
 
 // ---- Compare ----
@@ -232,9 +286,9 @@ async function showCompare(idA, idB) {
     h('h1', null, 'Compare runs'),
     h('div', { class: 'compare-head' },
       h('div', { class: 'card' }, h('h2', null, 'Before'), h('p', null, h('a', { href: `#/run/${seg(a.id)}` }, title(a))),
-        dl([['Score', fmtScore(a.info.overall_score)], ['Model', a.info.model || '—'], ['Status', statusBadge(a.info.status)]])),
+        dl([['Score', fmtScore(a.info.overall_score)], ['Model', a.info.model || '—'], ['Status', runBadge(a.info)]])),
       h('div', { class: 'card' }, h('h2', null, 'After'), h('p', null, h('a', { href: `#/run/${seg(b.id)}` }, title(b))),
-        dl([['Score', fmtScore(b.info.overall_score)], ['Model', b.info.model || '—'], ['Status', statusBadge(b.info.status)]]))),
+        dl([['Score', fmtScore(b.info.overall_score)], ['Model', b.info.model || '—'], ['Status', runBadge(b.info)]]))),
     h('p', { class: 'overall-delta', id: 'overall-delta' }, 'Overall: ', fmtScore(a.info.overall_score), ' → ', fmtScore(b.info.overall_score),
       overall === null ? '' : ` (${overall > 0 ? `▲ +${overall}` : overall < 0 ? `▼ −${-overall}` : '= 0'} points)`),
     h('section', { class: 'card' }, h('h2', null, 'Per cell'),

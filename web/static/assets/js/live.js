@@ -4,7 +4,7 @@
 
 import { get, post, seg, APIError } from './api.js';
 import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, statusBadge, fmtScore, fmtDuration,
-  fmtNumber, fmtTime, dl, scoreColor, errorText, STATUS, fill, FieldError } from './ui.js';
+  fmtNumber, fmtTime, dl, scoreColor, errorText, STATUS, fill, FieldError, runBadge, runState, countsText } from './ui.js';
 import { MatrixView } from './matrix.js';
 import { openCell } from './cell.js';
 
@@ -74,7 +74,7 @@ export function mount(section) {
     h('p', { id: 'run-announce', class: 'announce', role: 'status', 'aria-live': 'polite' }));
 
   const legend = h('ul', { class: 'legend', 'aria-label': 'Legend' },
-    ['passed', 'failed', 'running', 'pending', 'skipped'].map((s) =>
+    ['passed', 'failed', 'error', 'partial', 'running', 'pending', 'skipped'].map((s) =>
       h('li', null, h('span', { class: `legend-cell cell st-${s}`, 'aria-hidden': 'true' }, STATUS[s].sym), STATUS[s].label)),
     h('li', { class: 'scale' }, h('span', { 'aria-hidden': 'true', class: 'scale-bar' }), 'score 0% → 100%'));
   const scaleBar = legend.querySelector('.scale-bar');
@@ -240,7 +240,11 @@ function renderStatus() {
   fill(els.summary, ...summaryOf(m));
   const info = !running && st.runInfo && m && st.runInfo.run_id === m.run_id ? st.runInfo : null;
   fill(els.facts, info ? dl([
-    ['Overall score', fmtScore(info.overall_score)],
+    ['Run', runBadge(info)],
+    info.error ? ['Stopped because', h('span', { class: 'run-error' }, info.error)] : null,
+    ['Overall score', info.complete === false && info.overall_score !== null
+      ? `${fmtScore(info.overall_score)} (over the ${fmtNumber(info.passed + info.failed)} scored tests)` : fmtScore(info.overall_score)],
+    typeof info.done_tests === 'number' ? ['Tests', `${fmtNumber(info.done_tests)} of ${fmtNumber(info.total_tests)} done: ${countsText(info)}`] : null,
     ['Model', info.model || '—'],
     ['Started', fmtTime(info.started_at)],
     ['Duration', fmtDuration(info.total_duration_ms)],
@@ -265,23 +269,27 @@ function renderStatus() {
   renderButtons();
 }
 
-/** "7 of 12 tests passed · cells: 4 passed, 4 failed" for a matrix. */
+/**
+ * "7 passed · 2 failed · 3 errors of 12 finished · cells: 4 passed, 1
+ * error, 1 partial" for a matrix: errors are never folded into failures.
+ */
 function summaryOf(m) {
   if (!m || !m.domains) return [];
-  let passed = 0;
-  let done = 0;
+  const t = { passed: 0, failed: 0, errors: 0, done: 0 };
   const cells = {};
   for (const levels of Object.values(m.domains)) {
     for (const c of Object.values(levels)) {
-      passed += c.passed || 0;
-      done += c.done || 0;
+      t.passed += c.passed || 0;
+      t.failed += c.failed || 0;
+      t.errors += c.errors || 0;
+      t.done += c.done || 0;
       cells[c.status] = (cells[c.status] || 0) + 1;
     }
   }
   if (!Object.keys(cells).length) return [];
-  const order = ['passed', 'failed', 'running', 'pending', 'skipped'];
+  const order = ['passed', 'failed', 'error', 'partial', 'running', 'pending', 'skipped'];
   const parts = order.filter((s) => cells[s]).map((s) => `${cells[s]} ${s}`);
-  return [`${passed} of ${done} finished tests passed · cells: ${parts.join(', ')}`];
+  return [`${countsText(t)} of ${t.done} finished · cells: ${parts.join(', ')}`];
 }
 
 function setChip(text, status) {
@@ -321,12 +329,18 @@ async function announceEnd(runID) {
   st.runInfo = info;
   st.infoFor = runID;
   const status = info ? info.status : st.matrix.status;
-  const text = `Run ${runID} ${status}: overall score ${fmtScore(info ? info.overall_score : null)}, ${passed} of ${total} tests passed` +
-    (info ? `, ${fmtDuration(info.total_duration_ms)}.` : '.');
+  // A run that is not complete says so first, and its score is said to be
+  // over what finished: "stopped — 4 of 12 tests", never "completed, 100%".
+  const state = info && typeof info.done_tests === 'number' ? runState(info).text : status;
+  const counts = info && typeof info.done_tests === 'number' ? countsText(info) : `${passed} of ${total} tests passed`;
+  const scoreText = info && info.complete === false && info.overall_score !== null
+    ? `score ${fmtScore(info.overall_score)} over the tests scored` : `overall score ${fmtScore(info ? info.overall_score : null)}`;
+  const text = `Run ${runID} ${state}: ${scoreText}, ${counts}` +
+    (info && info.error ? ` (${info.error})` : '') + (info ? `, ${fmtDuration(info.total_duration_ms)}.` : '.');
   els.announce.textContent = text;
   els.announce.dataset.run = runID;
   els.announce.dataset.status = status || '';
-  toast(text, status === 'completed' ? 'success' : 'info');
+  toast(text, info && info.complete ? 'success' : 'info');
 }
 
 // ---- Domains ----

@@ -83,14 +83,21 @@ export class MatrixView {
     if (bg) b.style.setProperty('--cell-bg', bg); else b.style.removeProperty('--cell-bg');
     const counts = cell.tests ? `${cell.done ?? 0}/${cell.tests}` : '';
     const dur = cell.duration_ms !== undefined && cell.duration_ms !== null ? fmtDuration(cell.duration_ms) : '';
+    const errors = cell.errors || 0;
+    // A score is over the scored tests only; an error cell has none, and
+    // never reads as "failed 0%".
+    const score = cell.score === null || cell.score === undefined ? (cell.status === 'error' ? 'no score' : '') : fmtScore(cell.score);
     fill(b,
       h('span', { class: 'cell-top' }, h('span', { class: 'sym', 'aria-hidden': 'true' }, st.sym), h('span', { class: 'cell-status' }, st.label)),
-      h('span', { class: 'cell-score' }, cell.score === null || cell.score === undefined ? '' : fmtScore(cell.score)),
-      h('span', { class: 'cell-meta' }, [counts, dur].filter(Boolean).join(' · ')));
+      h('span', { class: 'cell-score' }, score),
+      h('span', { class: 'cell-meta' }, [counts, dur].filter(Boolean).join(' · '),
+        errors ? h('span', { class: 'cell-errors' }, ` · ⚠ ${errors} error${errors === 1 ? '' : 's'}`) : null));
     const name = (this.names.get(d) || {}).name || d;
     const parts = [`${name}, level ${l}: ${st.label}`];
     if (cell.score !== null && cell.score !== undefined) parts.push(`score ${fmtScore(cell.score)}`);
-    if (cell.tests) parts.push(`${cell.done ?? 0} of ${cell.tests} tests done, ${cell.passed ?? 0} passed`);
+    if (cell.tests) {
+      parts.push(`${cell.done ?? 0} of ${cell.tests} tests done, ${cell.passed ?? 0} passed, ${cell.failed ?? 0} failed, ${errors} ${errors === 1 ? 'error' : 'errors'}`);
+    }
     if (dur) parts.push(dur);
     b.setAttribute('aria-label', `${parts.join(', ')}. Show tests.`);
   }

@@ -52,6 +52,8 @@ export const STATUS = {
   pending: { sym: '…', label: 'pending' },
   running: { sym: '⟳', label: 'running' },
   skipped: { sym: '–', label: 'skipped' },
+  partial: { sym: '◐', label: 'partial' },
+  incomplete: { sym: '◐', label: 'incomplete' },
   completed: { sym: '✓', label: 'completed' },
   stopped: { sym: '■', label: 'stopped' },
   aborted: { sym: '⊘', label: 'aborted' },
@@ -62,6 +64,42 @@ export const STATUS = {
 export function statusBadge(status) {
   const s = STATUS[status] || { sym: '?', label: status || 'unknown' };
   return h('span', { class: `badge st-${status}` }, h('span', { class: 'sym', 'aria-hidden': 'true' }, s.sym), ' ', s.label);
+}
+
+/**
+ * A run's state in words, never "completed" alone when the numbers are not
+ * the whole story: "completed", "completed with 3 errors", "stopped — 4 of
+ * 12 tests", "interrupted — 62 of 100 tests". Runs made before counts were
+ * kept (no done_tests) read as their status.
+ */
+export function runState(info) {
+  if (!info) return { status: 'idle', text: 'idle' };
+  const s = info.status;
+  if (s === 'running') return { status: 'running', text: 'running' };
+  const counted = typeof info.done_tests === 'number';
+  const of = counted ? ` — ${fmtNumber(info.done_tests)} of ${fmtNumber(info.total_tests)} tests` : '';
+  if (s === 'completed') {
+    if (!counted || info.complete) return { status: 'completed', text: 'completed' };
+    if (info.errors) return { status: 'error', text: `completed with ${fmtNumber(info.errors)} error${info.errors === 1 ? '' : 's'}` };
+    return { status: 'incomplete', text: `incomplete${of}` };
+  }
+  return { status: s, text: `${(STATUS[s] || { label: s }).label}${of}` };
+}
+
+/** A badge for runState(info). */
+export function runBadge(info) {
+  const r = runState(info);
+  const s = STATUS[r.status] || { sym: '?' };
+  return h('span', { class: `badge st-${r.status}`, dataset: { complete: info && info.complete ? 'true' : 'false' } },
+    h('span', { class: 'sym', 'aria-hidden': 'true' }, s.sym), ' ', r.text);
+}
+
+/** "7 passed · 2 failed · 3 errors" for anything with those counts. */
+export function countsText(c) {
+  if (!c || typeof c.passed !== 'number') return '';
+  const parts = [`${fmtNumber(c.passed)} passed`, `${fmtNumber(c.failed || 0)} failed`];
+  parts.push(`${fmtNumber(c.errors || 0)} error${c.errors === 1 ? '' : 's'}`);
+  return parts.join(' · ');
 }
 
 export function fmtScore(score) {
