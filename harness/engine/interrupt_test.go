@@ -188,6 +188,26 @@ func TestInterruptedRun(t *testing.T) {
 		t.Errorf("%d runs still running: %v", n, err)
 	}
 
+	// The interrupted run resumes into itself: the tests the dead process
+	// did not finish run, the others are kept, none twice.
+	if err := eng.Resume(ctx, id); err != nil {
+		t.Fatalf("resume the interrupted run: %v", err)
+	}
+	for ev := range events {
+		if ev.Kind == engine.EventRunFinished && ev.RunID == id {
+			if ev.Info.Status != runs.StatusCompleted || !ev.Info.Complete || ev.Info.DoneTests != total {
+				t.Errorf("resumed run: %+v", ev.Info)
+			}
+			break
+		}
+	}
+	if results, err := rs.Results(ctx, id); err != nil || len(results) != total {
+		t.Errorf("after the resume: %d results of %d, %v", len(results), total, err)
+	}
+	if n, err := db.NewSelect().Table("run_results").Where("run_id = ?", id).Count(ctx); err != nil || n != total {
+		t.Errorf("after the resume: %d rows stored, %v", n, err)
+	}
+
 	// And it runs again.
 	again, err := eng.Start(ctx, engine.StartRequest{Domains: []string{"d"}})
 	if err != nil {
