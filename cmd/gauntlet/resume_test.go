@@ -79,3 +79,37 @@ func TestRunResumeAfterOutage(t *testing.T) {
 		t.Error("--resume with --domains accepted")
 	}
 }
+
+// TestRunHugeAnswer: an answer larger than --llm-max-response-bytes makes
+// its test an error ("response too large"), read no further and not
+// retried; the other tests are scored, and the run is not complete.
+func TestRunHugeAnswer(t *testing.T) {
+	dir := t.TempDir()
+	defs := filepath.Join(dir, "defs")
+	if err := os.CopyFS(defs, os.DirFS("../../examples/definitions")); err != nil {
+		t.Fatal(err)
+	}
+	mock := llmtest.NewServer(llmtest.Options{Huge: llmtest.Schedule{First: 1}, HugeBytes: 64 << 20})
+	t.Cleanup(mock.Close)
+	out := filepath.Join(dir, "report.json")
+	err := run(context.Background(), []string{"run", "--data", filepath.Join(dir, "data"), "--definitions", defs,
+		"--llm-base-url", mock.URL, "--llm-model", "mock", "--llm-max-response-bytes", "100000",
+		"--concurrency", "1", "--format", "json", "--output", out}, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("a run with an errored test passed the gate")
+	}
+	info := jsonReportInfo(t, out)
+	if info.Errors != 1 || info.DoneTests != 12 || info.Complete || info.OverallScore == nil {
+		t.Fatalf("run_info: %+v", info)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "response too large") {
+		t.Error("the report does not say the answer was too large")
+	}
+	if st := mock.Stats(); st.Huge != 1 || st.HugeBytesSent > 16<<20 {
+		t.Errorf("endpoint stats %+v: the huge answer was retried or read whole", st)
+	}
+}
