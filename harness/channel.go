@@ -32,6 +32,9 @@ type ChannelHost interface {
 type ChannelRun struct {
 	Channel ChannelConfig
 	Host    ChannelHost
+	// AgentName is the name of the agent the channel speaks for, for the
+	// channel's own messages (a greeting); empty when unknown.
+	AgentName string
 }
 
 // Channel connects an agent to a messaging service. Run blocks until ctx

@@ -41,14 +41,16 @@ const (
 
 // runner is the state of one Run call.
 type runner struct {
-	ch    harness.ChannelConfig
-	host  harness.ChannelHost
-	cfg   config
-	log   *slog.Logger
-	red   redactor
-	watch *pollWatch
-	bot   *bot.Bot
-	me    *models.User
+	ch   harness.ChannelConfig
+	host harness.ChannelHost
+	// agentName is the name of the agent the bot speaks for.
+	agentName string
+	cfg       config
+	log       *slog.Logger
+	red       redactor
+	watch     *pollWatch
+	bot       *bot.Bot
+	me        *models.User
 
 	pollTimeout time.Duration
 
@@ -61,13 +63,15 @@ func newRunner(c *Channel, run *harness.ChannelRun, cfg config) *runner {
 	r := &runner{
 		ch:          run.Channel,
 		host:        run.Host,
+		agentName:   run.AgentName,
 		cfg:         cfg,
 		log:         c.log.With(channelAttrs(run.Channel)...),
 		red:         newRedactor(cfg.token),
 		pollTimeout: c.pollTimeout,
 		queues:      map[int64][]*models.Message{},
 	}
-	r.watch = &pollWatch{next: c.client, max: c.maxPollFailures, red: r.red, fatal: make(chan error, 1)}
+	r.watch = &pollWatch{next: c.client, max: c.maxPollFailures, red: r.red, fatal: make(chan error, 1),
+		minGap: c.minPollInterval}
 	return r
 }
 
@@ -245,8 +249,12 @@ func (r *runner) handle(ctx context.Context, msg *models.Message) {
 	}
 }
 
+// displayName is the name the bot introduces itself by: the agent's, else
+// the channel's, else the bot's own.
 func (r *runner) displayName() string {
 	switch {
+	case r.agentName != "":
+		return r.agentName
 	case r.ch.Name != "":
 		return r.ch.Name
 	case r.me != nil && r.me.FirstName != "":
@@ -322,18 +330,42 @@ type pollWatch struct {
 	max   int
 	red   redactor
 	fatal chan error
+	// minGap is the least time between the starts of two getUpdates calls
+	// when the first came back empty or failed.
+	minGap time.Duration
 
 	mu       sync.Mutex
 	failures int
 	done     bool
+	notUntil time.Time // no getUpdates call starts before then
 }
 
 // Do passes req on, and records the outcome when it is a getUpdates call.
+// A getUpdates call that came back empty or failed makes the next one wait
+// until minGap after its start: the client library polls again at once.
 func (w *pollWatch) Do(req *http.Request) (*http.Response, error) {
 	isPoll := strings.EqualFold(path.Base(req.URL.Path), "getUpdates")
-	resp, err := w.next.Do(req)
 	if !isPoll {
-		return resp, err
+		return w.next.Do(req)
+	}
+	w.mu.Lock()
+	wait := time.Until(w.notUntil)
+	w.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+			return nil, req.Context().Err()
+		}
+	}
+	start := time.Now()
+	resp, err := w.next.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK || w.empty(resp) {
+		w.mu.Lock()
+		w.notUntil = start.Add(w.minGap)
+		w.mu.Unlock()
 	}
 	if err != nil {
 		if req.Context().Err() == nil {
@@ -366,6 +398,23 @@ func (w *pollWatch) Do(req *http.Request) (*http.Response, error) {
 		w.failed(errors.New(what), false)
 	}
 	return resp, nil
+}
+
+// empty reports whether a 200 getUpdates answer holds no update. It reads
+// the body and hands the client a copy; a body that does not parse counts
+// as not empty (the client reports it).
+func (w *pollWatch) empty(resp *http.Response) bool {
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var answer struct {
+		OK     bool              `json:"ok"`
+		Result []json.RawMessage `json:"result"`
+	}
+	return json.Unmarshal(body, &answer) == nil && answer.OK && len(answer.Result) == 0
 }
 
 func (w *pollWatch) succeeded() {

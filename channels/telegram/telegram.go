@@ -25,6 +25,7 @@ const MaxMessageLength = 4096
 const (
 	defaultPollTimeout     = time.Minute
 	minPollTimeout         = 2 * time.Second
+	defaultMinPollInterval = time.Second
 	defaultMaxPollFailures = 8
 	getMeTimeout           = 30 * time.Second
 )
@@ -56,6 +57,11 @@ type Options struct {
 	// before Run gives up with ErrPolling (default 8: about 15 seconds of
 	// outage with the client library's back-off of 0.1 s doubling to 5 s).
 	MaxPollFailures int
+	// MinPollInterval is the least time between the starts of two
+	// getUpdates calls when the first came back empty or failed (default
+	// one second). A Bot API server that answers an empty long poll at once
+	// would otherwise be asked thousands of times a second.
+	MinPollInterval time.Duration
 }
 
 // Channel is the "telegram" channel type. It implements harness.Channel
@@ -65,6 +71,7 @@ type Channel struct {
 	pollTimeout     time.Duration
 	client          *http.Client
 	maxPollFailures int
+	minPollInterval time.Duration
 }
 
 var (
@@ -79,6 +86,10 @@ func New(opts Options) *Channel {
 		pollTimeout:     opts.PollTimeout,
 		client:          opts.HTTPClient,
 		maxPollFailures: opts.MaxPollFailures,
+		minPollInterval: opts.MinPollInterval,
+	}
+	if c.minPollInterval <= 0 {
+		c.minPollInterval = defaultMinPollInterval
 	}
 	if c.log == nil {
 		c.log = slog.Default()

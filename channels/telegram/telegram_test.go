@@ -114,6 +114,9 @@ func start(t *testing.T, apiURL, token string, host harness.ChannelHost, opts te
 	if opts.PollTimeout == 0 {
 		opts.PollTimeout = 3 * time.Second
 	}
+	if opts.MinPollInterval == 0 {
+		opts.MinPollInterval = 50 * time.Millisecond // the failure tests poll a failing server
+	}
 	ch := telegram.New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan struct{}), logs: logs}

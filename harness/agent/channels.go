@@ -424,10 +424,14 @@ func (s *Service) start(ctx context.Context, channelID string) error {
 	}
 	rec := row.record()
 	rec.Status, rec.LastError = harness.ChannelRunning, ""
+	var agentName string
+	if a, err := s.agent(ctx, s.db, rec.AgentID); err == nil {
+		agentName = a.Name
+	}
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &runner{
 		id:     channelID,
-		run:    &harness.ChannelRun{Channel: rec, Host: &host{s: s, agentID: rec.AgentID}},
+		run:    &harness.ChannelRun{Channel: rec, Host: &host{s: s, agentID: rec.AgentID}, AgentName: agentName},
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
