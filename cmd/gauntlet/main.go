@@ -20,6 +20,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -47,6 +48,32 @@ func main() {
 }
 
 var errUsage = errors.New("usage")
+
+// errHelp ends a command that printed its help on -h: not an error.
+var errHelp = errors.New("help")
+
+// parseFlags parses a command's flags and refuses positional arguments,
+// which no command takes: "gauntlet run arithmetic" must not silently run
+// every domain. hint, when not empty, says what to use instead. It returns
+// errHelp after -h (the caller returns nil) and errUsage on a bad flag or
+// an argument.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, hint string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		msg := fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		if hint != "" {
+			msg += "; " + hint
+		}
+		fmt.Fprintln(stderr, msg)
+		return errUsage
+	}
+	return nil
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {

@@ -65,15 +65,11 @@ Flags:
 	fs.Float64Var(&opts.NUL.Rate, "nul-rate", 0, "fraction of chat completions whose answer holds a NUL byte, from 0 to 1")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "seed of the random faults and jitter")
 	fs.StringVar(&opts.APIKey, "api-key", "", "when set, require this bearer token")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stderr, ""); err != nil {
+		if errors.Is(err, errHelp) {
 			return nil
 		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gauntlet mockllm: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+		return err
 	}
 	for _, r := range []struct {
 		name string

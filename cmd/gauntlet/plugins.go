@@ -20,11 +20,11 @@ func pluginsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	dir := fs.String("plugins", env("GAUNTLET_PLUGINS", "./plugins"), "directory scanned for plugin executables (GAUNTLET_PLUGINS)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stderr, "give the directory with --plugins"); err != nil {
+		if errors.Is(err, errHelp) {
 			return nil
 		}
-		return errUsage
+		return err
 	}
 	m, err := host.New(host.Options{Dir: *dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

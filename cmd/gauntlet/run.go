@@ -46,11 +46,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.resume, "resume", "", "resume this stored run instead of starting one: run its tests that have no result or ended in error, with its own definitions")
 	timeoutS := fs.Float64("timeout-s", 0, "bound of each model request of this run, in seconds (default --llm-timeout)")
 	retries := fs.Int("retries", -1, "retries of a failed model request in this run (default --llm-retries)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stderr, "choose domains with --domains a,b"); err != nil {
+		if errors.Is(err, errHelp) {
 			return nil
 		}
-		return errUsage
+		return err
 	}
 	if err := f.check(); err != nil {
 		return err

@@ -71,6 +71,15 @@ func envBool(name string, def bool) (bool, error) {
 	return b, nil
 }
 
+// debugFromOtherTools reads DEBUG when it is a boolean. Other tools set
+// DEBUG to their own patterns (Node's debug module: DEBUG=express:*), which
+// must neither stop the server nor turn debugging on: only GAUNTLET_DEBUG
+// is ours.
+func debugFromOtherTools() bool {
+	b, err := strconv.ParseBool(os.Getenv("DEBUG"))
+	return err == nil && b
+}
+
 func envInt(name string, def int) (int, error) {
 	v, ok := os.LookupEnv(name)
 	if !ok || v == "" {
@@ -125,7 +134,7 @@ func commonFlags(fs *flag.FlagSet, s *settings) error {
 	if err != nil {
 		return err
 	}
-	debug, err := envBool("DEBUG", false)
+	debug, err := envBool("GAUNTLET_DEBUG", debugFromOtherTools())
 	if err != nil {
 		return err
 	}
@@ -142,7 +151,7 @@ func commonFlags(fs *flag.FlagSet, s *settings) error {
 	fs.Int64Var(&s.llmMaxBytes, "llm-max-response-bytes", int64(maxBytes), "largest model answer read; a larger one is an error (LLM_MAX_RESPONSE_BYTES)")
 	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
 	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
-	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (DEBUG)")
+	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (GAUNTLET_DEBUG)")
 	return nil
 }
 
@@ -204,11 +213,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	s.apiToken = env("GAUNTLET_API_TOKEN", "")
 	fs.Var(secretFlag{&s.apiToken}, "api-token", "when set, every /api/ request needs Authorization: Bearer <token> (GAUNTLET_API_TOKEN)")
 	fs.BoolVar(&s.insecure, "insecure", false, "allow a non-loopback address without an API token")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stderr, ""); err != nil {
+		if errors.Is(err, errHelp) {
 			return nil
 		}
-		return errUsage
+		return err
 	}
 	if err := s.check(); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -58,6 +59,26 @@ func TestRunUsage(t *testing.T) {
 	}
 }
 
+// TestPositionalArgumentsRefused: no command takes positional arguments;
+// "gauntlet run arithmetic" must not silently run every domain.
+func TestPositionalArgumentsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "arithmetic"}, {"serve", "extra"}, {"validate", "defs"}, {"plugins", "dir"}, {"mockllm", "x"},
+		{"run", "--domains", "arithmetic", "knowledge"},
+	} {
+		var errOut strings.Builder
+		err := run(context.Background(), args, io.Discard, &errOut)
+		if !errors.Is(err, errUsage) || !strings.Contains(errOut.String(), "unexpected argument") {
+			t.Errorf("%v: %v, stderr %q", args, err, errOut.String())
+		}
+	}
+	var errOut strings.Builder
+	run(context.Background(), []string{"run", "arithmetic"}, io.Discard, &errOut)
+	if !strings.Contains(errOut.String(), "--domains") {
+		t.Errorf("run's refusal does not say how to choose domains: %q", errOut.String())
+	}
+}
+
 func TestServeRefusesExposedAddressWithoutToken(t *testing.T) {
 	dir := t.TempDir()
 	err := run(context.Background(), []string{"serve", "--addr", "0.0.0.0:0",
@@ -86,7 +107,8 @@ func TestServe(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("LLM_MODEL", "env-model")
 	t.Setenv("LLM_API_KEY", "sk-never-shown")
-	t.Setenv("DEBUG", "true")
+	t.Setenv("GAUNTLET_DEBUG", "true")
+	t.Setenv("DEBUG", "express:*") // another tool's: ignored
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()

@@ -34,15 +34,11 @@ func validateCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	dir := fs.String("definitions", env("GAUNTLET_DEFINITIONS", "./definitions"), "definition files to check (GAUNTLET_DEFINITIONS)")
 	plugins := fs.String("plugins", env("GAUNTLET_PLUGINS", "./plugins"), "directory scanned for plugin executables, whose evaluator types the files may use (GAUNTLET_PLUGINS)")
 	sums := fs.String("plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex (GAUNTLET_PLUGIN_SHA256)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stderr, "give the directory with --definitions"); err != nil {
+		if errors.Is(err, errHelp) {
 			return nil
 		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gauntlet validate: unexpected argument %q; give the directory with --definitions\n", fs.Arg(0))
-		return errUsage
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg, err := newRegistry(log)
