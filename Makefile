@@ -10,8 +10,9 @@ ADDR    ?= 127.0.0.1:8080
 
 all: build
 
+# Stripped of symbols and local paths: a third smaller.
 build:
-	$(GO) build -o $(BIN) ./cmd/gauntlet
+	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/gauntlet
 
 MOCK    ?= 127.0.0.1:8081
 
@@ -24,6 +25,11 @@ demo: build
 	@[ -d $(DEMO)/definitions ] || cp -r examples/definitions $(DEMO)/definitions
 	@./$(BIN) mockllm --addr $(MOCK) --latency 150ms --jitter 300ms > $(DEMO)/mockllm.log 2>&1 & \
 	mock=$$!; trap 'kill $$mock 2>/dev/null' EXIT INT TERM; \
+	i=0; until grep -q '^http://' $(DEMO)/mockllm.log 2>/dev/null; do \
+		if ! kill -0 $$mock 2>/dev/null || [ $$i -ge 50 ]; then \
+			echo "make demo: the mock model did not start on $(MOCK) (another MOCK=host:port?):" >&2; \
+			cat $(DEMO)/mockllm.log >&2; exit 1; fi; \
+		i=$$((i+1)); sleep 0.1; done; \
 	echo "mock model on http://$(MOCK)/v1 (log: $(DEMO)/mockllm.log)"; \
 	./$(BIN) serve --addr $(ADDR) --data $(DEMO)/data --definitions $(DEMO)/definitions \
 		--llm-base-url http://$(MOCK)/v1 --llm-model llmtest-model
