@@ -52,7 +52,7 @@ func TestFirstPartyEvaluatorsAsPlugins(t *testing.T) {
 		Request: &harness.EvalRequest{
 			Test:      harness.Test{Prompt: "Name a fruit.", Expected: harness.Expected{Answer: "apple", Type: "exact"}},
 			Evaluator: harness.EvaluatorConfig{Type: "judge", Config: map[string]any{"rubric": "Any fruit is right."}},
-			Response:  "A pear.", Model: judgeModel{}, ModelName: "m",
+			Response:  "A pear.", Client: judgeModel{}, Model: "m",
 		},
 		Want: &harnesstest.Verdict{Score: 0.9, Passed: true},
 	})

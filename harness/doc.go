@@ -15,6 +15,11 @@
 // Validation of every resource lives here too ([Validator]), so an embedding
 // program and the HTTP server reject the same inputs with the same messages.
 //
+// Three names recur across the packages and always mean the same thing:
+// a Client is the [ChatModel] that performs requests; Model is the
+// model name sent to the endpoint (such as "llama3.2"); ModelName is a
+// run's label, chosen by whoever starts it (the API's model_name).
+//
 // Storage, the evaluation engine and the model client live in sub-packages
 // (harness/catalog, harness/store, harness/llm); this package imports none of
 // them and none of their dependencies.

@@ -14,11 +14,11 @@ type EvalRequest struct {
 	Messages []Message
 	// ToolCalls are the calls the model made while answering.
 	ToolCalls []ToolCall
-	// Model lets an evaluator ask follow-up questions (a second pass, a
+	// Client lets an evaluator ask follow-up questions (a second pass, a
 	// judge). It may be nil.
-	Model ChatModel
-	// ModelName is the model name the run uses, for follow-up requests.
-	ModelName string
+	Client ChatModel
+	// Model is the model name the run uses, for follow-up requests.
+	Model string
 }
 
 // EvalResult is an Evaluator's verdict.

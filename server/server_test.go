@@ -22,8 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/gauntlet-eval/gauntlet/channels/telegram"
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
 	"github.com/gauntlet-eval/gauntlet/harness"
@@ -571,7 +569,7 @@ func newEngineEnv(t *testing.T, ec engineConfig, opts ...envOption) *testEnv {
 // wireEngine opens the run store on db, starts the llmtest endpoint and
 // builds the engine, and puts both in o. Its cleanup leaves no run
 // behind before the endpoint and the database close.
-func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *bun.DB, cat *catalog.Catalog, o *server.Options) {
+func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB, cat *catalog.Catalog, o *server.Options) {
 	t := e.t
 	t.Helper()
 	rs, err := runs.Open(ctx, db)
@@ -595,7 +593,7 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *bun.DB, 
 	}
 	e.logDir = filepath.Join(e.dataDir, "logs")
 	eng, err := engine.New(ctx, engine.Options{
-		Definitions: cat, Runs: rs, Model: model, ModelName: llmtest.DefaultModel, BaseURL: e.mock.URL,
+		Definitions: cat, Runs: rs, Client: model, Model: llmtest.DefaultModel, BaseURL: e.mock.URL,
 		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger, Timeout: timeout, Version: server.Version,
 	})
 	if err != nil {
@@ -776,7 +774,7 @@ const agentModel = "configured-model"
 // same database, the knowledge bases under the data directory, the
 // catalog's tools, a registry with the telegram and webhook channel
 // types, a model client) and puts it in o.
-func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *bun.DB, cat *catalog.Catalog, o *server.Options) {
+func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *store.DB, cat *catalog.Catalog, o *server.Options) {
 	t := e.t
 	t.Helper()
 	lo := ac.llm
@@ -819,7 +817,7 @@ func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *bun.DB, c
 		t.Fatal(err)
 	}
 	svc, err := agent.Open(ctx, agent.Options{
-		DB: db, DataDir: e.dataDir, Tools: cat, Registry: reg, Model: model, ModelName: agentModel,
+		DB: db, DataDir: e.dataDir, Tools: cat, Registry: reg, Client: model, Model: agentModel,
 		RetryBaseDelay: 50 * time.Millisecond, RetryMaxDelay: 500 * time.Millisecond, Logger: o.Logger,
 	})
 	if err != nil {

@@ -116,7 +116,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	progress := newProgress(stderr)
 	finished := make(chan runs.Info, 1)
 	eo := f.engineOptions()
-	eo.Definitions, eo.Runs, eo.Model, eo.Registry, eo.Logger = cat, runStore, model, reg, log
+	eo.Definitions, eo.Runs, eo.Client, eo.Registry, eo.Logger = cat, runStore, model, reg, log
 	eo.OnEvent = func(ev engine.Event) {
 		progress.event(ev)
 		if ev.Kind == engine.EventRunFinished {

@@ -189,7 +189,7 @@ func (s *settings) modelClient() (*llm.Client, error) {
 
 // engineOptions are the engine settings common to serve and run.
 func (s *settings) engineOptions() engine.Options {
-	return engine.Options{ModelName: s.llmModel, BaseURL: s.llmBaseURL, Concurrency: s.concurrency,
+	return engine.Options{Model: s.llmModel, BaseURL: s.llmBaseURL, Concurrency: s.concurrency,
 		Timeout: s.llmTimeout, Retries: s.retries(), Version: server.Version, LogDir: logDir(s.data)}
 }
 
@@ -273,7 +273,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	eo := s.engineOptions()
-	eo.Definitions, eo.Runs, eo.Model, eo.Registry, eo.Logger = cat, runStore, model, reg, log
+	eo.Definitions, eo.Runs, eo.Client, eo.Registry, eo.Logger = cat, runStore, model, reg, log
 	eng, err := engine.New(ctx, eo)
 	if err != nil {
 		return err
@@ -285,7 +285,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("removed temporary files of interrupted knowledge-base writes", slog.Int("files", len(removed)))
 	}
 	agents, err := agent.Open(ctx, agent.Options{
-		DB: db, DataDir: s.data, Tools: cat, Registry: reg, Model: model, ModelName: s.llmModel, Logger: log,
+		DB: db, DataDir: s.data, Tools: cat, Registry: reg, Client: model, Model: s.llmModel, Logger: log,
 	})
 	if err != nil {
 		return err

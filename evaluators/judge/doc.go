@@ -10,8 +10,8 @@
 //
 //	reg.RegisterEvaluator(judge.Type, judge.New(judge.Options{}))
 //
-// With the zero Options the judge is the run's model (EvalRequest.Model,
-// asked for EvalRequest.ModelName). Options.Model sets a dedicated judge
+// With the zero Options the judge is the run's model (EvalRequest.Client,
+// asked for EvalRequest.Model). Options.Client sets a dedicated judge
 // model instead, such as a stronger model on another endpoint than the
 // one under test. The same constructor serves a plugin main. The Evaluator
 // holds no global state and no per-request state, and is safe for
@@ -41,7 +41,7 @@
 //     that there is none), the tool calls the model made, and the
 //     response.
 //   - judge_model: the model name sent to the judge model. Without it, the
-//     judge is asked for Options.ModelName when Options.Model is set, else
+//     judge is asked for Options.Model when Options.Client is set, else
 //     for the run's model name.
 //   - cascade: run the built-in regex evaluator first (harness/regexeval,
 //     with the record's extraction_regex and uses_pass2) and ask the

@@ -27,7 +27,7 @@ func Example() {
 	}
 
 	reg := harness.NewRegistry()
-	if err := reg.RegisterEvaluator(judge.Type, judge.New(judge.Options{Model: judgeModel, ModelName: "judge-large"})); err != nil {
+	if err := reg.RegisterEvaluator(judge.Type, judge.New(judge.Options{Client: judgeModel, Model: "judge-large"})); err != nil {
 		panic(err)
 	}
 	record := harness.EvaluatorConfig{

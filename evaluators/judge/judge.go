@@ -52,13 +52,13 @@ const maxQuoted = 200
 // Options configures an Evaluator. The zero value is ready to use: the
 // judge is then the run's model.
 type Options struct {
-	// Model is a dedicated judge model. Nil means the run's model, the
-	// request's EvalRequest.Model.
-	Model harness.ChatModel
-	// ModelName is the model name sent to Model when the evaluator record
-	// sets no judge_model; empty means Model's default. It is not used
-	// when Model is nil: the run's model name (EvalRequest.ModelName) is.
-	ModelName string
+	// Client is a dedicated judge model. Nil means the run's model, the
+	// request's EvalRequest.Client.
+	Client harness.ChatModel
+	// Model is the model name sent to Client when the evaluator record
+	// sets no judge_model; empty means Client's default. It is not used
+	// when Client is nil: the run's model name (EvalRequest.Model) is.
+	Model string
 	// Logger receives a line when a verdict could not be read and the
 	// judge is asked again; nil discards them. Prompts and replies are
 	// never logged.
@@ -88,8 +88,8 @@ func New(opts Options) *Evaluator {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Evaluator{
-		model:     opts.Model,
-		modelName: opts.ModelName,
+		model:     opts.Client,
+		modelName: opts.Model,
 		log:       log,
 		regex:     regexeval.New(regexeval.Options{}),
 	}
@@ -221,9 +221,9 @@ func (e *Evaluator) target(req *harness.EvalRequest, s settings) (harness.ChatMo
 		return e.model, e.modelName
 	}
 	if s.judgeModel != "" {
-		return req.Model, s.judgeModel
+		return req.Client, s.judgeModel
 	}
-	return req.Model, req.ModelName
+	return req.Client, req.Model
 }
 
 // answer is what ask got from the judge.

@@ -81,8 +81,8 @@ func request(model harness.ChatModel, ec harness.EvaluatorConfig, response strin
 		},
 		Evaluator: ec,
 		Response:  response,
-		Model:     model,
-		ModelName: "run-model",
+		Client:    model,
+		Model:     "run-model",
 	}
 }
 
@@ -333,9 +333,9 @@ func TestEvaluateModelChoice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			run := &fakeModel{name: "run-endpoint", replies: []string{"Score: 0.2"}}
 			ded := &fakeModel{name: "endpoint-default", replies: []string{"Score: 0.8"}}
-			opts := judge.Options{ModelName: tt.optsModelName}
+			opts := judge.Options{Model: tt.optsModelName}
 			if tt.dedicated {
-				opts.Model = ded
+				opts.Client = ded
 			}
 			ec := cfg()
 			if tt.judgeModel != "" {
@@ -474,7 +474,7 @@ func TestEvaluateConcurrent(t *testing.T) {
 			return "Wrong.\nScore: 0", nil
 		},
 	}
-	ev := judge.New(judge.Options{Model: m, ModelName: "judge"})
+	ev := judge.New(judge.Options{Client: m, Model: "judge"})
 	var wg sync.WaitGroup
 	var failures atomic.Int64
 	for i := range 100 {
@@ -522,7 +522,7 @@ func TestEvaluateOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := judge.New(judge.Options{Model: client})
+	ev := judge.New(judge.Options{Client: client})
 	res, err := ev.Evaluate(context.Background(), request(nil, cfg("temperature", 0.2, "pass_score", 0.75), "Paris"))
 	if err != nil {
 		t.Fatalf("Evaluate: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
@@ -55,7 +56,7 @@ func (l ToolList) Tool(_ context.Context, id string) (harness.ToolDefinition, er
 type Options struct {
 	// DB holds the agents, their tool lists, channels and conversations
 	// (see store.Open).
-	DB *bun.DB
+	DB *store.DB
 	// DataDir holds the knowledge bases, in DataDir/kb/<agent_id>/. Empty
 	// means no knowledge bases: the KB methods fail and chats use none.
 	DataDir string
@@ -65,10 +66,10 @@ type Options struct {
 	// Registry knows the channel types and the tool implementations; nil
 	// means an empty harness.NewRegistry().
 	Registry *harness.Registry
-	// Model answers chats; ModelName is the model asked for, unless an
+	// Client answers chats; Model is the model asked for, unless an
 	// agent names its own.
-	Model     harness.ChatModel
-	ModelName string
+	Client harness.ChatModel
+	Model  string
 	// MaxHistoryMessages and MaxHistoryTokens bound the conversation sent
 	// to the model: the most recent messages, the new one included, within
 	// both limits (tokens estimated as characters / 4). Defaults 50 and
@@ -145,7 +146,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	opts.RetryMaxDelay = max(opts.RetryMaxDelay, opts.RetryBaseDelay)
 	s := &Service{
 		opts:    opts,
-		db:      opts.DB,
+		db:      sqldb.Bun(opts.DB),
 		reg:     opts.Registry,
 		log:     opts.Logger,
 		indexes: map[string]*kbEntry{},
@@ -157,7 +158,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if err := store.Migrate(ctx, s.db, "agent", migrations); err != nil {
+	if err := sqldb.Migrate(ctx, s.db, "agent", migrations); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	// Nothing runs in a process that just started: a channel recorded

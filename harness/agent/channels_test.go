@@ -14,6 +14,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 // fakeChannel is a channel implementation that records its runs and
@@ -692,7 +693,7 @@ func TestMaskConfig(t *testing.T) {
 func (e *env) storedConfig(channelID string) map[string]any {
 	e.t.Helper()
 	var raw string
-	if err := e.db.NewRaw("SELECT config FROM agent_channels WHERE id = ?", channelID).Scan(e.ctx, &raw); err != nil {
+	if err := sqldb.Bun(e.db).NewRaw("SELECT config FROM agent_channels WHERE id = ?", channelID).Scan(e.ctx, &raw); err != nil {
 		e.t.Fatal(err)
 	}
 	var cfg map[string]any

@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 // MaxUserIDBytes is the longest user id accepted, in bytes.
@@ -81,7 +81,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 	if err := ve.Err(); err != nil {
 		return nil, err
 	}
-	if s.opts.Model == nil {
+	if s.opts.Client == nil {
 		return nil, fmt.Errorf("chat with agent %s: no model is configured", agentID)
 	}
 	a, err := s.agent(ctx, s.db, agentID)
@@ -93,7 +93,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 
 	sid := SessionID(agentID, userID)
 	row := &messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: harness.RoleUser, Content: message, CreatedAt: now()}
-	if err := store.InsertAll(ctx, s.db, []*messageRow{row}); err != nil {
+	if err := sqldb.InsertAll(ctx, s.db, []*messageRow{row}); err != nil {
 		return nil, fmt.Errorf("chat with agent %s: store message: %w", agentID, err)
 	}
 	history, err := s.history(ctx, agentID, userID)
@@ -115,7 +115,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 		msgs = append(msgs, harness.Message{Role: harness.RoleSystem, Content: system})
 	}
 	msgs = append(msgs, history...)
-	model := s.opts.ModelName
+	model := s.opts.Model
 	if a.Model != nil {
 		model = *a.Model
 	}
@@ -134,7 +134,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 	// is done, and the history should hold it. (Should the agent have been
 	// deleted meanwhile, these rows are orphans, removed when an agent of
 	// the same id is created.)
-	if err := store.InsertAll(context.WithoutCancel(ctx), s.db, rows); err != nil {
+	if err := sqldb.InsertAll(context.WithoutCancel(ctx), s.db, rows); err != nil {
 		return nil, fmt.Errorf("chat with agent %s: store reply: %w", agentID, err)
 	}
 	return res, nil
@@ -162,7 +162,7 @@ func (s *Service) turn(ctx context.Context, t turn) (*ChatResult, []harness.Mess
 		if last {
 			req.Tools = nil
 		}
-		resp, err := s.opts.Model.Chat(ctx, req)
+		resp, err := s.opts.Client.Chat(ctx, req)
 		if err != nil {
 			return nil, nil, fmt.Errorf("model: %w", err)
 		}

@@ -359,8 +359,8 @@ func TestChatEndpointDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := e.opts.Model
-	e.opts.Model = down
+	up := e.opts.Client
+	e.opts.Client = down
 	e.reopen()
 	e.createAgent("a", "")
 	_, err = e.svc.Chat(e.ctx, "a", "u", "are you there?")
@@ -376,7 +376,7 @@ func TestChatEndpointDown(t *testing.T) {
 		t.Fatalf("history = %v, want the user's message kept", h)
 	}
 	// Back up: the kept message goes to the model with the new one.
-	e.opts.Model = up
+	e.opts.Client = up
 	e.reopen()
 	e.chat("a", "u", "hello again")
 	if got := contents(e.lastRequest(), harness.RoleUser); strings.Join(got, ",") != "are you there?,hello again" {

@@ -7,7 +7,7 @@
 // # Lifecycle
 //
 //	svc, err := agent.Open(ctx, agent.Options{DB: db, DataDir: dir, Tools: cat,
-//		Registry: reg, Model: client, ModelName: "llama3.2"})
+//		Registry: reg, Client: client, Model: "llama3.2"})
 //	svc.Resume(ctx)        // start the channels that were running
 //	...                    // Create, Chat, KBWrite, StartChannel...
 //	svc.Close()            // stop the channels; the desired states are kept

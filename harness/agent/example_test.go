@@ -39,7 +39,7 @@ func Example() {
 		Function:     harness.FunctionDef{Name: "get_weather", Description: "Current weather of a city."},
 		MockResponse: map[string]any{"temperature": 21},
 	}}
-	svc, err := agent.Open(ctx, agent.Options{DB: db, DataDir: dir, Tools: tools, Model: model, ModelName: "demo-model"})
+	svc, err := agent.Open(ctx, agent.Options{DB: db, DataDir: dir, Tools: tools, Client: model, Model: "demo-model"})
 	if err != nil {
 		log.Fatal(err)
 	}

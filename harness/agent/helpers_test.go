@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
@@ -27,7 +25,7 @@ import (
 type env struct {
 	t     testing.TB
 	ctx   context.Context
-	db    *bun.DB
+	db    *store.DB
 	dir   string
 	srv   *llmtest.Server
 	model *llm.Client
@@ -63,7 +61,7 @@ func newEnv(t testing.TB, options ...envOption) *env {
 	t.Cleanup(func() { db.Close() })
 	e := &env{t: t, ctx: ctx, db: db, dir: dir, reg: harness.NewRegistry(), tools: &toolSource{}, logs: &syncBuffer{}}
 	e.opts = agent.Options{
-		DB: db, DataDir: filepath.Join(dir, "data"), Tools: e.tools, Registry: e.reg, ModelName: "test-model",
+		DB: db, DataDir: filepath.Join(dir, "data"), Tools: e.tools, Registry: e.reg, Model: "test-model",
 		RetryBaseDelay: 20 * time.Millisecond, RetryMaxDelay: 160 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -80,8 +78,8 @@ func newEnv(t testing.TB, options ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.opts.Model == nil {
-		e.opts.Model = e.model
+	if e.opts.Client == nil {
+		e.opts.Client = e.model
 	}
 	e.open()
 	return e

@@ -6,7 +6,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 // The tables of the package. Agents, their tool lists, channels and
@@ -93,9 +93,9 @@ func (r *messageRow) message() harness.Message {
 
 // migrations are the agent tables' schema versions. Released migrations
 // are never edited; a change is a new migration at the end.
-var migrations = []store.Migration{
+var migrations = []sqldb.Migration{
 	{Version: 1, Name: "agents, tools, channels and conversations as released in 0.1.0", Up: func(ctx context.Context, tx bun.Tx) error {
-		return store.ExecAll(ctx, tx,
+		return sqldb.ExecAll(ctx, tx,
 			`CREATE TABLE IF NOT EXISTS "agents" ("id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "system_prompt" VARCHAR NOT NULL, "model" VARCHAR, "created_at" VARCHAR NOT NULL, PRIMARY KEY ("id"))`,
 			`CREATE TABLE IF NOT EXISTS "agent_tools" ("agent_id" VARCHAR NOT NULL, "tool_id" VARCHAR NOT NULL, "position" INTEGER NOT NULL, PRIMARY KEY ("agent_id", "tool_id"))`,
 			`CREATE TABLE IF NOT EXISTS "agent_channels" ("id" VARCHAR NOT NULL, "agent_id" VARCHAR NOT NULL, "type" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "config" text, "status" VARCHAR NOT NULL, "last_error" VARCHAR NOT NULL, "desired" VARCHAR NOT NULL, "created_at" VARCHAR NOT NULL, PRIMARY KEY ("id"))`,

@@ -8,7 +8,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 // The cache tables. They mirror the definition files and are rebuilt from
@@ -73,9 +73,9 @@ var cacheModels = []any{(*domainRow)(nil), (*levelRow)(nil), (*testRow)(nil), (*
 
 // migrations are the cache tables' schema versions. Released migrations
 // are never edited; a change is a new migration at the end.
-var migrations = []store.Migration{
+var migrations = []sqldb.Migration{
 	{Version: 1, Name: "definitions cache as released in 0.1.0", Up: func(ctx context.Context, tx bun.Tx) error {
-		return store.ExecAll(ctx, tx,
+		return sqldb.ExecAll(ctx, tx,
 			`CREATE TABLE IF NOT EXISTS "def_domains" ("id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "evaluator_id" VARCHAR NOT NULL, "enabled" BOOLEAN NOT NULL, "system_prompt" VARCHAR NOT NULL, "icon" VARCHAR NOT NULL, "color" VARCHAR NOT NULL, PRIMARY KEY ("id"))`,
 			`CREATE TABLE IF NOT EXISTS "def_levels" ("domain_id" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "system_prompt" VARCHAR NOT NULL, "system_prompt_mode" VARCHAR NOT NULL, "pass_threshold" DOUBLE PRECISION NOT NULL, "tools" text, PRIMARY KEY ("domain_id", "level"))`,
 			`CREATE TABLE IF NOT EXISTS "def_tests" ("id" VARCHAR NOT NULL, "domain_id" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "position" INTEGER NOT NULL, "name" VARCHAR NOT NULL, "prompt" VARCHAR NOT NULL, "expected" text, "evaluator_id" VARCHAR NOT NULL, "tools" text, PRIMARY KEY ("id"))`,

@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
@@ -26,7 +27,7 @@ type Options struct {
 	// one-off command should not look like a directory with nothing in it.
 	MustExist bool
 	// DB is the database holding the cache (see store.Open).
-	DB *bun.DB
+	DB *store.DB
 	// Registry knows the evaluator and expected answer types; nil means
 	// harness.NewRegistry().
 	Registry *harness.Registry
@@ -88,8 +89,8 @@ func Open(ctx context.Context, opts Options) (*Catalog, *SyncResult, error) {
 	if reg == nil {
 		reg = harness.NewRegistry()
 	}
-	c := &Catalog{dir: opts.Dir, db: opts.DB, reg: reg}
-	if err := store.Migrate(ctx, opts.DB, "catalog", migrations); err != nil {
+	c := &Catalog{dir: opts.Dir, db: sqldb.Bun(opts.DB), reg: reg}
+	if err := sqldb.Migrate(ctx, c.db, "catalog", migrations); err != nil {
 		return nil, nil, fmt.Errorf("catalog: %w", err)
 	}
 	res, err := c.Sync(ctx)

@@ -17,8 +17,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/uptrace/bun"
-
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -50,7 +48,7 @@ func testRegistry(t testing.TB) *harness.Registry {
 }
 
 // openDB opens a fresh SQLite database file in a temporary directory.
-func openDB(t testing.TB) *bun.DB {
+func openDB(t testing.TB) *store.DB {
 	t.Helper()
 	db, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "gauntlet.db"))
 	if err != nil {

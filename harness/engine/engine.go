@@ -49,10 +49,10 @@ type Options struct {
 	// Definitions and Runs are required.
 	Definitions Definitions
 	Runs        *runs.Store
-	// Model answers the tests. Required.
-	Model harness.ChatModel
-	// ModelName is the endpoint model used when a run does not name one.
-	ModelName string
+	// Client answers the tests. Required.
+	Client harness.ChatModel
+	// Model is the endpoint model used when a run does not name one.
+	Model string
 	// BaseURL is the model endpoint's address, recorded in each run's
 	// config with any credentials taken out.
 	BaseURL string
@@ -116,7 +116,7 @@ type Event struct {
 type StartRequest struct {
 	// ModelName labels the run (default "default").
 	ModelName string
-	// Model overrides the endpoint model for this run.
+	// Model overrides the endpoint model for this run (Options.Model).
 	Model string
 	// Domains to run; nil means every enabled domain.
 	Domains []string
@@ -143,8 +143,8 @@ type Engine struct {
 // New returns an engine and marks runs left "running" by a process that
 // died as "interrupted".
 func New(ctx context.Context, opts Options) (*Engine, error) {
-	if opts.Definitions == nil || opts.Runs == nil || opts.Model == nil {
-		return nil, errors.New("engine: Definitions, Runs and Model are required")
+	if opts.Definitions == nil || opts.Runs == nil || opts.Client == nil {
+		return nil, errors.New("engine: Definitions, Runs and Client are required")
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
@@ -419,7 +419,7 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	}
 	model := req.Model
 	if model == "" {
-		model = e.opts.ModelName
+		model = e.opts.Model
 	}
 	now := time.Now()
 	info := runs.Info{

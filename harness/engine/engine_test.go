@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
@@ -28,7 +27,7 @@ import (
 // temporary directory), answering from an llmtest endpoint on loopback.
 type fixture struct {
 	dir    string
-	db     *bun.DB
+	db     *store.DB
 	cat    *catalog.Catalog
 	runs   *runs.Store
 	eng    *engine.Engine
@@ -62,7 +61,7 @@ type fixtureOpts struct {
 
 // openStores opens a database in dir with a catalog over dir/definitions
 // (the examples, a copy of defs, or snap imported) and a runs store.
-func openStores(tb testing.TB, dir, defs string, snap *harness.Snapshot) (*bun.DB, *catalog.Catalog, *runs.Store) {
+func openStores(tb testing.TB, dir, defs string, snap *harness.Snapshot) (*store.DB, *catalog.Catalog, *runs.Store) {
 	tb.Helper()
 	ctx := context.Background()
 	defsDir := filepath.Join(dir, "definitions")
@@ -127,7 +126,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	f.logDir = filepath.Join(f.dir, "logs")
 	opts := engine.Options{
-		Definitions: f.cat, Runs: f.runs, Model: model, ModelName: "test-model",
+		Definitions: f.cat, Runs: f.runs, Client: model, Model: "test-model",
 		Timeout: o.timeout, Retries: o.maxRetries, BaseURL: f.mock.URL, Version: "test",
 		Concurrency: o.concurrency, LogDir: f.logDir, Registry: o.registry,
 		LogQueue: o.logQueue, MaxToolRounds: o.maxToolRounds,
@@ -177,7 +176,7 @@ func (f *fixture) wait(t testing.TB, runID string) (runs.Info, []engine.Event) {
 // count returns the number of rows of a table for a run.
 func (f *fixture) count(t testing.TB, table, runID string) int {
 	t.Helper()
-	n, err := f.db.NewSelect().Table(table).Where("run_id = ?", runID).Count(context.Background())
+	n, err := sqldb.Bun(f.db).NewSelect().Table(table).Where("run_id = ?", runID).Count(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func Example() {
 	finished := make(chan runs.Info, 1)
 	var lines []string
 	eng, err := engine.New(ctx, engine.Options{
-		Definitions: defs, Runs: history, Model: model, ModelName: "demo-model", Concurrency: 4,
+		Definitions: defs, Runs: history, Client: model, Model: "demo-model", Concurrency: 4,
 		OnEvent: func(ev engine.Event) {
 			switch ev.Kind {
 			case engine.EventTestFinished:

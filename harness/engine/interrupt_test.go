@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
@@ -53,7 +54,7 @@ func TestEngineHelperProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(ctx, engine.Options{Definitions: cat, Runs: rs, Model: model, Concurrency: 2,
+	eng, err := engine.New(ctx, engine.Options{Definitions: cat, Runs: rs, Client: model, Concurrency: 2,
 		LogDir: filepath.Join(dir, "logs")})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestInterruptedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := make(chan engine.Event, 1000)
-	eng, err := engine.New(ctx, engine.Options{Definitions: cat, Runs: rs, Model: model, Concurrency: 8,
+	eng, err := engine.New(ctx, engine.Options{Definitions: cat, Runs: rs, Client: model, Concurrency: 8,
 		OnEvent: func(ev engine.Event) { events <- ev }})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func TestInterruptedRun(t *testing.T) {
 	if st := eng.Status(); st.Status != "idle" || st.LastRunID == nil || *st.LastRunID != id {
 		t.Errorf("status after restart: %+v", st)
 	}
-	if n, err := db.NewSelect().Table("runs").Where("status = ?", runs.StatusRunning).Count(ctx); err != nil || n != 0 {
+	if n, err := sqldb.Bun(db).NewSelect().Table("runs").Where("status = ?", runs.StatusRunning).Count(ctx); err != nil || n != 0 {
 		t.Errorf("%d runs still running: %v", n, err)
 	}
 
@@ -204,7 +205,7 @@ func TestInterruptedRun(t *testing.T) {
 	if results, err := rs.Results(ctx, id); err != nil || len(results) != total {
 		t.Errorf("after the resume: %d results of %d, %v", len(results), total, err)
 	}
-	if n, err := db.NewSelect().Table("run_results").Where("run_id = ?", id).Count(ctx); err != nil || n != total {
+	if n, err := sqldb.Bun(db).NewSelect().Table("run_results").Where("run_id = ?", id).Count(ctx); err != nil || n != total {
 		t.Errorf("after the resume: %d rows stored, %v", n, err)
 	}
 

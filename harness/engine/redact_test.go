@@ -26,7 +26,7 @@ func TestProvenanceHidesCredentials(t *testing.T) {
 	host := strings.TrimPrefix(f.mock.URL, "http://")
 	base := "http://alice:hunter2@" + host + "/v1?api_key=sk-SECRET&deployment=prod"
 	f.eng, err = engine.New(context.Background(), engine.Options{
-		Definitions: f.cat, Runs: f.runs, Model: client, ModelName: "test-model", BaseURL: base,
+		Definitions: f.cat, Runs: f.runs, Client: client, Model: "test-model", BaseURL: base,
 		Version: "test", LogDir: t.TempDir(), OnEvent: func(ev engine.Event) { f.events <- ev },
 	})
 	if err != nil {

@@ -617,7 +617,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	final := ""
 	for round := 0; ; round++ {
 		retries := r.retries
-		resp, err := e.opts.Model.Chat(ctx, &harness.ChatRequest{Model: r.info.Model, Messages: msgs, Tools: defs,
+		resp, err := e.opts.Client.Chat(ctx, &harness.ChatRequest{Model: r.info.Model, Messages: msgs, Tools: defs,
 			Timeout: r.timeout, MaxRetries: &retries})
 		if err != nil {
 			// The result is made before the endpoint's health is noted: the
@@ -653,7 +653,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: j.systemPrompt, Response: final,
-		Messages: msgs, ToolCalls: calls, Model: e.opts.Model, ModelName: r.info.Model,
+		Messages: msgs, ToolCalls: calls, Client: e.opts.Client, Model: r.info.Model,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
@@ -185,7 +186,7 @@ func TestModelOutputStoredExactly(t *testing.T) {
 // SQLite failure for exactly the rows the condition picks.
 func poison(t *testing.T, f *fixture, when string) {
 	t.Helper()
-	_, err := f.db.ExecContext(context.Background(), "CREATE TRIGGER poison BEFORE INSERT ON run_results WHEN "+when+
+	_, err := sqldb.Bun(f.db).ExecContext(context.Background(), "CREATE TRIGGER poison BEFORE INSERT ON run_results WHEN "+when+
 		" BEGIN SELECT RAISE(ABORT, 'poisoned row'); END")
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +308,7 @@ func TestProvenance(t *testing.T) {
 	if info2.Config.DefinitionsHash != c.DefinitionsHash || info2.Config.TimeoutS != 5 || info2.Config.Retries != 2 {
 		t.Errorf("second config = %+v", info2.Config)
 	}
-	n, _ := f.db.NewSelect().Table("run_definitions").Count(ctx)
+	n, _ := sqldb.Bun(f.db).NewSelect().Table("run_definitions").Count(ctx)
 	if n != 1 {
 		t.Errorf("%d stored snapshots, want 1", n)
 	}

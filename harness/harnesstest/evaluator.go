@@ -247,7 +247,7 @@ func requestSnapshot(req *harness.EvalRequest) string {
 		return "nil"
 	}
 	c := *req
-	c.Model = nil
+	c.Client = nil
 	return snapshot(c)
 }
 
@@ -257,9 +257,9 @@ func withModel(req *harness.EvalRequest, m harness.ChatModel) *harness.EvalReque
 		return nil
 	}
 	c := *req
-	c.Model = m
-	if c.ModelName == "" {
-		c.ModelName = "harnesstest-model"
+	c.Client = m
+	if c.Model == "" {
+		c.Model = "harnesstest-model"
 	}
 	return &c
 }
@@ -307,7 +307,7 @@ func defaultEvalCases() []EvalCase {
 				{Role: harness.RoleUser, Content: test.Prompt},
 				{Role: harness.RoleAssistant, Content: response},
 			},
-			Model: kitModel{}, ModelName: "harnesstest-model",
+			Client: kitModel{}, Model: "harnesstest-model",
 		}
 		if mod != nil {
 			mod(r)

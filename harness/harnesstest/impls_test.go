@@ -43,10 +43,10 @@ func (exact) ValidateConfig(cfg harness.EvaluatorConfig) error {
 type judge struct{}
 
 func (judge) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness.EvalResult, error) {
-	if req == nil || req.Model == nil {
+	if req == nil || req.Client == nil {
 		return nil, fmt.Errorf("judge needs a request and a model: %w", harness.ErrInvalid)
 	}
-	resp, err := req.Model.Chat(ctx, &harness.ChatRequest{Model: req.ModelName, Messages: []harness.Message{{Role: harness.RoleUser, Content: req.Response}}})
+	resp, err := req.Client.Chat(ctx, &harness.ChatRequest{Model: req.Model, Messages: []harness.Message{{Role: harness.RoleUser, Content: req.Response}}})
 	if err != nil {
 		return nil, fmt.Errorf("judge: %w", err)
 	}
@@ -103,10 +103,10 @@ func (ignoresContext) Evaluate(ctx context.Context, req *harness.EvalRequest) (*
 	if req == nil {
 		return nil, harness.ErrInvalid
 	}
-	if req.Model != nil {
+	if req.Client != nil {
 		own, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := req.Model.Chat(own, &harness.ChatRequest{}); err != nil {
+		if _, err := req.Client.Chat(own, &harness.ChatRequest{}); err != nil {
 			return nil, err
 		}
 	}

@@ -37,7 +37,7 @@ func TestGoodEvaluators(t *testing.T) {
 			Test:      harness.Test{ID: "t", Expected: harness.Expected{Answer: "4", Type: "integer"}},
 			Evaluator: harness.EvaluatorConfig{ID: "e", Name: "e", Type: "regex", ExtractionRegex: `ANSWER: (\d+)`, UsesPass2: true},
 			Response:  "I think it is four.",
-			Model:     fixedModel("ANSWER: 4"), ModelName: "m",
+			Client:    fixedModel("ANSWER: 4"), Model: "m",
 		}
 		harnesstest.TestEvaluator(t, regexeval.New(regexeval.Options{}),
 			harnesstest.EvalCase{Name: "second pass", Request: req, Want: &harnesstest.Verdict{Score: 1, Passed: true}})

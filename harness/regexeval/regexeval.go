@@ -129,7 +129,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 	if !v.usable {
 		switch {
 		case !req.Evaluator.UsesPass2:
-		case req.Model == nil:
+		case req.Client == nil:
 			v.reason += "; no model for the second pass"
 		default:
 			reply, usage, err := e.pass2(ctx, req)
@@ -242,7 +242,7 @@ func stripLabel(s string) string {
 func (e *Evaluator) pass2(ctx context.Context, req *harness.EvalRequest) (string, harness.Usage, error) {
 	msgs := conversation(req)
 	msgs = append(msgs, harness.Message{Role: harness.RoleUser, Content: e.pass2Prompt})
-	resp, err := req.Model.Chat(ctx, &harness.ChatRequest{Model: req.ModelName, Messages: msgs})
+	resp, err := req.Client.Chat(ctx, &harness.ChatRequest{Model: req.Model, Messages: msgs})
 	if err != nil {
 		return "", harness.Usage{}, err
 	}

@@ -49,8 +49,8 @@ func numericReq(response, regex string, pass2 bool, model harness.ChatModel) *ha
 		Evaluator:    harness.EvaluatorConfig{ID: "e", Type: harness.EvaluatorTypeRegex, ExtractionRegex: regex, UsesPass2: pass2},
 		SystemPrompt: "Be brief.",
 		Response:     response,
-		Model:        model,
-		ModelName:    "test-model",
+		Client:       model,
+		Model:        "test-model",
 	}
 }
 

@@ -5,14 +5,14 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 // migrations are the runs tables' schema versions. Released migrations
 // are never edited; a change is a new migration at the end.
-var migrations = []store.Migration{
+var migrations = []sqldb.Migration{
 	{Version: 1, Name: "runs, results and cells as released in 0.1.0", Up: func(ctx context.Context, tx bun.Tx) error {
-		return store.ExecAll(ctx, tx,
+		return sqldb.ExecAll(ctx, tx,
 			`CREATE TABLE IF NOT EXISTS "runs" ("run_id" VARCHAR NOT NULL, "seq" INTEGER NOT NULL, "started_at" VARCHAR NOT NULL, "completed_at" VARCHAR, "model_name" VARCHAR NOT NULL, "model" VARCHAR NOT NULL, "status" VARCHAR NOT NULL, "overall_score" DOUBLE PRECISION, "total_tokens" INTEGER NOT NULL, "total_duration_ms" INTEGER NOT NULL, "total_tests" INTEGER NOT NULL, "domains" text, PRIMARY KEY ("run_id"))`,
 			`CREATE TABLE IF NOT EXISTS "run_results" ("id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, "run_id" VARCHAR NOT NULL, "test_id" VARCHAR NOT NULL, "domain" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "name" VARCHAR NOT NULL, "prompt" VARCHAR NOT NULL, "response" VARCHAR NOT NULL, "expected" text, "score" DOUBLE PRECISION NOT NULL, "status" VARCHAR NOT NULL, "details" text, "duration_ms" INTEGER NOT NULL, "model_name" VARCHAR NOT NULL, "system_prompt" VARCHAR NOT NULL, "prompt_tokens" INTEGER NOT NULL, "completion_tokens" INTEGER NOT NULL, "created_at" VARCHAR NOT NULL)`,
 			`CREATE TABLE IF NOT EXISTS "run_cells" ("run_id" VARCHAR NOT NULL, "domain" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "position" INTEGER NOT NULL, "status" VARCHAR NOT NULL, "score" DOUBLE PRECISION, "duration_ms" INTEGER, "tests" INTEGER NOT NULL, "done" INTEGER NOT NULL, "passed" INTEGER NOT NULL, PRIMARY KEY ("run_id", "domain", "level"))`,
@@ -29,7 +29,7 @@ var migrations = []store.Migration{
 // and cells already stored, so that old runs read as new ones do: errors
 // no longer scored as 0, and a cell an ended run left half done partial.
 func migrateCounts(ctx context.Context, tx bun.Tx) error {
-	if err := store.ExecAll(ctx, tx,
+	if err := sqldb.ExecAll(ctx, tx,
 		`ALTER TABLE "runs" ADD COLUMN "done_tests" INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE "runs" ADD COLUMN "passed" INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE "runs" ADD COLUMN "failed" INTEGER NOT NULL DEFAULT 0`,
@@ -57,7 +57,7 @@ func migrateCounts(ctx context.Context, tx bun.Tx) error {
 	// Finished cells of finished runs get the statuses of the new rules.
 	// The pass threshold comes from the definitions cache when it still
 	// has the level; otherwise the old verdict stands.
-	if err := store.ExecAll(ctx, tx,
+	if err := sqldb.ExecAll(ctx, tx,
 		`UPDATE "run_cells" SET "status" = 'error' WHERE "done" = "tests" AND "done" > 0 AND "errors" = "done"
 			AND "status" IN ('passed', 'failed')`,
 		`UPDATE "run_cells" SET "status" = 'partial' WHERE "done" > 0 AND "done" < "tests"
@@ -66,10 +66,10 @@ func migrateCounts(ctx context.Context, tx bun.Tx) error {
 	); err != nil {
 		return err
 	}
-	if ok, err := store.HasTable(ctx, tx, "def_levels"); err != nil || !ok {
+	if ok, err := sqldb.HasTable(ctx, tx, "def_levels"); err != nil || !ok {
 		return err
 	}
-	return store.ExecAll(ctx, tx,
+	return sqldb.ExecAll(ctx, tx,
 		`UPDATE "run_cells" SET "status" = CASE WHEN "score" >= (SELECT "pass_threshold" FROM "def_levels" l
 				WHERE l."domain_id" = "run_cells"."domain" AND l."level" = "run_cells"."level") THEN 'passed' ELSE 'failed' END
 			WHERE "done" = "tests" AND "errors" > 0 AND "errors" < "done" AND "status" IN ('passed', 'failed')

@@ -19,6 +19,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
@@ -98,11 +99,12 @@ type Store struct {
 
 // Open migrates the runs tables to the newest schema and returns the
 // store.
-func Open(ctx context.Context, db *bun.DB) (*Store, error) {
-	if err := store.Migrate(ctx, db, "runs", migrations); err != nil {
+func Open(ctx context.Context, db *store.DB) (*Store, error) {
+	b := sqldb.Bun(db)
+	if err := sqldb.Migrate(ctx, b, "runs", migrations); err != nil {
 		return nil, fmt.Errorf("runs: %w", err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: b}, nil
 }
 
 // CellKey names a cell and how many tests it holds.
@@ -159,7 +161,7 @@ func (s *Store) CreateRun(ctx context.Context, in Info, cells []CellKey) error {
 			return err
 		}
 		row.Seq = seq
-		if err := store.Insert(ctx, tx, []*runRow{row}); err != nil {
+		if err := sqldb.Insert(ctx, tx, []*runRow{row}); err != nil {
 			return fmt.Errorf("create run: %w", err)
 		}
 		rows := make([]*cellRow, len(cells))
@@ -224,7 +226,7 @@ func (s *Store) SaveBatch(ctx context.Context, results []Result, cells []CellUpd
 		rows[i] = toResultRow(r)
 	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := store.Insert(ctx, tx, rows); err != nil {
+		if err := sqldb.Insert(ctx, tx, rows); err != nil {
 			return fmt.Errorf("save results: %w", err)
 		}
 		for _, c := range cells {
@@ -502,7 +504,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // never takes the others with it.
 func (s *Store) SaveResult(ctx context.Context, r Result) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := store.Insert(ctx, tx, []*resultRow{toResultRow(r)}); err != nil {
+		if err := sqldb.Insert(ctx, tx, []*resultRow{toResultRow(r)}); err != nil {
 			return fmt.Errorf("save result %s: %w", r.TestID, err)
 		}
 		return nil

@@ -14,13 +14,14 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // openFixture copies the database made by 0.1.0 (never opened in place:
 // it stands for what users' disks hold) and opens the copy.
-func openFixture(t *testing.T) (*bun.DB, string) {
+func openFixture(t *testing.T) (*store.DB, string) {
 	t.Helper()
 	src, err := os.Open(filepath.Join("testdata", "gauntlet-0.1.0.db"))
 	if err != nil {
@@ -138,7 +139,7 @@ func TestFixtureDatabase(t *testing.T) {
 		t.Errorf("interrupted run, cell not reached = %+v", c)
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM run_results`).Scan(&n); err != nil || n != 34 {
+	if err := sqldb.Bun(db).QueryRowContext(ctx, `SELECT COUNT(*) FROM run_results`).Scan(&n); err != nil || n != 34 {
 		t.Errorf("results = %d, %v; want the fixture's 34", n, err)
 	}
 
@@ -174,7 +175,7 @@ func TestFixtureDatabase(t *testing.T) {
 		}
 	}
 	var secret string
-	if err := db.QueryRowContext(ctx, `SELECT config FROM agent_channels WHERE type = 'webhook'`).Scan(&secret); err != nil ||
+	if err := sqldb.Bun(db).QueryRowContext(ctx, `SELECT config FROM agent_channels WHERE type = 'webhook'`).Scan(&secret); err != nil ||
 		!strings.Contains(secret, `"s3cret"`) {
 		t.Errorf("webhook secret kept = %q, %v", secret, err)
 	}
@@ -216,7 +217,7 @@ func TestMigrateTwice(t *testing.T) {
 		t.Errorf("runs after a second open = %d, %v", total, err)
 	}
 	var n int
-	if err := db2.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = 'runs'`).Scan(&n); err != nil || n != 2 {
+	if err := sqldb.Bun(db2).QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = 'runs'`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("runs migrations recorded = %d, %v", n, err)
 	}
 }
@@ -229,7 +230,7 @@ func TestSchemaTooNew(t *testing.T) {
 	if _, err := runs.Open(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, name, applied_at) VALUES ('runs', 99, 'future', '')`); err != nil {
+	if _, err := sqldb.Bun(db).ExecContext(ctx, `INSERT INTO schema_migrations (component, version, name, applied_at) VALUES ('runs', 99, 'future', '')`); err != nil {
 		t.Fatal(err)
 	}
 	_, err := runs.Open(ctx, db)
@@ -243,28 +244,28 @@ func TestSchemaTooNew(t *testing.T) {
 func TestMigrationFailsWhole(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFixture(t)
-	ms := []store.Migration{
+	ms := []sqldb.Migration{
 		{Version: 1, Name: "one", Up: func(ctx context.Context, tx bun.Tx) error {
-			return store.ExecAll(ctx, tx, `CREATE TABLE t1 (x INTEGER)`)
+			return sqldb.ExecAll(ctx, tx, `CREATE TABLE t1 (x INTEGER)`)
 		}},
 		{Version: 2, Name: "two", Up: func(ctx context.Context, tx bun.Tx) error {
-			return store.ExecAll(ctx, tx, `CREATE TABLE t2 (x INTEGER)`, `INSERT INTO nowhere VALUES (1)`)
+			return sqldb.ExecAll(ctx, tx, `CREATE TABLE t2 (x INTEGER)`, `INSERT INTO nowhere VALUES (1)`)
 		}},
 	}
-	if err := store.Migrate(ctx, db, "test", ms); err == nil || !strings.Contains(err.Error(), "two") {
+	if err := sqldb.Migrate(ctx, sqldb.Bun(db), "test", ms); err == nil || !strings.Contains(err.Error(), "two") {
 		t.Fatalf("failing migration: %v", err)
 	}
 	if v, _ := store.Version(ctx, db, "test"); v != 1 {
 		t.Errorf("version after a failed migration = %d, want 1", v)
 	}
-	if ok, _ := store.HasTable(ctx, db, "t2"); ok {
+	if ok, _ := sqldb.HasTable(ctx, sqldb.Bun(db), "t2"); ok {
 		t.Error("the failed migration left its table")
 	}
-	if ok, _ := store.HasTable(ctx, db, "t1"); !ok {
+	if ok, _ := sqldb.HasTable(ctx, sqldb.Bun(db), "t1"); !ok {
 		t.Error("the first migration was not kept")
 	}
-	bad := []store.Migration{{Version: 2, Name: "gap"}}
-	if err := store.Migrate(ctx, db, "gap", bad); err == nil {
+	bad := []sqldb.Migration{{Version: 2, Name: "gap"}}
+	if err := sqldb.Migrate(ctx, sqldb.Bun(db), "gap", bad); err == nil {
 		t.Error("a migration list with a gap was accepted")
 	}
 }

@@ -1,73 +1,43 @@
-// Package store opens Gauntlet's database: SQLite through uptrace/bun with
-// the pure-Go driver (sqliteshim picks modernc.org/sqlite), in WAL mode
-// with a busy timeout, so that readers never block the single writer and a
-// crash loses nothing committed.
+// Package store opens Gauntlet's database, which the catalog's cache,
+// stored runs and agents share: SQLite (pure Go, no cgo needed), in WAL
+// mode with a busy timeout, so that readers never block the single writer
+// and a crash loses nothing committed.
 //
-// The packages that keep data in it (the catalog's cache, runs, agents)
-// own their tables and bring them to the newest schema with Migrate, one
-// numbered migration at a time; rows that hold model output are written
-// with Insert, whose bind parameters keep every byte.
+// Open it once and hand the *DB to catalog.Open, runs.Open and agent.Open;
+// each brings its own tables to the newest schema version when it opens
+// (numbered migrations, applied in order, each whole or not at all), so a
+// database written by an older Gauntlet opens and keeps its data, and one
+// written by a newer Gauntlet is refused with ErrSchemaTooNew rather than
+// misread. Close the DB when every store on it is done.
 package store
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
-	"github.com/uptrace/bun/driver/sqliteshim"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
+// DB is an open Gauntlet database. The stores that keep data in it take
+// it in their options; its only method for callers is Close.
+type DB = sqldb.DB
+
 // BusyTimeoutMS is how long a connection waits for a lock before failing.
-const BusyTimeoutMS = 5000
+const BusyTimeoutMS = sqldb.BusyTimeoutMS
+
+// ErrSchemaTooNew is returned when opening a store on a database that a
+// newer Gauntlet migrated: its data may not be understood, so it is not
+// touched.
+var ErrSchemaTooNew = sqldb.ErrSchemaTooNew
 
 // Open opens the database named by a URL: "sqlite:///abs/path.db",
-// "sqlite://relative/path.db", or a bare file path. The file's directory is
-// created if needed.
-func Open(ctx context.Context, rawURL string) (*bun.DB, error) {
-	path, err := sqlitePath(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(" + fmt.Sprint(BusyTimeoutMS) +
-		")&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	sqldb, err := sql.Open(sqliteshim.ShimName, dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	db := bun.NewDB(sqldb, sqlitedialect.New())
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	return db, nil
+// "sqlite://relative/path.db", or a bare file path. The file's directory
+// is created if needed.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	return sqldb.Open(ctx, rawURL)
 }
 
-func sqlitePath(rawURL string) (string, error) {
-	if rawURL == "" {
-		return "", fmt.Errorf("open database: empty URL")
-	}
-	if !strings.Contains(rawURL, "://") {
-		return rawURL, nil
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "", fmt.Errorf("open database: %w", err)
-	}
-	if u.Scheme != "sqlite" {
-		return "", fmt.Errorf("open database: unsupported scheme %q (only sqlite:// is supported)", u.Scheme)
-	}
-	path := u.Host + u.Path
-	if path == "" {
-		return "", fmt.Errorf("open database: %q names no file", rawURL)
-	}
-	return path, nil
+// Version returns the schema version of a component ("catalog", "runs",
+// "agent") recorded in db: 0 when none was recorded.
+func Version(ctx context.Context, db *DB, component string) (int, error) {
+	return sqldb.Version(ctx, sqldb.Bun(db), component)
 }

@@ -62,13 +62,13 @@ func BenchmarkEvaluate(b *testing.B) {
 		// The run's model is offered to the plugin (registered for the
 		// call) but not used: what every engine call pays.
 		r := *req
-		r.Model = &fakeModel{answer: "1"}
+		r.Client = &fakeModel{answer: "1"}
 		run(b, ev, &r)
 	})
 	b.Run("plugin/judge", func(b *testing.B) {
 		// The plugin calls the host's model back over the broker.
 		r := evalRequest("judge", "42")
-		r.Model = &fakeModel{answer: "1"}
+		r.Client = &fakeModel{answer: "1"}
 		run(b, ev, r)
 	})
 	b.Run("plugin/parallel", func(b *testing.B) {

@@ -21,7 +21,7 @@ func TestConformanceThroughHost(t *testing.T) {
 	t.Run("evaluator", func(t *testing.T) {
 		ev, _ := reg.Evaluator("testeval")
 		judge := evalRequest("judge", "42")
-		judge.Model = &fakeModel{answer: "0.75"}
+		judge.Client = &fakeModel{answer: "0.75"}
 		harnesstest.TestEvaluator(t, ev,
 			harnesstest.EvalCase{Name: "right", Request: evalRequest("42", "42"), Want: &harnesstest.Verdict{Score: 1, Passed: true}},
 			harnesstest.EvalCase{Name: "wrong", Request: evalRequest("41", "42"), Want: &harnesstest.Verdict{}},

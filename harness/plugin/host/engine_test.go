@@ -92,7 +92,7 @@ func TestEngineRunSurvivesCrash(t *testing.T) {
 	results := map[string]runs.Result{}
 	finished := make(chan runs.Info, 1)
 	eng, err := engine.New(ctx, engine.Options{
-		Definitions: defs, Runs: history, Model: sayModel{}, ModelName: "m", Concurrency: 3, Registry: reg,
+		Definitions: defs, Runs: history, Client: sayModel{}, Model: "m", Concurrency: 3, Registry: reg,
 		Logger: testLogger(t),
 		OnEvent: func(ev engine.Event) {
 			switch ev.Kind {

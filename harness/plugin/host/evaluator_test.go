@@ -21,7 +21,7 @@ func evalRequest(response, answer string) *harness.EvalRequest {
 			{Role: harness.RoleAssistant, Content: response, ToolCalls: []harness.ToolCall{{ID: "c1", Name: "calc", Arguments: `{"x":6}`}}},
 		},
 		ToolCalls: []harness.ToolCall{{ID: "c1", Name: "calc", Arguments: `{"x":6}`}},
-		ModelName: "m1",
+		Model:     "m1",
 	}
 }
 
@@ -95,7 +95,7 @@ func TestJudgeCallsHostModel(t *testing.T) {
 
 	model := &fakeModel{answer: "0.75"}
 	req := evalRequest("judge", "42")
-	req.Model = model
+	req.Client = model
 	res, err := ev.Evaluate(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestJudgeCallsHostModel(t *testing.T) {
 	}
 
 	// No model: the plugin sees nil.
-	req.Model = nil
+	req.Client = nil
 	if _, err := ev.Evaluate(t.Context(), req); err == nil || err.Error() != "judge: no model" {
 		t.Errorf("no model: %v", err)
 	}

@@ -75,11 +75,11 @@ func (evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harne
 	}
 	switch req.Response {
 	case "judge":
-		if req.Model == nil {
+		if req.Client == nil {
 			return nil, errors.New("judge: no model")
 		}
-		resp, err := req.Model.Chat(ctx, &harness.ChatRequest{
-			Model:    req.ModelName,
+		resp, err := req.Client.Chat(ctx, &harness.ChatRequest{
+			Model:    req.Model,
 			Messages: []harness.Message{{Role: harness.RoleUser, Content: "grade: " + req.Test.Prompt}},
 		})
 		if err != nil {

@@ -1,4 +1,4 @@
-package store
+package sqldb
 
 import (
 	"context"
@@ -29,7 +29,7 @@ const maxParams = 30000
 func Insert(ctx context.Context, tx bun.Tx, rows any) error {
 	v := reflect.Indirect(reflect.ValueOf(rows))
 	if v.Kind() != reflect.Slice {
-		return fmt.Errorf("store.Insert: want a slice of rows, got %T", rows)
+		return fmt.Errorf("sqldb.Insert: want a slice of rows, got %T", rows)
 	}
 	if v.Len() == 0 {
 		return nil

@@ -1,4 +1,4 @@
-package store_test
+package sqldb_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 type textRow struct {
@@ -23,12 +23,13 @@ type textRow struct {
 // back out unchanged, whatever bun would have done with it as a literal.
 func TestInsertKeepsEveryByte(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"))
+	db, err := sqldb.Open(ctx, filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.NewCreateTable().Model((*textRow)(nil)).Exec(ctx); err != nil {
+	b := sqldb.Bun(db)
+	if _, err := b.NewCreateTable().Model((*textRow)(nil)).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
 	bodies := []string{
@@ -47,11 +48,11 @@ func TestInsertKeepsEveryByte(t *testing.T) {
 		rows[i] = &textRow{Body: b, Meta: map[string]any{"k": b}, Blob: []byte(b)}
 	}
 	rows[0].Note = &note
-	if err := store.InsertAll(ctx, db, rows); err != nil {
+	if err := sqldb.InsertAll(ctx, b, rows); err != nil {
 		t.Fatal(err)
 	}
 	var got []textRow
-	if err := db.NewSelect().Model(&got).Order("id").Scan(ctx); err != nil {
+	if err := b.NewSelect().Model(&got).Order("id").Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(bodies) {
@@ -80,10 +81,10 @@ func TestInsertKeepsEveryByte(t *testing.T) {
 	for i := range many {
 		many[i].Body = "x\x00y"
 	}
-	if err := store.InsertAll(ctx, db, many); err != nil {
+	if err := sqldb.InsertAll(ctx, b, many); err != nil {
 		t.Fatal(err)
 	}
-	n, err := db.NewSelect().Model((*textRow)(nil)).Where("length(CAST(body AS BLOB)) = 3").Count(ctx)
+	n, err := b.NewSelect().Model((*textRow)(nil)).Where("length(CAST(body AS BLOB)) = 3").Count(ctx)
 	if err != nil || n != 12000 {
 		t.Errorf("rows of the large insert = %d, %v", n, err)
 	}
