@@ -348,7 +348,7 @@ export function showErrors(form, err) {
     if (!wrap) { unplaced.push(e); continue; }
     marked++;
     const control = wrap.matches('fieldset') ? wrap : wrap.querySelector('input, select, textarea');
-    const errId = `${control.id || wrap.dataset.field.replace(/\W/g, '-')}-${marked}-err`;
+    const errId = `${(control && control.id) || wrap.dataset.field.replace(/\W/g, '-')}-${marked}-err`;
     wrap.append(h('p', { class: 'field-error', id: errId }, h('span', { 'aria-hidden': 'true' }, '⚠ '), e.message || 'invalid'));
     if (control) {
       control.setAttribute('aria-invalid', 'true');
