@@ -190,3 +190,68 @@ func TestContentType(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedsOnlyTheDashboard checks that the binary carries the page and
+// its assets and nothing of the development files beside them in web/
+// (package.json, the ESLint and TypeScript configurations, the type
+// declarations, node_modules), and that none of those is served.
+func TestEmbedsOnlyTheDashboard(t *testing.T) {
+	served := regexp.MustCompile(`^(index\.html|assets/([A-Za-z0-9_-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*\.(css|js|svg|png|ico|woff2))$`)
+	for _, p := range files(t) {
+		if !served.MatchString(p) || strings.HasSuffix(p, ".d.ts") || strings.Contains(p, "node_modules") {
+			t.Errorf("embedded %s: not a file of the page (only index.html and assets/ are embedded)", p)
+		}
+	}
+	h := web.Handler()
+	for _, p := range []string{
+		"/package.json", "/package-lock.json", "/tsconfig.json", "/eslint.config.js", "/types/api.d.ts",
+		"/node_modules/eslint/package.json", "/assets/node_modules/eslint/package.json", "/assets/../package.json",
+		"/static/assets/js/app.js", "/.gitignore",
+	} {
+		if res := get(t, h, http.MethodGet, p); res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", p, res.StatusCode)
+		}
+	}
+}
+
+// TestModulesAreTypeChecked checks that every module opts in to the type
+// check with // @ts-check on its first line, so that an editor checks it
+// as the project's check does (.ci/web-check).
+func TestModulesAreTypeChecked(t *testing.T) {
+	n := 0
+	for _, p := range files(t) {
+		if path.Ext(p) != ".js" {
+			continue
+		}
+		n++
+		src, err := fs.ReadFile(web.FS(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(src), "// @ts-check\n") {
+			t.Errorf("%s does not start with // @ts-check", p)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no modules found")
+	}
+}
+
+// TestIndexHasNoInlineCode checks that index.html has no inline script,
+// event-handler attribute or style attribute: the page's
+// Content-Security-Policy would block them.
+func TestIndexHasNoInlineCode(t *testing.T) {
+	index, err := fs.ReadFile(web.FS(), "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(index)
+	for _, tag := range regexp.MustCompile(`(?is)<script\b[^>]*>`).FindAllString(page, -1) {
+		if !regexp.MustCompile(`(?i)\ssrc=`).MatchString(tag) {
+			t.Errorf("inline script: %s", tag)
+		}
+	}
+	if m := regexp.MustCompile(`(?is)<[a-z][^>]*\s(on[a-z]+|style)\s*=[^>]*>`).FindAllString(page, -1); m != nil {
+		t.Errorf("inline handler or style: %q", m)
+	}
+}

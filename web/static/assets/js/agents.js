@@ -1,3 +1,7 @@
+// @ts-check
+/** @import { Agent, AgentDetail, Channel, ChannelAction, ChatReply, KBContent, KBFile, Tool, ToolCallRecord, Usage } from '../../../types/api' */
+/** @import { Route } from '../../../types/views' */
+
 // Agents: list, create and edit; tools, knowledge-base files, channels
 // and a chat box (/api/agents/...).
 
@@ -5,16 +9,26 @@ import { get, post, put, del, seg, APIError } from './api.js';
 import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, errorText, fmtBytes, fmtTime, pre, fill,
   FieldError } from './ui.js';
 
+/** @type {HTMLElement} */
 let section;
 const USER_KEY = 'gauntlet.chatUser';
+/**
+ * A message of the chat box.
+ * @typedef {{role: 'user' | 'agent' | 'error', text: string, tools?: ToolCallRecord[], usage?: Usage}} ChatMessage
+ */
 // Messages exchanged from this page, per agent and user (the server keeps
 // the conversation itself; the API has no endpoint that lists it).
+/** @type {Map<string, ChatMessage[]>} */
 const transcripts = new Map();
 
+/** @param {HTMLElement} s */
 export function mount(s) { section = s; }
 export function hide() {}
 
-/** route: ['agents', id?] */
+/**
+ * route: ['agents', id?]
+ * @param {Route} route
+ */
 export async function show(route) {
   const id = route[1];
   const list = h('div', { class: 'side-list' });
@@ -22,9 +36,10 @@ export async function show(route) {
   fill(section, h('h1', null, 'Agents'),
     h('p', { class: 'hint' }, 'Agents answer users through the API, the chat below, or messaging channels, with their own system prompt, tools and knowledge base.'),
     h('div', { class: 'split' }, list, main));
+  /** @type {Agent[]} */
   let agents;
   try {
-    ({ agents } = await get('/api/agents'));
+    ({ agents } = /** @type {{agents: Agent[]}} */ (await get('/api/agents')));
   } catch (err) {
     fill(main, h('p', { class: 'error', role: 'alert' },
       err instanceof APIError && err.status === 404 ? 'This server does not manage agents.' : `Could not load the agents: ${errorText(err)}`));
@@ -40,7 +55,7 @@ export async function show(route) {
     fill(main, h('p', { class: 'muted' }, agents.length ? 'Pick an agent.' : 'No agents yet: create one.'));
     return;
   }
-  if (id === 'new') { fill(main, agentForm(null)); main.querySelector('input[name="id"]').focus(); return; }
+  if (id === 'new') { fill(main, agentForm(null)); /** @type {HTMLInputElement} */ (main.querySelector('input[name="id"]')).focus(); return; }
   try {
     await showAgent(main, id);
   } catch (err) {
@@ -48,6 +63,7 @@ export async function show(route) {
   }
 }
 
+/** @param {Partial<Agent> | null} a null for a new agent */
 function agentForm(a) {
   const isNew = !a;
   a = a || {};
@@ -61,13 +77,14 @@ function agentForm(a) {
     field('system_prompt', 'System prompt', { type: 'textarea', rows: 4, value: a.system_prompt }),
     h('div', { class: 'actions' },
       h('button', { type: 'submit', class: 'primary' }, isNew ? 'Create agent' : 'Save settings'),
-      isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteAgent(a) }, 'Delete agent')));
-  form.querySelector('input[name="model"]').dataset.type = 'nullable';
+      isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteAgent(/** @type {Agent} */ (a)) }, 'Delete agent')));
+  /** @type {HTMLInputElement} */ (form.querySelector('input[name="model"]')).dataset.type = 'nullable';
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     save(form, async () => {
       const body = formValues(form);
-      const saved = isNew ? await post('/api/agents', body) : await put(`/api/agents/${seg(a.id)}`, body);
+      /** @type {Agent} */
+      const saved = isNew ? await post('/api/agents', body) : await put(`/api/agents/${seg(/** @type {string} */ (a.id))}`, body);
       toast(`Agent ${saved.id} saved.`, 'success');
       location.hash = `#/agents/${seg(saved.id)}`;
       if (!isNew) window.dispatchEvent(new HashChangeEvent('hashchange'));
@@ -76,11 +93,16 @@ function agentForm(a) {
   return form;
 }
 
+/**
+ * @param {HTMLElement} form
+ * @param {() => Promise<void>} fn
+ */
 async function save(form, fn) {
   clearErrors(form);
   await busy(form, async () => { try { await fn(); } catch (err) { showErrors(form, err); } });
 }
 
+/** @param {Agent} a */
 async function deleteAgent(a) {
   if (!(await confirmDialog(`Delete the agent “${a.name || a.id}”? Its channels are stopped and removed; its conversations and knowledge-base files are deleted.`,
     { title: 'Delete agent?', confirm: 'Delete agent' }))) return;
@@ -91,8 +113,13 @@ async function deleteAgent(a) {
   } catch (err) { toast(`Could not delete the agent: ${errorText(err)}`, 'error'); }
 }
 
+/**
+ * @param {HTMLElement} main
+ * @param {string} id
+ */
 async function showAgent(main, id) {
-  const [a, toolsRes] = await Promise.all([get(`/api/agents/${seg(id)}`), get('/api/settings/tools').catch(() => ({ tools: [] }))]);
+  const [a, toolsRes] = await Promise.all([/** @type {Promise<AgentDetail>} */ (get(`/api/agents/${seg(id)}`)),
+    /** @type {Promise<{tools: Tool[]}>} */ (get('/api/settings/tools')).catch(() => ({ tools: [] }))]);
   const tools = toolsRes.tools || [];
   fill(main,
     h('h2', { class: 'agent-title' }, a.name || a.id, ' ', h('code', { class: 'did' }, a.id)),
@@ -106,6 +133,10 @@ async function showAgent(main, id) {
 
 // ---- Tools ----
 
+/**
+ * @param {AgentDetail} a
+ * @param {Tool[]} tools
+ */
 function toolsCard(a, tools) {
   const form = h('form', { class: 'card stack', id: 'agent-tools-form', novalidate: true },
     h('h2', null, 'Tools'),
@@ -116,6 +147,7 @@ function toolsCard(a, tools) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     save(form, async () => {
+      /** @type {{tools: string[]}} */
       const res = await put(`/api/agents/${seg(a.id)}/tools`, { tools: formValues(form).tools || [] });
       toast(`Tools saved: ${(res.tools || []).join(', ') || 'none'}.`, 'success');
     });
@@ -125,6 +157,7 @@ function toolsCard(a, tools) {
 
 // ---- Knowledge base ----
 
+/** @param {Agent} a */
 function kbCard(a) {
   const body = h('div', null, h('p', { class: 'muted' }, 'Loading files…'));
   const viewer = h('div', { class: 'kb-viewer', id: 'kb-viewer' });
@@ -138,6 +171,7 @@ function kbCard(a) {
     upload, body, viewer);
   const refresh = async () => {
     try {
+      /** @type {{files: KBFile[]}} */
       const { files } = await get(`/api/agents/${seg(a.id)}/kb`);
       fill(body, files.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'list kb-files' },
         h('thead', null, h('tr', null, ['File', 'Size', 'Modified', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
@@ -151,24 +185,27 @@ function kbCard(a) {
         : h('p', { class: 'muted' }, 'No files yet.'));
     } catch (err) { fill(body, h('p', { class: 'error' }, `Could not list the files: ${errorText(err)}`)); }
   };
-  const view = async (name) => {
+  const view = async (/** @type {string} */ name) => {
     try {
+      /** @type {KBContent} */
       const f = await get(`/api/agents/${seg(a.id)}/kb/${seg(name)}`);
       fill(viewer, h('div', { class: 'card-head' }, h('h3', null, f.filename),
         h('button', { type: 'button', class: 'small', onclick: () => fill(viewer) }, 'Close')), pre(f.content));
-      viewer.querySelector('button').focus();
+      /** @type {HTMLButtonElement} */ (viewer.querySelector('button')).focus();
     } catch (err) { toast(`Could not read ${name}: ${errorText(err)}`, 'error'); }
   };
-  const remove = async (name) => {
+  const remove = async (/** @type {string} */ name) => {
     if (!(await confirmDialog(`Delete ${name} from the knowledge base?`, { title: 'Delete file?', confirm: 'Delete file' }))) return;
     try { await del(`/api/agents/${seg(a.id)}/kb/${seg(name)}`); toast(`${name} deleted.`, 'success'); fill(viewer); refresh(); } catch (err) { toast(`Could not delete ${name}: ${errorText(err)}`, 'error'); }
   };
   upload.addEventListener('submit', (e) => {
     e.preventDefault();
     save(upload, async () => {
-      if (!file.files.length) throw new FieldError('file', 'choose a file first');
+      const files = /** @type {FileList} */ (file.files);
+      if (!files.length) throw new FieldError('file', 'choose a file first');
       const fd = new FormData();
-      fd.append('file', file.files[0]);
+      fd.append('file', files[0]);
+      /** @type {KBFile} */
       const res = await post(`/api/agents/${seg(a.id)}/kb`, fd);
       toast(`${res.filename} uploaded (${fmtBytes(res.size)}).`, 'success');
       upload.reset();
@@ -181,11 +218,13 @@ function kbCard(a) {
 
 // ---- Channels ----
 
+/** @type {Record<string, [name: string, label: string, type: 'password' | 'text'][]>} */
 const CHANNEL_FIELDS = {
   telegram: [['config.bot_token', 'Bot token', 'password'], ['config.api_url', 'Bot API server URL (optional)', 'text']],
   webhook: [['config.secret', 'Signing secret', 'password'], ['config.callback_url', 'Callback URL (optional)', 'text']],
 };
 
+/** @param {Agent} a */
 function channelsCard(a) {
   const body = h('div', null, h('p', { class: 'muted' }, 'Loading channels…'));
   const formBox = h('div');
@@ -195,6 +234,7 @@ function channelsCard(a) {
     body, formBox);
   const refresh = async () => {
     try {
+      /** @type {{channels: Channel[]}} */
       const { channels } = await get(`/api/agents/${seg(a.id)}/channels`);
       fill(body, channels.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'list channels' },
         h('thead', null, h('tr', null, ['Channel', 'Type', 'Status', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
@@ -212,18 +252,19 @@ function channelsCard(a) {
         : h('p', { class: 'muted' }, 'No channels yet.'));
     } catch (err) { fill(body, h('p', { class: 'error' }, `Could not list the channels: ${errorText(err)}`)); }
   };
-  const act = async (c, what) => {
+  const act = async (/** @type {Channel} */ c, /** @type {'start' | 'stop'} */ what) => {
     try {
+      /** @type {ChannelAction} */
       const res = await post(`/api/agents/${seg(a.id)}/channels/${seg(c.id)}/${what}`);
       toast(`Channel ${c.name || c.id}: ${res.status}${res.last_error ? ` (${res.last_error})` : ''}.`, res.status === 'error' ? 'error' : 'success');
     } catch (err) { toast(`Could not ${what} the channel: ${errorText(err)}`, 'error'); }
     refresh();
   };
-  const remove = async (c) => {
+  const remove = async (/** @type {Channel} */ c) => {
     if (!(await confirmDialog(`Delete the channel “${c.name || c.id}”? It is stopped first.`, { title: 'Delete channel?', confirm: 'Delete channel' }))) return;
     try { await del(`/api/agents/${seg(a.id)}/channels/${seg(c.id)}`); toast('Channel deleted.', 'success'); refresh(); } catch (err) { toast(`Could not delete: ${errorText(err)}`, 'error'); }
   };
-  const showForm = (c) => {
+  const showForm = (/** @type {Channel | null} */ c) => {
     const isNew = !c;
     const type = h('select', { id: 'channel-type', name: 'type', disabled: !isNew },
       ['telegram', 'webhook', 'other'].map((t) => h('option', { value: t }, t)));
@@ -267,19 +308,21 @@ function channelsCard(a) {
       });
     });
     fill(formBox, form);
-    form.querySelector('input[name="name"]').focus();
+    /** @type {HTMLInputElement} */ (form.querySelector('input[name="name"]')).focus();
   };
   refresh();
   return card;
 }
 
+/** @param {Channel} c */
 function channelStatus(c) {
-  const sym = { running: '●', stopped: '○', error: '⚠' }[c.status] || '?';
+  const sym = /** @type {Record<string, string>} */ ({ running: '●', stopped: '○', error: '⚠' })[c.status] || '?';
   return h('span', { class: `badge ch-${c.status}` }, h('span', { 'aria-hidden': 'true' }, `${sym} `), c.status);
 }
 
 // ---- Chat ----
 
+/** @param {Agent} a */
 function chatCard(a) {
   let user = '';
   try { user = localStorage.getItem(USER_KEY) || ''; } catch { /* none */ }
@@ -303,9 +346,9 @@ function chatCard(a) {
     if (!items.length) log.append(h('li', { class: 'muted chat-empty' }, 'No messages from this page yet.'));
     log.scrollTop = log.scrollHeight;
   };
-  const push = (m) => {
+  const push = (/** @type {ChatMessage} */ m) => {
     if (!transcripts.has(key())) transcripts.set(key(), []);
-    transcripts.get(key()).push(m);
+    /** @type {ChatMessage[]} */ (transcripts.get(key())).push(m);
     render();
   };
   userInput.addEventListener('change', () => { try { localStorage.setItem(USER_KEY, userInput.value); } catch { /* none */ } render(); });
@@ -321,6 +364,7 @@ function chatCard(a) {
     message.value = '';
     busy(form, async () => {
       try {
+        /** @type {ChatReply} */
         const res = await post(`/api/agents/${seg(a.id)}/chat`, { user_id: uid, message: text });
         push({ role: 'agent', text: res.response, tools: res.tool_calls || [], usage: res.usage });
       } catch (err) {
@@ -343,6 +387,7 @@ function chatCard(a) {
   return card;
 }
 
+/** @param {ChatMessage} m */
 function renderMsg(m) {
   const who = { user: 'You', agent: 'Agent', error: 'Error' }[m.role];
   const tools = (m.tools || []).map((c) => h('li', null, h('code', null, `${c.name}(${typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments)})`),

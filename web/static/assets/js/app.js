@@ -1,3 +1,7 @@
+// @ts-check
+/** @import { ModelStatus, ServerConfig, SyncResult } from '../../../types/api' */
+/** @import { Route, View } from '../../../types/views' */
+
 // Entry point: the hash router, the header (engine and model status), the
 // banners for an unreachable server or model endpoint, and the API-token
 // prompt.
@@ -9,6 +13,7 @@ import * as history from './history.js';
 import * as definitions from './definitions.js';
 import * as agents from './agents.js';
 
+/** @type {Record<string, View>} */
 const VIEWS = {
   live: { module: live, section: 'view-live', title: 'Live run', nav: 'live' },
   history: { module: history, section: 'view-history', title: 'History', nav: 'history' },
@@ -18,38 +23,39 @@ const VIEWS = {
   agents: { module: agents, section: 'view-agents', title: 'Agents', nav: 'agents' },
 };
 
+/** @type {View | null} */
 let current = null;
 
+/** @returns {Route} */
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');
   const [path, query] = raw.split('?');
   const parts = path.split('/').filter(Boolean).map((p) => { try { return decodeURIComponent(p); } catch { return p; } });
-  parts.query = query || '';
-  return parts;
+  return Object.assign(parts, { query: query || '' });
 }
 
 async function route() {
   const parts = parseHash();
   if (!parts.length) { location.replace('#/live'); return; }
   const view = VIEWS[parts[0]];
-  for (const s of document.querySelectorAll('main > .view')) s.hidden = true;
-  for (const a of document.querySelectorAll('[data-nav]')) {
+  for (const s of document.querySelectorAll(/** @type {'section'} */ ('main > .view'))) s.hidden = true;
+  for (const a of document.querySelectorAll(/** @type {'a'} */ ('[data-nav]'))) {
     if (view && a.dataset.nav === view.nav) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   if (!view) {
     if (current && current.module.hide) current.module.hide();
     current = null;
-    document.getElementById('view-missing').hidden = false;
+    /** @type {HTMLElement} */ (document.getElementById('view-missing')).hidden = false;
     document.title = 'Not found · Gauntlet';
     return;
   }
   const changed = !current || current.section !== view.section;
   if (current && current.module !== view.module && current.module.hide) current.module.hide();
   current = view;
-  const section = document.getElementById(view.section);
+  const section = /** @type {HTMLElement} */ (document.getElementById(view.section));
   section.hidden = false;
   document.title = `${view.title} · Gauntlet`;
-  if (changed && routed) document.getElementById('main').focus({ preventScroll: true });
+  if (changed && routed) /** @type {HTMLElement} */ (document.getElementById('main')).focus({ preventScroll: true });
   routed = true;
   try {
     await view.module.show(parts);
@@ -61,10 +67,14 @@ let routed = false;
 
 // ---- API token ----
 
+/**
+ * @param {string | null} reason
+ * @returns {Promise<string | null>}
+ */
 function tokenDialog(reason) {
-  const dlg = document.getElementById('token-dialog');
-  const input = dlg.querySelector('#token-input');
-  dlg.querySelector('#token-why').textContent = reason ||
+  const dlg = /** @type {HTMLDialogElement} */ (document.getElementById('token-dialog'));
+  const input = /** @type {HTMLInputElement} */ (dlg.querySelector('#token-input'));
+  /** @type {HTMLElement} */ (dlg.querySelector('#token-why')).textContent = reason ||
     'This server requires an API token (its --api-token). It is kept in this browser\u2019s local storage and sent as "Authorization: Bearer …".';
   input.value = getToken();
   dlg.returnValue = '';
@@ -99,14 +109,16 @@ async function tokenButton() {
 
 // ---- Model endpoint ----
 
-let modelTimer = null;
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let modelTimer;
 
 async function checkModel() {
   clearTimeout(modelTimer);
   modelTimer = setTimeout(checkModel, 60000);
-  const chip = document.getElementById('model-chip');
+  const chip = /** @type {HTMLElement} */ (document.getElementById('model-chip'));
   try {
-    const [cfg, m] = await Promise.all([get('/api/config'), get('/api/config/model')]);
+    const [cfg, m] = await Promise.all([/** @type {Promise<ServerConfig>} */ (get('/api/config')),
+      /** @type {Promise<ModelStatus>} */ (get('/api/config/model'))]);
     live.setModels(m.config_model, m.available);
     if (m.model === null || m.model === undefined) {
       chip.className = 'chip chip-button chip-warn';
@@ -134,7 +146,8 @@ async function checkModel() {
 
 // ---- Definition files that did not load ----
 
-let syncTimer = null;
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let syncTimer;
 
 /**
  * Shows a banner listing the definition files the last sync refused (the
@@ -144,6 +157,7 @@ let syncTimer = null;
 export async function checkSync() {
   clearTimeout(syncTimer);
   syncTimer = setTimeout(checkSync, 60000);
+  /** @type {SyncResult} */
   let res;
   try {
     res = await get('/api/settings/sync');
@@ -166,15 +180,15 @@ function init() {
   onTokenNeeded(askForToken);
   onReachability((ok, err) => {
     if (ok) banner('server', null);
-    else banner('server', `Cannot reach the Gauntlet server at ${location.origin} (${err.cause && err.cause.message ? err.cause.message : 'network error'}). Is gauntlet serve running? Retrying…`, 'error');
+    else banner('server', `Cannot reach the Gauntlet server at ${location.origin} (${err && err.cause instanceof Error && err.cause.message ? err.cause.message : 'network error'}). Is gauntlet serve running? Retrying…`, 'error');
   });
   onAuth((ok) => {
     if (ok) banner('auth', null);
     else banner('auth', 'This server requires an API token, and none (or a wrong one) is saved in this browser.', 'warn', { label: 'Enter token', run: tokenButton });
   });
-  document.getElementById('token-button').addEventListener('click', tokenButton);
-  document.getElementById('model-chip').addEventListener('click', checkModel);
-  for (const v of [live, history, definitions, agents]) v.mount(document.getElementById(VIEWS[Object.keys(VIEWS).find((k) => VIEWS[k].module === v)].section));
+  /** @type {HTMLElement} */ (document.getElementById('token-button')).addEventListener('click', tokenButton);
+  /** @type {HTMLElement} */ (document.getElementById('model-chip')).addEventListener('click', checkModel);
+  for (const v of [live, history, definitions, agents]) v.mount(/** @type {HTMLElement} */ (document.getElementById(VIEWS[/** @type {string} */ (Object.keys(VIEWS).find((k) => VIEWS[k].module === v))].section)));
   window.addEventListener('hashchange', route);
   route();
   live.startPolling();

@@ -1,19 +1,25 @@
+// @ts-check
+/** @import { CellTests, ResultDetails, TestResult, ToolCallRecord } from '../../../types/api' */
+/** @import { Child } from '../../../types/dom' */
+
 // Drill-down: the tests of one cell of a run, in a modal dialog, failed
 // tests first.
 
 import { get, seg } from './api.js';
 import { h, STATUS, fmtScore, fmtDuration, fmtNumber, fmtTime, errorText, pre, dl, statusBadge, fill } from './ui.js';
 
+/** @type {Record<string, number>} */
 const RANK = { error: 0, failed: 1, passed: 2 };
 const KNOWN_DETAILS = new Set(['extracted_answer', 'pass2_used', 'pass2_response', 'tool_calls', 'error', 'expected_type', 'reason']);
 
+/** @type {HTMLElement | null} */
 let opener = null;
 
 function dialog() {
-  const dlg = document.getElementById('cell-dialog');
+  const dlg = /** @type {HTMLDialogElement} */ (document.getElementById('cell-dialog'));
   if (!dlg.dataset.wired) {
     dlg.dataset.wired = '1';
-    dlg.querySelector('[data-close]').addEventListener('click', () => dlg.close());
+    /** @type {HTMLElement} */ (dlg.querySelector('[data-close]')).addEventListener('click', () => dlg.close());
     dlg.addEventListener('close', () => { if (opener && opener.isConnected) opener.focus(); });
     // A click on the backdrop closes it too.
     dlg.addEventListener('click', (e) => { if (e.target === dlg) dlg.close(); });
@@ -21,16 +27,23 @@ function dialog() {
   return dlg;
 }
 
-/** Opens the tests of run runId, cell domain/level. */
+/**
+ * Opens the tests of run runId, cell domain/level.
+ * @param {string} runId
+ * @param {string} domain
+ * @param {string | number} level
+ * @param {{domainName?: string}} [opts]
+ */
 export async function openCell(runId, domain, level, { domainName } = {}) {
-  opener = document.activeElement;
+  opener = /** @type {HTMLElement | null} */ (document.activeElement);
   const dlg = dialog();
-  const body = dlg.querySelector('#cell-body');
-  dlg.querySelector('#cell-title').textContent = `${domainName || domain} · level ${level}`;
+  const body = /** @type {HTMLElement} */ (dlg.querySelector('#cell-body'));
+  /** @type {HTMLElement} */ (dlg.querySelector('#cell-title')).textContent = `${domainName || domain} · level ${level}`;
   fill(body, h('p', { class: 'muted' }, 'Loading tests…'));
   if (!dlg.open) dlg.showModal();
-  dlg.querySelector('[data-close]').focus();
+  /** @type {HTMLElement} */ (dlg.querySelector('[data-close]')).focus();
   try {
+    /** @type {CellTests} */
     const cell = await get(`/api/run/${seg(runId)}/tests/${seg(domain)}/${seg(level)}`);
     fill(body, ...renderCell(cell, runId));
   } catch (err) {
@@ -38,8 +51,13 @@ export async function openCell(runId, domain, level, { domainName } = {}) {
   }
 }
 
+/**
+ * @param {CellTests} cell
+ * @param {string} runId
+ */
 function renderCell(cell, runId) {
   const tests = [...(cell.tests || [])].sort((a, b) => (RANK[a.status] ?? 1) - (RANK[b.status] ?? 1));
+  /** @type {Record<string, number>} */
   const counts = {};
   for (const t of tests) counts[t.status] = (counts[t.status] || 0) + 1;
   const summary = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(', ');
@@ -48,7 +66,9 @@ function renderCell(cell, runId) {
   return [head, h('div', { class: 'tests' }, tests.map(renderTest))];
 }
 
+/** @param {TestResult} t */
 function renderTest(t) {
+  /** @type {ResultDetails} */
   const d = t.details || {};
   const st = STATUS[t.status] || { sym: '?', label: t.status };
   const tokens = (t.prompt_tokens || 0) + (t.completion_tokens || 0);
@@ -62,6 +82,7 @@ function renderTest(t) {
     h('div', { class: 'answer' }, h('h4', null, `Expected${expected.type ? ` (${expected.type})` : ''}`), pre(expected.answer ?? '')),
     h('div', { class: 'answer' }, h('h4', null, 'Extracted'),
       extracted === undefined || extracted === null || extracted === '' ? h('p', { class: 'muted' }, 'nothing extracted') : pre(String(extracted))));
+  /** @type {Child[]} */
   const parts = [
     compare,
     d.reason ? h('p', { class: 'reason' }, h('strong', null, 'Why: '), String(d.reason)) : null,
@@ -74,6 +95,7 @@ function renderTest(t) {
     ? h('div', null, h('p', null, 'Used: nothing usable was extracted, so the model was asked to restate its final answer.'),
       d.pass2_response !== undefined ? pre(String(d.pass2_response)) : null)
     : h('p', { class: 'muted' }, 'Not used.'));
+  /** @type {ToolCallRecord[]} */
   const calls = Array.isArray(d.tool_calls) ? d.tool_calls : [];
   if (calls.length) {
     parts.push(h('h4', null, `Tool calls (${calls.length})`), h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
@@ -95,6 +117,7 @@ function renderTest(t) {
     summary, h('div', { class: 'test-body' }, parts));
 }
 
+/** @param {unknown} v */
 function asText(v) {
   if (v === undefined || v === null) return '';
   if (typeof v === 'string') {

@@ -1,3 +1,10 @@
+// @ts-check
+/** @import { DefinitionCounts, Domain, Evaluator, ImportResult, LevelConfig, Snapshot, SyncResult, Test, Tool } from '../../../types/api' */
+/** @import { FieldOption } from '../../../types/dom' */
+/** @import { Route } from '../../../types/views' */
+
+/** @typedef {{list: HTMLElement, editor: HTMLElement, result: HTMLElement}} Shell */
+
 // Definitions: domains, level prompts, tests, evaluators and tools through
 // /api/settings/...; export, import and sync. A refused save shows each of
 // the server's errors beside the field its location names.
@@ -14,16 +21,22 @@ const MODES = [
   { value: 'replace', label: 'replace (level prompt alone)' },
 ];
 
+/** @type {HTMLElement} */
 let section;
 // The outcome of an import or a sync, shown again after the view reloads.
+/** @type {HTMLElement | null} */
 let carried = null;
 
+/** @param {HTMLElement} s */
 export function mount(s) { section = s; }
 export function hide() {}
 
-/** route: ['definitions', kind?, id?, level?, test?] */
-export async function show(route) {
-  const [, kind = 'domains', id, level, test] = route;
+/**
+ * parts: ['definitions', kind?, id?, level?, test?]
+ * @param {Route} parts
+ */
+export async function show(parts) {
+  const [, kind = 'domains', id, level, test] = parts;
   const shell = renderShell(kind);
   try {
     if (kind === 'evaluators') await showEvaluators(shell, id);
@@ -34,6 +47,10 @@ export async function show(route) {
   }
 }
 
+/**
+ * @param {string} kind
+ * @returns {Shell}
+ */
 function renderShell(kind) {
   const result = h('div', { id: 'defs-result', class: 'defs-result', role: 'status', 'aria-live': 'polite' }, carried);
   carried = null;
@@ -57,6 +74,16 @@ function renderShell(kind) {
   return { list, editor, result };
 }
 
+/**
+ * @template {{id: string, name: string}} T
+ * @param {Shell} shell
+ * @param {string} title
+ * @param {T[]} items
+ * @param {string | undefined} current
+ * @param {(item: T) => string} hrefOf
+ * @param {string} newHref
+ * @param {string} newLabel
+ */
 function sideList(shell, title, items, current, hrefOf, newHref, newLabel) {
   fill(shell.list,
     h('h2', { class: 'side-title' }, title),
@@ -69,8 +96,10 @@ function sideList(shell, title, items, current, hrefOf, newHref, newLabel) {
 
 // ---- Export, import, sync ----
 
+/** @param {HTMLElement} result */
 async function exportDefs(result) {
   try {
+    /** @type {Snapshot} */
     const snap = await get('/api/settings/export');
     const day = new Date().toISOString().slice(0, 10);
     download(`gauntlet-definitions-${day}.json`, JSON.stringify(snap, null, 2));
@@ -80,25 +109,36 @@ async function exportDefs(result) {
   }
 }
 
+/**
+ * @param {Snapshot} snap
+ * @returns {Record<string, number>}
+ */
 function countsOf(snap) {
-  return Object.fromEntries(['domains', 'levels', 'tests', 'evaluators', 'tools'].map((k) => [k, (snap[k] || []).length]));
+  return Object.fromEntries(/** @type {(keyof Snapshot)[]} */ (['domains', 'levels', 'tests', 'evaluators', 'tools']).map((k) => [k, (snap[k] || []).length]));
 }
 
+/** @param {Record<string, number> | DefinitionCounts | null | undefined} c */
 function countText(c) {
   return Object.entries(c || {}).map(([k, n]) => `${n} ${n === 1 ? k.replace(/s$/, '') : k}`).join(', ');
 }
 
+/**
+ * @param {HTMLInputElement} fileInput
+ * @param {HTMLInputElement} merge
+ * @param {HTMLElement} result
+ */
 async function importDefs(fileInput, merge, result) {
   const f = fileInput.files && fileInput.files[0];
   if (!f) { fill(result, h('p', { class: 'error' }, 'Choose a JSON file to import first (one written by Export).')); fileInput.focus(); return; }
   let data;
   try { data = JSON.parse(await f.text()); } catch (e) {
-    fill(result, h('p', { class: 'error' }, `${f.name} is not valid JSON: ${e.message}`));
+    fill(result, h('p', { class: 'error' }, `${f.name} is not valid JSON: ${/** @type {Error} */ (e).message}`));
     return;
   }
   if (!merge.checked && !(await confirmDialog('Without merge, the import replaces every definition: domains, levels, tests, evaluators and tools not in the file are deleted, files included.',
     { title: 'Replace all definitions?', confirm: 'Replace everything' }))) return;
   try {
+    /** @type {ImportResult} */
     const res = await post('/api/settings/import', { ...data, merge: merge.checked });
     carried = h('p', { class: 'ok' }, `Imported ${countText(res.imported)} (${res.merge ? 'merged' : 'replacing everything'}). Now: ${countText(res.total)}.`);
     fill(result, carried);
@@ -111,8 +151,10 @@ async function importDefs(fileInput, merge, result) {
   }
 }
 
+/** @param {HTMLElement} result */
 async function syncDefs(result) {
   try {
+    /** @type {SyncResult} */
     const res = await post('/api/settings/sync');
     const errs = res.errors || [];
     carried = h('div', { class: errs.length ? 'warn' : 'ok' },
@@ -132,9 +174,17 @@ function route() { window.dispatchEvent(new HashChangeEvent('hashchange')); }
 
 // ---- Domains, levels, tests ----
 
+/**
+ * @param {Shell} shell
+ * @param {string | undefined} id
+ * @param {string | undefined} levelKey
+ * @param {string | undefined} testID
+ */
 async function showDomains(shell, id, levelKey, testID) {
   const [{ domains }, { evaluators }, { tools }] = await Promise.all([
-    get('/api/settings/domains'), get('/api/settings/evaluators'), get('/api/settings/tools')]);
+    /** @type {Promise<{domains: Domain[]}>} */ (get('/api/settings/domains')),
+    /** @type {Promise<{evaluators: Evaluator[]}>} */ (get('/api/settings/evaluators')),
+    /** @type {Promise<{tools: Tool[]}>} */ (get('/api/settings/tools'))]);
   sideList(shell, 'Domains', domains, id, (d) => `#/definitions/domains/${seg(d.id)}`, '#/definitions/domains/new', 'New domain');
   const evalOptions = [{ value: '', label: '(built-in regex, defaults)' }, ...evaluators.map((e) => ({ value: e.id, label: `${e.name} (${e.id})` }))];
   const toolOptions = tools.map((t) => ({ value: t.id, label: t.name && t.name !== t.id ? `${t.name} (${t.id})` : t.id }));
@@ -144,6 +194,7 @@ async function showDomains(shell, id, levelKey, testID) {
     return;
   }
   const isNew = id === 'new';
+  /** @type {Partial<Domain>} */
   const d = isNew ? { enabled: true } : await get(`/api/settings/domains/${seg(id)}`);
   const form = h('form', { class: 'card stack', id: 'domain-form', novalidate: true },
     h('h2', null, isNew ? 'New domain' : `Domain “${d.name || d.id}”`),
@@ -158,11 +209,12 @@ async function showDomains(shell, id, levelKey, testID) {
     field('system_prompt', 'System prompt', { type: 'textarea', rows: 3, value: d.system_prompt }),
     h('div', { class: 'actions' },
       h('button', { type: 'submit', class: 'primary' }, isNew ? 'Create domain' : 'Save domain'),
-      isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteDomain(d) }, 'Delete domain')));
+      isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteDomain(/** @type {Domain} */ (d)) }, 'Delete domain')));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     save(form, async () => {
       const body = formValues(form);
+      /** @type {Domain} */
       const saved = isNew ? await post('/api/settings/domains', body) : await put(`/api/settings/domains/${seg(id)}`, body);
       toast(`Domain ${saved.id} saved.`, 'success');
       if (isNew) location.hash = `#/definitions/domains/${seg(saved.id)}`; else route();
@@ -171,9 +223,10 @@ async function showDomains(shell, id, levelKey, testID) {
   fill(shell.editor, form);
   if (isNew) return;
 
+  /** @type {{tests: Test[]}} */
   const { tests } = await get(`/api/settings/tests?domain=${seg(id)}`);
   const levels = [...new Set(tests.map((t) => t.level))].sort((a, b) => a - b);
-  let level = levelKey !== undefined && levelKey !== '' ? Number(levelKey) : levels[0];
+  const level = levelKey !== undefined && levelKey !== '' ? Number(levelKey) : levels[0];
   const addLevel = h('input', { type: 'number', min: 0, max: 1000, id: 'add-level', class: 'narrow', 'aria-label': 'Level number' });
   const levelNav = h('section', { class: 'card', 'aria-labelledby': 'levels-heading' },
     h('h2', { id: 'levels-heading' }, 'Levels'),
@@ -186,6 +239,7 @@ async function showDomains(shell, id, levelKey, testID) {
   shell.editor.append(levelNav);
   if (level === undefined || Number.isNaN(level)) return;
 
+  /** @type {LevelConfig} */
   const lc = await get(`/api/settings/levels/${seg(id)}/${level}`);
   const levelForm = h('form', { class: 'stack', id: 'level-form', novalidate: true },
     h('h3', null, `Level ${level} settings`),
@@ -221,14 +275,27 @@ async function showDomains(shell, id, levelKey, testID) {
   shell.editor.append(levelCard);
 
   if (testID) {
+    /** @type {TestDraft} */
     const t = testID === 'new' ? { domain_id: id, level, expected: { type: 'exact', answer: '' }, tools: [] }
       : levelTests.find((x) => x.id === testID) || await get(`/api/settings/tests/${seg(testID)}`);
     const tf = testForm(t, testID === 'new', domains, evaluators, toolOptions);
     levelCard.append(tf);
-    tf.querySelector('textarea[name="prompt"]').focus();
+    /** @type {HTMLTextAreaElement} */ (tf.querySelector('textarea[name="prompt"]')).focus();
   }
 }
 
+/**
+ * A test being edited: a new one has no id, name, prompt yet.
+ * @typedef {Partial<Test> & Pick<Test, 'domain_id' | 'level' | 'expected'>} TestDraft
+ */
+
+/**
+ * @param {TestDraft} t
+ * @param {boolean} isNew
+ * @param {Domain[]} domains
+ * @param {Evaluator[]} evaluators
+ * @param {FieldOption[]} toolOptions
+ */
 function testForm(t, isNew, domains, evaluators, toolOptions) {
   const types = EXPECTED_TYPES.includes(t.expected.type) ? EXPECTED_TYPES : [...EXPECTED_TYPES, t.expected.type];
   const form = h('form', { class: 'stack test-form', id: 'test-form', novalidate: true },
@@ -254,7 +321,8 @@ function testForm(t, isNew, domains, evaluators, toolOptions) {
     e.preventDefault();
     save(form, async () => {
       const body = formValues(form);
-      const saved = isNew ? await post('/api/settings/tests', body) : await put(`/api/settings/tests/${seg(t.id)}`, body);
+      /** @type {Test} */
+      const saved = isNew ? await post('/api/settings/tests', body) : await put(`/api/settings/tests/${seg(/** @type {string} */ (t.id))}`, body);
       toast(`Test ${saved.id} saved.`, 'success');
       location.hash = `#/definitions/domains/${seg(saved.domain_id)}/${saved.level}`;
     });
@@ -262,6 +330,7 @@ function testForm(t, isNew, domains, evaluators, toolOptions) {
   return form;
 }
 
+/** @param {Domain} d */
 async function deleteDomain(d) {
   if (!(await confirmDialog(`Delete the domain “${d.name || d.id}” with all its tests and level settings? Its files are removed.`,
     { title: 'Delete domain?', confirm: 'Delete domain' }))) return;
@@ -272,6 +341,7 @@ async function deleteDomain(d) {
   } catch (err) { toast(`Could not delete: ${errorText(err)}`, 'error'); }
 }
 
+/** @param {Test} t */
 async function deleteTest(t) {
   if (!(await confirmDialog(`Delete the test “${t.name || t.id}”?`, { title: 'Delete test?', confirm: 'Delete test' }))) return;
   try {
@@ -282,7 +352,11 @@ async function deleteTest(t) {
   } catch (err) { toast(`Could not delete: ${errorText(err)}`, 'error'); }
 }
 
-/** Runs a save: clears old errors, shows the new ones beside their fields. */
+/**
+ * Runs a save: clears old errors, shows the new ones beside their fields.
+ * @param {HTMLElement} form
+ * @param {() => Promise<void>} fn
+ */
 async function save(form, fn) {
   clearErrors(form);
   await busy(form, async () => {
@@ -292,7 +366,12 @@ async function save(form, fn) {
 
 // ---- Evaluators ----
 
+/**
+ * @param {Shell} shell
+ * @param {string | undefined} id
+ */
 async function showEvaluators(shell, id) {
+  /** @type {{evaluators: Evaluator[]}} */
   const { evaluators } = await get('/api/settings/evaluators');
   sideList(shell, 'Evaluators', evaluators, id, (e) => `#/definitions/evaluators/${seg(e.id)}`, '#/definitions/evaluators/new', 'New evaluator');
   if (!id) {
@@ -300,6 +379,7 @@ async function showEvaluators(shell, id) {
     return;
   }
   const isNew = id === 'new';
+  /** @type {Partial<Evaluator>} */
   const ev = isNew ? { type: 'regex', uses_pass2: false } : await get(`/api/settings/evaluators/${seg(id)}`);
   const form = h('form', { class: 'card stack', id: 'evaluator-form', novalidate: true },
     h('h2', null, isNew ? 'New evaluator' : `Evaluator “${ev.name || ev.id}”`),
@@ -314,11 +394,12 @@ async function showEvaluators(shell, id) {
     field('config', 'Config (JSON, for other types)', { type: 'json', rows: 3, value: ev.config }),
     h('div', { class: 'actions' },
       h('button', { type: 'submit', class: 'primary' }, isNew ? 'Create evaluator' : 'Save evaluator'),
-      isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteThing('evaluators', ev, 'evaluator') }, 'Delete evaluator')));
+      isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteThing('evaluators', /** @type {Evaluator} */ (ev), 'evaluator') }, 'Delete evaluator')));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     save(form, async () => {
       const body = formValues(form);
+      /** @type {Evaluator} */
       const saved = isNew ? await post('/api/settings/evaluators', body) : await put(`/api/settings/evaluators/${seg(id)}`, body);
       toast(`Evaluator ${saved.id} saved.`, 'success');
       if (isNew) location.hash = `#/definitions/evaluators/${seg(saved.id)}`; else route();
@@ -329,7 +410,12 @@ async function showEvaluators(shell, id) {
 
 // ---- Tools ----
 
+/**
+ * @param {Shell} shell
+ * @param {string | undefined} id
+ */
 async function showTools(shell, id) {
+  /** @type {{tools: Tool[]}} */
   const { tools } = await get('/api/settings/tools');
   sideList(shell, 'Tools', tools, id, (t) => `#/definitions/tools/${seg(t.id)}`, '#/definitions/tools/new', 'New tool');
   if (!id) {
@@ -337,6 +423,7 @@ async function showTools(shell, id) {
     return;
   }
   const isNew = id === 'new';
+  /** @type {Partial<Omit<Tool, 'function'>> & {function?: Partial<Tool['function']>}} */
   const t = isNew ? { function: { parameters: { type: 'object', properties: {}, required: [] } } } : await get(`/api/settings/tools/${seg(id)}`);
   const fn = t.function || {};
   const form = h('form', { class: 'card stack', id: 'tool-form', novalidate: true },
@@ -351,11 +438,12 @@ async function showTools(shell, id) {
     field('mock_response', 'Mock response (JSON)', { type: 'json', rows: 4, value: t.mock_response }),
     h('div', { class: 'actions' },
       h('button', { type: 'submit', class: 'primary' }, isNew ? 'Create tool' : 'Save tool'),
-      isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteThing('tools', t, 'tool') }, 'Delete tool')));
+      isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteThing('tools', /** @type {Tool} */ (t), 'tool') }, 'Delete tool')));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     save(form, async () => {
       const body = formValues(form);
+      /** @type {Tool} */
       const saved = isNew ? await post('/api/settings/tools', body) : await put(`/api/settings/tools/${seg(id)}`, body);
       toast(`Tool ${saved.id} saved.`, 'success');
       if (isNew) location.hash = `#/definitions/tools/${seg(saved.id)}`; else route();
@@ -364,6 +452,11 @@ async function showTools(shell, id) {
   fill(shell.editor, form);
 }
 
+/**
+ * @param {'evaluators' | 'tools'} kind
+ * @param {{id: string, name: string}} rec
+ * @param {string} noun
+ */
 async function deleteThing(kind, rec, noun) {
   if (!(await confirmDialog(`Delete the ${noun} “${rec.name || rec.id}”?`, { title: `Delete ${noun}?`, confirm: `Delete ${noun}` }))) return;
   try {

@@ -1,3 +1,8 @@
+// @ts-check
+/** @import { Cell, Domain, HistoryPage, LiveMatrix, RunConfig, RunDetails, RunInfo, TestResult } from '../../../types/api' */
+/** @import { Child } from '../../../types/dom' */
+/** @import { DomainNames, Route } from '../../../types/views' */
+
 // History: past runs newest first (GET /api/history), one run's matrix
 // (GET /api/run/{id}, /api/run/{id}/matrix), deletion (DELETE
 // /api/history/{id}) and the side-by-side comparison of two runs.
@@ -8,15 +13,22 @@ import { MatrixView, levelsOf } from './matrix.js';
 import { openCell } from './cell.js';
 
 const PAGE = 25;
+/** @type {HTMLElement} */
 let section;
-let pollTimer = null;
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let pollTimer;
+/** @type {DomainNames} */
 let names = new Map();
 
+/** @param {HTMLElement} s */
 export function mount(s) { section = s; }
 
 export function hide() { clearTimeout(pollTimer); }
 
-/** Renders the route: ['history'], ['run', id] or ['compare', a, b]. */
+/**
+ * Renders the route: ['history'], ['run', id] or ['compare', a, b].
+ * @param {Route} route
+ */
 export async function show(route) {
   clearTimeout(pollTimer);
   await loadNames();
@@ -27,19 +39,23 @@ export async function show(route) {
 
 async function loadNames() {
   try {
+    /** @type {{domains: Domain[]}} */
     const { domains } = await get('/api/settings/domains');
     names = new Map((domains || []).map((d) => [d.id, { name: d.name, color: d.color }]));
   } catch { /* ids will do */ }
 }
 
+/** @param {string} title */
 function loading(title) {
   fill(section, h('h1', null, title), h('p', { class: 'muted' }, 'Loading…'));
 }
 
 // ---- List ----
 
+/** @param {number} offset */
 async function showList(offset) {
   loading('History');
+  /** @type {HistoryPage} */
   let page;
   try {
     page = await get(`/api/history?limit=${PAGE}&offset=${offset}`);
@@ -48,6 +64,7 @@ async function showList(offset) {
     return;
   }
   const runs = page.runs || [];
+  /** @type {Set<string>} */
   const selected = new Set();
   const compareBtn = h('button', { type: 'button', class: 'primary', id: 'compare-button', disabled: true,
     onclick: () => { const [a, b] = [...selected]; location.hash = `#/compare/${seg(a)}/${seg(b)}`; } }, 'Compare selected (0 of 2)');
@@ -59,7 +76,7 @@ async function showList(offset) {
     const box = h('input', { type: 'checkbox', 'aria-label': `Select run ${r.model_name} ${r.run_id} for comparison`,
       onchange: () => {
         if (box.checked) selected.add(r.run_id); else selected.delete(r.run_id);
-        if (selected.size > 2) { const first = [...selected][0]; selected.delete(first); const other = section.querySelector(`tr[data-run="${CSS.escape(first)}"] input`); if (other) other.checked = false; }
+        if (selected.size > 2) { const first = [...selected][0]; selected.delete(first); const other = /** @type {HTMLInputElement | null} */ (section.querySelector(`tr[data-run="${CSS.escape(first)}"] input`)); if (other) other.checked = false; }
         syncCompare();
       } });
     return h('tr', { dataset: { run: r.run_id } },
@@ -98,6 +115,7 @@ async function showList(offset) {
  * A run's score, marked when it is not the whole story: a score over the
  * tests that finished of a stopped run, or over the tests that did not end
  * in error, never looks like a complete run's.
+ * @param {RunInfo} r
  */
 function scoreOf(r) {
   if (r.complete !== false || r.overall_score === null || r.overall_score === undefined) return fmtScore(r.overall_score);
@@ -105,19 +123,29 @@ function scoreOf(r) {
   return h('span', { class: 'score-incomplete' }, fmtScore(r.overall_score), h('span', { class: 'score-note' }, why));
 }
 
-/** "12", or "4 of 12" for a run that did not finish, with its errors. */
+/**
+ * "12", or "4 of 12" for a run that did not finish, with its errors.
+ * @param {RunInfo} r
+ */
 function testsOf(r) {
   if (typeof r.done_tests !== 'number') return fmtNumber(r.total_tests);
   const done = r.done_tests === r.total_tests ? fmtNumber(r.total_tests) : `${fmtNumber(r.done_tests)} of ${fmtNumber(r.total_tests)}`;
   return h('span', null, done, r.errors ? h('span', { class: 'score-note run-error' }, `⚠ ${fmtNumber(r.errors)} error${r.errors === 1 ? '' : 's'}`) : null);
 }
 
-/** Whether a run can be resumed: it ended with tests left or in error, and it kept its definitions. */
+/**
+ * Whether a run can be resumed: it ended with tests left or in error, and it kept its definitions.
+ * @param {RunInfo} info
+ */
 function resumable(info) {
   return info.status !== 'running' && info.complete === false && !!info.config &&
     (info.errors > 0 || info.done_tests < info.total_tests);
 }
 
+/**
+ * @param {RunInfo} info
+ * @param {HTMLButtonElement} button
+ */
 async function resumeRun(info, button) {
   button.disabled = true;
   try {
@@ -130,11 +158,20 @@ async function resumeRun(info, button) {
   }
 }
 
-/** A cell of a responsive table: its content in one block, labelled for phones. */
+/**
+ * A cell of a responsive table: its content in one block, labelled for phones.
+ * @param {string} label
+ * @param {string | null} cls
+ * @param {...Child} children
+ */
 function td(label, cls, ...children) {
   return h('td', { 'data-label': label, class: cls }, h('div', { class: 'td' }, ...children));
 }
 
+/**
+ * @param {RunInfo} r
+ * @param {() => void} after called once the run is deleted
+ */
 async function deleteRun(r, after) {
   const ok = await confirmDialog(`Delete run “${r.model_name}” (${r.run_id}) from ${fmtTime(r.started_at)}? Its results, level scores and log file are removed. This cannot be undone.`,
     { title: 'Delete this run?', confirm: 'Delete run' });
@@ -150,33 +187,37 @@ async function deleteRun(r, after) {
 
 // ---- One run ----
 
+/** @param {string} id */
 async function showRun(id) {
   loading('Run');
+  /** @type {RunDetails} */
   let run;
+  /** @type {LiveMatrix} */
   let matrix;
   try {
-    [run, matrix] = await Promise.all([get(`/api/run/${seg(id)}`), get(`/api/run/${seg(id)}/matrix`)]);
+    [run, matrix] = await Promise.all([/** @type {Promise<RunDetails>} */ (get(`/api/run/${seg(id)}`)),
+      /** @type {Promise<LiveMatrix>} */ (get(`/api/run/${seg(id)}/matrix`))]);
   } catch (err) {
     fill(section, h('p', null, h('a', { href: '#/history' }, '← History')), h('h1', null, 'Run'),
       h('p', { class: 'error', role: 'alert' }, err instanceof APIError && err.status === 404 ? `There is no run ${id}.` : `Could not load run ${id}: ${errorText(err)}`));
     return;
   }
   const info = run.run_info;
-  const stats = run.stats || {};
+  const stats = run.stats || { status_counts: {} };
   const mv = new MatrixView({ caption: `Run ${info.model_name}: domain × level results`,
     onCell: (d, l) => openCell(id, d, l, { domainName: (names.get(d) || {}).name }) });
   mv.setNames(names);
   mv.update(matrix);
   const counts = Object.entries(stats.status_counts || {}).map(([s, n]) => `${n} ${s}`).join(', ') || '—';
   const others = h('select', { id: 'compare-with', 'aria-label': 'Another run to compare with' }, h('option', { value: '' }, 'Compare with…'));
-  get('/api/history?limit=100&offset=0').then((page) => {
+  /** @type {Promise<HistoryPage>} */ (get('/api/history?limit=100&offset=0')).then((page) => {
     for (const r of page.runs || []) if (r.run_id !== id) others.append(h('option', { value: r.run_id }, `${r.model_name} · ${fmtTime(r.started_at)} · ${fmtScore(r.overall_score)}`));
   }).catch(() => {});
   others.addEventListener('change', () => { if (others.value) location.hash = `#/compare/${seg(others.value)}/${seg(id)}`; });
   fill(section,
     h('p', null, h('a', { href: '#/history' }, '← History')),
     h('h1', null, `Run “${info.model_name}”`),
-    dl([
+    dl(/** @type {([string, Child] | null)[]} */ ([
       ['Run id', h('code', null, info.run_id)],
       ['Status', runBadge(info)],
       info.error ? ['Stopped because', h('span', { class: 'run-error', id: 'run-error' }, info.error)] : null,
@@ -190,23 +231,27 @@ async function showRun(id) {
       ['Tokens', fmtNumber(info.total_tokens)],
       ['Duration', fmtDuration(info.total_duration_ms)],
       ...configFacts(info.config),
-    ].filter(Boolean), 'facts facts-grid'),
+    ]).filter(Boolean), 'facts facts-grid'),
     h('div', { class: 'toolbar' }, others,
       resumable(info) ? h('button', { type: 'button', class: 'primary', id: 'resume-run',
         title: 'Run again, into this run and with its own definitions, every test without a result or that ended in error',
-        onclick: (ev) => resumeRun(info, ev.currentTarget) }, 'Resume run') : null,
+        onclick: (ev) => resumeRun(info, /** @type {HTMLButtonElement} */ (ev.currentTarget)) }, 'Resume run') : null,
       h('button', { type: 'button', class: 'danger', id: 'delete-run', onclick: () => deleteRun(info, () => { location.hash = '#/history'; }) }, 'Delete run')),
     h('section', { class: 'card' }, h('h2', null, 'Matrix'), h('p', { class: 'hint' }, 'Select a cell to see its tests.'), mv.el));
   if (info.status === 'running') {
     const refresh = async () => {
-      try { const m = await get(`/api/run/${seg(id)}/matrix`); mv.update(m); if (m.status !== 'running') return showRun(id); } catch { /* retry */ }
+      try { const m = /** @type {LiveMatrix} */ (await get(`/api/run/${seg(id)}/matrix`)); mv.update(m); if (m.status !== 'running') return showRun(id); } catch { /* retry */ }
       pollTimer = setTimeout(refresh, 1500);
     };
     pollTimer = setTimeout(refresh, 1500);
   }
 }
 
-/** What a run ran with; nothing for runs made before it was recorded. */
+/**
+ * What a run ran with; nothing for runs made before it was recorded.
+ * @param {RunConfig | null} c
+ * @returns {[string, Child][]}
+ */
 function configFacts(c) {
   if (!c) return [];
   return [
@@ -219,12 +264,17 @@ function configFacts(c) {
 
 // ---- Compare ----
 
+/**
+ * @param {string} idA
+ * @param {string} idB
+ */
 async function showCompare(idA, idB) {
   loading('Compare runs');
   let runs;
   try {
     runs = await Promise.all([idA, idB].map(async (id) => {
-      const [run, matrix] = await Promise.all([get(`/api/run/${seg(id)}`), get(`/api/run/${seg(id)}/matrix`)]);
+      const [run, matrix] = await Promise.all([/** @type {Promise<RunDetails>} */ (get(`/api/run/${seg(id)}`)),
+        /** @type {Promise<LiveMatrix>} */ (get(`/api/run/${seg(id)}/matrix`))]);
       return { id, info: run.run_info, results: run.test_results || [], matrix: matrix.domains || {} };
     }));
   } catch (err) {
@@ -235,11 +285,11 @@ async function showCompare(idA, idB) {
   // Before is the older run.
   runs.sort((x, y) => (x.info.started_at < y.info.started_at ? -1 : x.info.started_at > y.info.started_at ? 1 : 0));
   const [a, b] = runs;
-  const title = (r) => `“${r.info.model_name}” (${fmtTime(r.info.started_at)})`;
+  const title = (/** @type {typeof a} */ r) => `“${r.info.model_name}” (${fmtTime(r.info.started_at)})`;
 
   const domains = [...new Set([...Object.keys(a.matrix), ...Object.keys(b.matrix)])].sort();
   const levels = levelsOf(Object.fromEntries(domains.map((d) => [d, { ...(a.matrix[d] || {}), ...(b.matrix[d] || {}) }])));
-  const cellText = (c) => c ? `${STATUS[c.status] ? STATUS[c.status].sym : ''} ${fmtScore(c.score)}` : '—';
+  const cellText = (/** @type {Cell | undefined} */ c) => c ? `${STATUS[c.status] ? STATUS[c.status].sym : ''} ${fmtScore(c.score)}` : '—';
   const rows = domains.map((d) => h('tr', null,
     h('th', { scope: 'row' }, (names.get(d) || {}).name || d),
     levels.map((l) => {
@@ -256,8 +306,9 @@ async function showCompare(idA, idB) {
         h('span', { class: 'delta-text' }, deltaText));
     })));
 
-  const key = (r) => `${r.domain}\u0000${r.level}\u0000${r.test_id}`;
+  const key = (/** @type {TestResult} */ r) => `${r.domain}\u0000${r.level}\u0000${r.test_id}`;
   const before = new Map(a.results.map((r) => [key(r), r]));
+  /** @type {{worse: [TestResult, TestResult][], better: [TestResult, TestResult][]}} */
   const flips = { worse: [], better: [] };
   let onlyAfter = 0;
   for (const r of b.results) {
@@ -270,7 +321,7 @@ async function showCompare(idA, idB) {
     if (!pa && pb) flips.better.push([o, r]);
   }
   const onlyBefore = before.size;
-  const flipTable = (list, kind) => list.length ? h('div', { class: 'table-wrap' }, h('table', { class: `list flips flips-${kind}` },
+  const flipTable = (/** @type {[TestResult, TestResult][]} */ list, /** @type {string} */ kind) => list.length ? h('div', { class: 'table-wrap' }, h('table', { class: `list flips flips-${kind}` },
     h('thead', null, h('tr', null, ['Test', 'Cell', 'Before', 'After', ''].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', null, list.map(([o, r]) => h('tr', { dataset: { test: r.test_id } },
       h('td', null, r.name || r.test_id, r.name ? h('div', { class: 'did' }, r.test_id) : null),

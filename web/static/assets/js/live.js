@@ -1,3 +1,8 @@
+// @ts-check
+/** @import { Domain, EngineStatus, HistoryPage, LiveMatrix, LogPoll, MessageResult, RunInfo, StartResult } from '../../../types/api' */
+/** @import { Child } from '../../../types/dom' */
+/** @import { DomainNames } from '../../../types/views' */
+
 // Live run: start, stop and reset; the matrix (GET /api/test_matrix), the
 // progress (GET /api/status) and the log (GET /api/log_poll), polled about
 // once a second while a run is active.
@@ -13,10 +18,19 @@ const SLOW = 2500;   // idle, with the live view shown
 const IDLE = 5000;   // idle, another view shown
 const MAX_LOG = 5000;
 
+/**
+ * @type {{
+ *   section: HTMLElement | null, visible: boolean, timer: ReturnType<typeof setTimeout> | undefined,
+ *   status: EngineStatus | null, running: boolean, watchRun: string | null, announced: Set<string>,
+ *   matrix: LiveMatrix | null, needMatrix: boolean, domains: Domain[], names: DomainNames,
+ *   engineMissing: boolean, configModel: string, logCursor: number,
+ *   runInfo?: RunInfo | null, infoFor?: string,
+ * }}
+ */
 const st = {
   section: null,
   visible: false,
-  timer: null,
+  timer: undefined,
   status: null,
   running: false,
   watchRun: null,       // a run we saw (or started) and have not announced the end of
@@ -32,9 +46,19 @@ const st = {
 
 const LOG_PAGE = 100;   // the most lines one log poll returns
 
-let els = {};
+/**
+ * The view's elements, set by mount.
+ * @typedef {{
+ *   form: HTMLFormElement, logList: HTMLOListElement, follow: HTMLInputElement, runLine: HTMLElement,
+ *   progress: HTMLProgressElement, progressText: HTMLElement, announce: HTMLElement, summary: HTMLElement,
+ *   facts: HTMLElement, start: HTMLButtonElement, stop: HTMLButtonElement, checks: HTMLElement, models: HTMLDataListElement,
+ * }} Elements
+ */
+let els = /** @type {Elements} */ ({});
+/** @type {MatrixView} */
 let matrixView;
 
+/** @param {HTMLElement} section */
 export function mount(section) {
   st.section = section;
   matrixView = new MatrixView({
@@ -59,7 +83,7 @@ export function mount(section) {
       h('button', { type: 'submit', class: 'primary', id: 'start-button' }, '▶ Start run'),
       h('button', { type: 'button', id: 'stop-button', onclick: stop }, '■ Stop'),
       h('button', { type: 'button', id: 'reset-button', onclick: reset }, '↺ Reset engine')));
-  const modelInput = form.querySelector('input[name="model"]');
+  const modelInput = /** @type {HTMLInputElement} */ (form.querySelector('input[name="model"]'));
   modelInput.setAttribute('list', 'model-options');
   form.append(h('datalist', { id: 'model-options' }));
 
@@ -77,7 +101,7 @@ export function mount(section) {
     ['passed', 'failed', 'error', 'partial', 'running', 'pending', 'skipped'].map((s) =>
       h('li', null, h('span', { class: `legend-cell cell st-${s}`, 'aria-hidden': 'true' }, STATUS[s].sym), STATUS[s].label)),
     h('li', { class: 'scale' }, h('span', { 'aria-hidden': 'true', class: 'scale-bar' }), 'score 0% → 100%'));
-  const scaleBar = legend.querySelector('.scale-bar');
+  const scaleBar = /** @type {HTMLElement} */ (legend.querySelector('.scale-bar'));
   scaleBar.style.setProperty('--lo', scoreColor(0));
   scaleBar.style.setProperty('--mid', scoreColor(0.5));
   scaleBar.style.setProperty('--hi', scoreColor(1));
@@ -99,11 +123,19 @@ export function mount(section) {
       h('p', { class: 'hint' }, 'Each cell is a domain at a level. Select a cell to see its tests.'),
       matrixView.el),
     logCard);
-  els = { form, logList, follow, runLine: runCard.querySelector('#run-line'), progress: runCard.querySelector('#run-progress'),
-    progressText: runCard.querySelector('#progress-text'), announce: runCard.querySelector('#run-announce'),
-    summary: runCard.querySelector('#run-summary'), facts: runCard.querySelector('#run-facts'),
-    start: form.querySelector('#start-button'), stop: form.querySelector('#stop-button'), checks: form.querySelector('#domain-checks'),
-    models: form.querySelector('#model-options') };
+  /**
+   * The element under root that sel names, of the type its use expects.
+   * @template {Element} E
+   * @param {ParentNode} root
+   * @param {string} sel
+   * @returns {E}
+   */
+  const $ = (root, sel) => /** @type {E} */ (root.querySelector(sel));
+  els = { form, logList, follow, runLine: $(runCard, '#run-line'), progress: $(runCard, '#run-progress'),
+    progressText: $(runCard, '#progress-text'), announce: $(runCard, '#run-announce'),
+    summary: $(runCard, '#run-summary'), facts: $(runCard, '#run-facts'),
+    start: $(form, '#start-button'), stop: $(form, '#stop-button'), checks: $(form, '#domain-checks'),
+    models: $(form, '#model-options') };
   logList.addEventListener('scroll', () => {
     const atBottom = logList.scrollHeight - logList.scrollTop - logList.clientHeight < 24;
     if (!atBottom && follow.checked && !logList.dataset.autoscrolling) follow.checked = false;
@@ -120,12 +152,16 @@ export function show() {
 
 export function hide() { st.visible = false; }
 
-/** Sets what the model field proposes (from GET /api/config/model). */
+/**
+ * Sets what the model field proposes (from GET /api/config/model).
+ * @param {string} configModel
+ * @param {string[] | undefined} available
+ */
 export function setModels(configModel, available) {
   st.configModel = configModel || '';
   if (!els.models) return;
   fill(els.models, ...(available || []).map((m) => h('option', { value: m })));
-  const input = els.form.querySelector('input[name="model"]');
+  const input = /** @type {HTMLInputElement} */ (els.form.querySelector('input[name="model"]'));
   input.placeholder = configModel ? `${configModel} (configured)` : 'the configured model';
 }
 
@@ -141,6 +177,7 @@ async function tick() {
   let next = st.visible ? SLOW : IDLE;
   try {
     if (st.engineMissing) return;
+    /** @type {EngineStatus} */
     const status = await get('/api/status');
     const running = status.status === 'running';
     if (running && status.run_id) st.watchRun = status.run_id;
@@ -151,6 +188,7 @@ async function tick() {
     // answer means more is waiting: catch up, a bounded number of polls.
     let ended = false;
     for (let i = 0; i < 20; i++) {
+      /** @type {LogPoll} */
       const logs = await get(`/api/log_poll?since=${st.logCursor}`);
       if (typeof logs.cursor === 'number') st.logCursor = logs.cursor;
       const lines = logs.messages || [];
@@ -193,7 +231,10 @@ function renderMissing() {
 
 // ---- Log ----
 
-/** Appends log lines; returns true when one is EVAL_COMPLETE. */
+/**
+ * Appends log lines; returns true when one is EVAL_COMPLETE.
+ * @param {string[]} lines
+ */
 function appendLog(lines) {
   if (!lines.length || !els.logList) return false;
   let ended = false;
@@ -209,7 +250,7 @@ function appendLog(lines) {
     return h('li', { class: cls }, h('span', { class: 'log-tag' }, `[${m[1]}][L${m[2]}]`), ' ', m[3]);
   });
   list.append(...items);
-  while (list.childElementCount > MAX_LOG) list.firstElementChild.remove();
+  while (list.childElementCount > MAX_LOG) /** @type {Element} */ (list.firstElementChild).remove();
   if (els.follow.checked) {
     list.dataset.autoscrolling = '1';
     list.scrollTop = list.scrollHeight;
@@ -254,6 +295,7 @@ function renderStatus() {
   const runID = running ? s.run_id : m && m.run_id;
   const label = running ? s.model_name : m && m.model_name;
   const runStatus = running ? 'running' : m && m.run_id ? m.status : 'idle';
+  /** @type {Child[]} */
   const parts = [statusBadge(runStatus)];
   if (runID) {
     parts.push(' ', h('span', { class: 'run-label' }, label || ''), ' · run ', h('a', { href: `#/run/${seg(runID)}` }, runID));
@@ -272,10 +314,13 @@ function renderStatus() {
 /**
  * "7 passed · 2 failed · 3 errors of 12 finished · cells: 4 passed, 1
  * error, 1 partial" for a matrix: errors are never folded into failures.
+ * @param {LiveMatrix | null} m
+ * @returns {string[]}
  */
 function summaryOf(m) {
   if (!m || !m.domains) return [];
   const t = { passed: 0, failed: 0, errors: 0, done: 0 };
+  /** @type {Record<string, number>} */
   const cells = {};
   for (const levels of Object.values(m.domains)) {
     for (const c of Object.values(levels)) {
@@ -292,6 +337,10 @@ function summaryOf(m) {
   return [`${countsText(t)} of ${t.done} finished · cells: ${parts.join(', ')}`];
 }
 
+/**
+ * @param {string} text
+ * @param {string} status
+ */
 function setChip(text, status) {
   const chip = document.getElementById('engine-chip');
   if (!chip) return;
@@ -306,29 +355,36 @@ function renderButtons() {
   els.stop.disabled = !st.running;
 }
 
+/** @param {string} runID */
 async function loadRunInfo(runID) {
   st.infoFor = runID;
   try {
+    /** @type {HistoryPage} */
     const hist = await get('/api/history?limit=5&offset=0');
     st.runInfo = (hist.runs || []).find((r) => r.run_id === runID) || null;
   } catch { st.runInfo = null; }
 }
 
+/** @param {string} runID */
 async function announceEnd(runID) {
   st.announced.add(runID);
-  st.matrix = await get('/api/test_matrix');
-  matrixView.update(st.matrix);
+  /** @type {LiveMatrix} */
+  const matrix = await get('/api/test_matrix');
+  st.matrix = matrix;
+  matrixView.update(matrix);
+  /** @type {RunInfo | null} */
   let info = null;
   try {
+    /** @type {HistoryPage} */
     const hist = await get('/api/history?limit=5&offset=0');
     info = (hist.runs || []).find((r) => r.run_id === runID) || null;
   } catch { /* the matrix is enough */ }
   let passed = 0;
   let total = 0;
-  for (const levels of Object.values(st.matrix.domains || {})) for (const c of Object.values(levels)) { passed += c.passed || 0; total += c.tests || 0; }
+  for (const levels of Object.values(matrix.domains || {})) for (const c of Object.values(levels)) { passed += c.passed || 0; total += c.tests || 0; }
   st.runInfo = info;
   st.infoFor = runID;
-  const status = info ? info.status : st.matrix.status;
+  const status = info ? info.status : matrix.status;
   // A run that is not complete says so first, and its score is said to be
   // over what finished: "stopped — 4 of 12 tests", never "completed, 100%".
   const state = info && typeof info.done_tests === 'number' ? runState(info).text : status;
@@ -347,6 +403,7 @@ async function announceEnd(runID) {
 
 async function loadDomains() {
   try {
+    /** @type {{domains: Domain[]}} */
     const { domains } = await get('/api/settings/domains');
     st.domains = domains || [];
     st.names = new Map(st.domains.map((d) => [d.id, { name: d.name, color: d.color }]));
@@ -372,6 +429,7 @@ function renderDomainChecks() {
   }));
 }
 
+/** @param {boolean} on */
 function checkAll(on) {
   for (const i of els.checks.querySelectorAll('input')) i.checked = on;
 }
@@ -388,12 +446,14 @@ async function start() {
     return;
   }
   const enabled = st.domains.filter((d) => d.enabled).map((d) => d.id).sort();
+  /** @type {{model_name: string, model?: string, domains?: string[] | null}} */
   const body = { model_name: v.model_name || 'default' };
   if (v.model) body.model = v.model;
   // Exactly the enabled domains: send null, as "all enabled domains".
   body.domains = JSON.stringify([...picked].sort()) === JSON.stringify(enabled) ? null : picked;
   await busy(form, async () => {
     try {
+      /** @type {StartResult} */
       const res = await post('/api/start', body);
       st.watchRun = res.run_id;
       st.running = true;
@@ -411,6 +471,7 @@ async function start() {
 
 async function stop() {
   try {
+    /** @type {MessageResult} */
     const res = await post('/api/stop');
     toast(res.message || 'Stopped.', res.success ? 'success' : 'info');
   } catch (err) {
@@ -425,6 +486,7 @@ async function reset() {
     { title: 'Reset the engine?', confirm: 'Reset engine' });
   if (!ok) return;
   try {
+    /** @type {MessageResult} */
     const res = await post('/api/reset');
     toast(res.message || 'Engine reset.', 'success');
   } catch (err) {

@@ -1,3 +1,7 @@
+// @ts-check
+/** @import { Cell, Matrix } from '../../../types/api' */
+/** @import { DomainNames } from '../../../types/views' */
+
 // The domain × level matrix: a table whose cells are buttons, coloured by
 // score and labelled with a symbol, a status word, the score and the
 // duration. It updates in place, so a focused cell keeps its focus while
@@ -5,8 +9,12 @@
 
 import { h, STATUS, fmtScore, fmtDuration, scoreColor, fill } from './ui.js';
 
-/** The level keys of a matrix's domains, sorted as numbers. */
+/**
+ * The level keys of a matrix's domains, sorted as numbers.
+ * @param {Matrix | null | undefined} domains
+ */
 export function levelsOf(domains) {
+  /** @type {Set<string>} */
   const set = new Set();
   for (const levels of Object.values(domains || {})) for (const l of Object.keys(levels)) set.add(l);
   return [...set].sort((a, b) => Number(a) - Number(b));
@@ -16,19 +24,27 @@ export class MatrixView {
   /**
    * onCell(domain, level, button) is called when a cell is activated.
    * names: a Map of domain id → {name, color}, for row headers.
+   * @param {{onCell?: (domain: string, level: string, button: HTMLButtonElement) => void, caption?: string}} [opts]
    */
   constructor({ onCell, caption = 'Domain × level results' } = {}) {
     this.onCell = onCell;
     this.caption = caption;
     this.el = h('div', { class: 'matrix-wrap' });
+    /** @type {string | null} */
     this.shape = null;
+    /** @type {Map<string, HTMLButtonElement>} */
     this.buttons = new Map();
+    /** @type {DomainNames} */
     this.names = new Map();
   }
 
+  /** @param {DomainNames | null | undefined} names */
   setNames(names) { this.names = names || new Map(); if (this.last) { this.shape = null; this.update(this.last); } }
 
-  /** Shows a matrix: {domains: {d: {level: cell}}, run_id, status...}. */
+  /**
+   * Shows a matrix: {domains: {d: {level: cell}}, run_id, status...}.
+   * @param {{domains?: Matrix} | null | undefined} matrix
+   */
   update(matrix) {
     this.last = matrix;
     const domains = (matrix && matrix.domains) || {};
@@ -39,12 +55,17 @@ export class MatrixView {
     for (const d of ids) {
       for (const l of levels) {
         const cell = domains[d][l];
-        if (cell) this.paint(this.buttons.get(`${d}/${l}`), d, l, cell);
+        if (cell) this.paint(/** @type {HTMLButtonElement} */ (this.buttons.get(`${d}/${l}`)), d, l, cell);
       }
     }
     this.shape = shape;
   }
 
+  /**
+   * @param {string[]} ids
+   * @param {string[]} levels
+   * @param {Matrix} domains
+   */
   build(ids, levels, domains) {
     this.buttons.clear();
     if (!ids.length) {
@@ -56,12 +77,13 @@ export class MatrixView {
     const rows = ids.map((d) => {
       const info = this.names.get(d);
       const swatch = info && /^#[0-9a-fA-F]{6}$/.test(info.color || '') ? h('span', { class: 'swatch', 'aria-hidden': 'true' }) : null;
-      if (swatch) swatch.style.setProperty('--swatch', info.color);
+      if (swatch && info) swatch.style.setProperty('--swatch', info.color);
       return h('tr', null,
         h('th', { scope: 'row' }, swatch, h('span', { class: 'dname' }, info && info.name ? info.name : d),
           info && info.name && info.name !== d ? h('span', { class: 'did' }, d) : null),
         levels.map((l) => {
           if (!(l in domains[d])) return h('td', { class: 'nocell' }, h('span', { class: 'visually-hidden' }, 'no tests'));
+          /** @type {HTMLButtonElement} */
           const b = h('button', { type: 'button', class: 'cell', dataset: { domain: d, level: l },
             onclick: () => this.onCell && this.onCell(d, l, b) });
           this.buttons.set(`${d}/${l}`, b);
@@ -72,6 +94,12 @@ export class MatrixView {
       h('caption', { class: 'visually-hidden' }, this.caption), h('thead', null, head), h('tbody', null, rows)));
   }
 
+  /**
+   * @param {HTMLButtonElement} b
+   * @param {string} d
+   * @param {string} l
+   * @param {Cell} cell
+   */
   paint(b, d, l, cell) {
     const st = STATUS[cell.status] || { sym: '?', label: cell.status };
     const key = JSON.stringify(cell);

@@ -1,3 +1,7 @@
+// @ts-check
+/** @import { RunInfo, ErrorDetail } from '../../../types/api' */
+/** @import { Attrs, Child, FieldOptions } from '../../../types/dom' */
+
 // Small DOM helpers shared by the views. Everything the server sends is
 // put in the page as text (textContent), never parsed as HTML.
 
@@ -9,17 +13,22 @@ import { APIError, NetworkError } from './api.js';
  * handlers; dataset: {...}; boolean true sets an empty attribute, false or
  * null/undefined leaves it out; 'value', 'checked', 'selected', 'disabled',
  * 'hidden' are set as properties.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs | null} [attrs]
+ * @param {...Child} children
+ * @returns {HTMLElementTagNameMap[K]}
  */
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   if (attrs) {
     for (const [k, v] of Object.entries(attrs)) {
       if (v === undefined || v === null || v === false) continue;
-      if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v;
-      else if (k === 'text') el.textContent = v;
+      if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : String(v);
+      else if (k === 'text') el.textContent = String(v);
       else if (k === 'dataset') Object.assign(el.dataset, v);
-      else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
-      else if (['value', 'checked', 'selected', 'disabled', 'hidden', 'open', 'indeterminate'].includes(k)) el[k] = v;
+      else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), /** @type {EventListener} */ (v));
+      else if (['value', 'checked', 'selected', 'disabled', 'hidden', 'open', 'indeterminate'].includes(k)) /** @type {any} */ (el)[k] = v;
       else el.setAttribute(k, v === true ? '' : String(v));
     }
   }
@@ -27,6 +36,10 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
+/**
+ * @param {ParentNode} el
+ * @param {readonly Child[]} children
+ */
 function append(el, children) {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;
@@ -35,16 +48,28 @@ function append(el, children) {
   }
 }
 
+/**
+ * @template {Element} E
+ * @param {E} el
+ */
 export function clear(el) { el.replaceChildren(); return el; }
 
-/** Replaces el's children; null, undefined and false children are skipped. */
+/**
+ * Replaces el's children; null, undefined and false children are skipped.
+ * @template {Element} E
+ * @param {E} el
+ * @param {...Child} children
+ */
 export function fill(el, ...children) {
   el.replaceChildren();
   append(el, children);
   return el;
 }
 
-/** Cell and test statuses: a symbol and a word, never colour alone. */
+/**
+ * Cell and test statuses: a symbol and a word, never colour alone.
+ * @type {Record<string, {sym: string, label: string}>}
+ */
 export const STATUS = {
   passed: { sym: '✓', label: 'passed' },
   failed: { sym: '✗', label: 'failed' },
@@ -61,6 +86,7 @@ export const STATUS = {
   idle: { sym: '○', label: 'idle' },
 };
 
+/** @param {string} status */
 export function statusBadge(status) {
   const s = STATUS[status] || { sym: '?', label: status || 'unknown' };
   return h('span', { class: `badge st-${status}` }, h('span', { class: 'sym', 'aria-hidden': 'true' }, s.sym), ' ', s.label);
@@ -71,6 +97,8 @@ export function statusBadge(status) {
  * the whole story: "completed", "completed with 3 errors", "stopped — 4 of
  * 12 tests", "interrupted — 62 of 100 tests". Runs made before counts were
  * kept (no done_tests) read as their status.
+ * @param {RunInfo | null | undefined} info
+ * @returns {{status: string, text: string}}
  */
 export function runState(info) {
   if (!info) return { status: 'idle', text: 'idle' };
@@ -86,7 +114,10 @@ export function runState(info) {
   return { status: s, text: `${(STATUS[s] || { label: s }).label}${of}` };
 }
 
-/** A badge for runState(info). */
+/**
+ * A badge for runState(info).
+ * @param {RunInfo | null | undefined} info
+ */
 export function runBadge(info) {
   const r = runState(info);
   const s = STATUS[r.status] || { sym: '?' };
@@ -94,7 +125,10 @@ export function runBadge(info) {
     h('span', { class: 'sym', 'aria-hidden': 'true' }, s.sym), ' ', r.text);
 }
 
-/** "7 passed · 2 failed · 3 errors" for anything with those counts. */
+/**
+ * "7 passed · 2 failed · 3 errors" for anything with those counts.
+ * @param {{passed?: number, failed?: number, errors?: number} | null | undefined} c
+ */
 export function countsText(c) {
   if (!c || typeof c.passed !== 'number') return '';
   const parts = [`${fmtNumber(c.passed)} passed`, `${fmtNumber(c.failed || 0)} failed`];
@@ -102,11 +136,13 @@ export function countsText(c) {
   return parts.join(' · ');
 }
 
+/** @param {number | null | undefined} score from 0 to 1 */
 export function fmtScore(score) {
   if (score === null || score === undefined || Number.isNaN(score)) return '—';
   return `${Math.round(score * 100)}%`;
 }
 
+/** @param {number | null | undefined} ms */
 export function fmtDuration(ms) {
   if (ms === null || ms === undefined) return '—';
   if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -118,18 +154,23 @@ export function fmtDuration(ms) {
   return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
+/** @param {number | null | undefined} n */
 export function fmtNumber(n) {
   if (n === null || n === undefined) return '—';
   return new Intl.NumberFormat('en').format(n);
 }
 
+/** @param {number} n */
 export function fmtBytes(n) {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-/** Server timestamps are "YYYY-MM-DD HH:MM:SS" in UTC. */
+/**
+ * Server timestamps are "YYYY-MM-DD HH:MM:SS" in UTC.
+ * @param {string | null | undefined} ts
+ */
 export function fmtTime(ts) {
   if (!ts) return '—';
   const d = new Date(ts.replace(' ', 'T') + 'Z');
@@ -141,6 +182,7 @@ export function fmtTime(ts) {
  * A background for a score from 0 to 1 on a colour-blind-safe diverging
  * scale: orange (0) through light grey (0.5) to blue (1). Text on it stays
  * dark.
+ * @param {number | null | undefined} score
  */
 export function scoreColor(score) {
   if (score === null || score === undefined) return '';
@@ -148,6 +190,7 @@ export function scoreColor(score) {
   const mid = [238, 238, 238];
   const hi = [164, 205, 240];   // light blue
   const t = Math.max(0, Math.min(1, score));
+  /** @type {[number[], number[], number]} */
   const [a, b, u] = t < 0.5 ? [lo, mid, t * 2] : [mid, hi, (t - 0.5) * 2];
   const c = a.map((x, i) => Math.round(x + (b[i] - x) * u));
   return `rgb(${c[0]} ${c[1]} ${c[2]})`;
@@ -155,16 +198,27 @@ export function scoreColor(score) {
 
 // ---- Toasts and banners ----
 
+/**
+ * @param {Child} message
+ * @param {'info' | 'success' | 'error'} [kind]
+ */
 export function toast(message, kind = 'info') {
-  const box = document.getElementById('toasts');
+  const box = /** @type {HTMLElement} */ (document.getElementById('toasts'));
   const t = h('div', { class: `toast toast-${kind}` }, message);
   box.append(t);
   setTimeout(() => t.remove(), kind === 'error' ? 9000 : 5000);
 }
 
-/** Shows (or, with message null, removes) a banner identified by key. */
+/**
+ * Shows (or, with message null, removes) a banner identified by key.
+ * @param {string} key
+ * @param {Child} message
+ * @param {'error' | 'warn'} [kind]
+ * @param {{label: string, run: () => unknown}} [action] a button in the banner
+ */
 export function banner(key, message, kind = 'error', action) {
-  const box = document.getElementById('banners');
+  const box = /** @type {HTMLElement} */ (document.getElementById('banners'));
+  /** @type {HTMLElement | null} */
   let b = box.querySelector(`[data-banner="${key}"]`);
   if (!message) { if (b) b.remove(); return; }
   const content = [h('span', { class: 'banner-text' }, message)];
@@ -177,25 +231,33 @@ export function banner(key, message, kind = 'error', action) {
   b.replaceChildren(...content);
 }
 
-/** A short text for any error of an API call. */
+/**
+ * A short text for any error of an API call.
+ * @param {unknown} err
+ */
 export function errorText(err) {
   if (err instanceof APIError) return `${err.status}: ${err.message}`;
   if (err instanceof NetworkError) return err.message;
-  return String(err && err.message ? err.message : err);
+  return String(err instanceof Error && err.message ? err.message : err);
 }
 
 // ---- Dialogs ----
 
-/** Asks a yes/no question in a modal dialog; resolves true on confirm. */
+/**
+ * Asks a yes/no question in a modal dialog; resolves true on confirm.
+ * @param {string} message
+ * @param {{title?: string, confirm?: string, danger?: boolean}} [opts]
+ * @returns {Promise<boolean>}
+ */
 export function confirmDialog(message, { title = 'Are you sure?', confirm = 'Confirm', danger = true } = {}) {
-  const dlg = document.getElementById('confirm-dialog');
-  dlg.querySelector('#confirm-title').textContent = title;
-  dlg.querySelector('#confirm-message').textContent = message;
-  const yes = dlg.querySelector('#confirm-yes');
+  const dlg = /** @type {HTMLDialogElement} */ (document.getElementById('confirm-dialog'));
+  /** @type {HTMLElement} */ (dlg.querySelector('#confirm-title')).textContent = title;
+  /** @type {HTMLElement} */ (dlg.querySelector('#confirm-message')).textContent = message;
+  const yes = /** @type {HTMLButtonElement} */ (dlg.querySelector('#confirm-yes'));
   yes.textContent = confirm;
   yes.className = danger ? 'danger' : 'primary';
   dlg.returnValue = '';
-  const opener = document.activeElement;
+  const opener = /** @type {HTMLElement | null} */ (document.activeElement);
   return new Promise((resolve) => {
     // The close event is queued: one from an earlier question can arrive
     // after this one opened the dialog again. It is not this answer.
@@ -207,7 +269,7 @@ export function confirmDialog(message, { title = 'Are you sure?', confirm = 'Con
     };
     dlg.addEventListener('close', onClose);
     dlg.showModal();
-    dlg.querySelector('#confirm-no').focus();
+    /** @type {HTMLButtonElement} */ (dlg.querySelector('#confirm-no')).focus();
   });
 }
 
@@ -220,19 +282,25 @@ export function confirmDialog(message, { title = 'Are you sure?', confirm = 'Con
  * checkboxes; opts.options [{value, label}]), color.
  */
 let fieldSeq = 0;
+/**
+ * @param {string} name
+ * @param {string} label
+ * @param {FieldOptions} [opts]
+ */
 export function field(name, label, opts = {}) {
   const id = `f${++fieldSeq}-${name.replace(/[^a-zA-Z0-9_-]/g, '-')}`;
   const type = opts.type || 'text';
   const hintId = opts.hint ? `${id}-hint` : null;
   const common = { id, name, 'aria-describedby': hintId, required: opts.required, readonly: opts.readonly,
     disabled: opts.disabled, placeholder: opts.placeholder, autocomplete: 'off' };
+  /** @type {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} */
   let control;
   if (type === 'textarea' || type === 'json') {
     const v = type === 'json' && opts.value !== undefined && opts.value !== null && typeof opts.value !== 'string'
       ? JSON.stringify(opts.value, null, 2) : opts.value;
     control = h('textarea', { ...common, rows: opts.rows || 4, spellcheck: type === 'json' ? 'false' : null,
       class: type === 'json' || opts.mono ? 'mono' : null, dataset: { type: type === 'json' ? 'json' : 'text' } });
-    control.value = v ?? '';
+    control.value = /** @type {string} */ (v ?? '');
   } else if (type === 'select') {
     control = h('select', { ...common, dataset: { type: opts.dataType || 'text' } },
       (opts.options || []).map((o) => h('option', { value: o.value }, o.label ?? o.value)));
@@ -243,7 +311,7 @@ export function field(name, label, opts = {}) {
     return h('div', { class: 'field field-check', dataset: { field: name } },
       control, h('label', { for: id }, label), opts.hint ? h('p', { class: 'hint', id: hintId }, opts.hint) : null);
   } else if (type === 'checks') {
-    const values = new Set(opts.value || []);
+    const values = new Set(/** @type {unknown[]} */ (opts.value || []));
     const boxes = (opts.options || []).map((o, i) => {
       const cid = `${id}-${i}`;
       return h('span', { class: 'check' },
@@ -259,7 +327,7 @@ export function field(name, label, opts = {}) {
     control = h('input', { ...common, type: inputType, step: opts.step, min: opts.min, max: opts.max,
       pattern: opts.pattern, class: opts.mono ? 'mono' : null, spellcheck: opts.mono ? 'false' : null,
       dataset: { type: type === 'number' ? 'number' : (opts.dataType || 'text') } });
-    control.value = opts.value ?? '';
+    control.value = String(opts.value ?? '');
   }
   if (opts.omitEmpty) control.dataset.omitEmpty = '1';
   return h('div', { class: 'field', dataset: { field: name } },
@@ -273,11 +341,14 @@ export function field(name, label, opts = {}) {
  * out), list (checked boxes sharing the name), nullable (empty: null).
  * data-omit-empty leaves out empty text. Disabled controls are left out.
  * Throws a FieldError for JSON that does not parse.
+ * @param {ParentNode} form
+ * @returns {Record<string, any>} what the form's fields hold, by their names
  */
 export function formValues(form) {
+  /** @type {Record<string, any>} */
   const out = {};
   const lists = new Set();
-  for (const el of form.querySelectorAll('input[name], select[name], textarea[name]')) {
+  for (const el of form.querySelectorAll(/** @type {'input'} */ ('input[name], select[name], textarea[name]'))) {
     if (el.disabled || el.type === 'file') continue;
     const name = el.name;
     const type = el.dataset.type || 'text';
@@ -293,7 +364,7 @@ export function formValues(form) {
       value = Number(el.value);
     } else if (type === 'json') {
       if (el.value.trim() === '') continue;
-      try { value = JSON.parse(el.value); } catch (e) { throw new FieldError(name, `not valid JSON: ${e.message}`); }
+      try { value = JSON.parse(el.value); } catch (e) { throw new FieldError(name, `not valid JSON: ${/** @type {Error} */ (e).message}`); }
     } else if (type === 'nullable') value = el.value.trim() === '' ? null : el.value;
     else {
       if (el.dataset.omitEmpty && el.value === '') continue;
@@ -304,10 +375,20 @@ export function formValues(form) {
   return out;
 }
 
+/** A form's own error about one of its fields, shown beside it by showErrors. */
 export class FieldError extends Error {
+  /**
+   * @param {string} name the field's name
+   * @param {string} message
+   */
   constructor(name, message) { super(message); this.field = name; }
 }
 
+/**
+ * @param {Record<string, any>} obj
+ * @param {string} path
+ * @param {unknown} value
+ */
 function setPath(obj, path, value) {
   const parts = path.split('.');
   let o = obj;
@@ -315,9 +396,17 @@ function setPath(obj, path, value) {
   o[parts[parts.length - 1]] = value;
 }
 
+/**
+ * @param {Record<string, any>} obj
+ * @param {string} path
+ * @returns {any}
+ */
 function getPath(obj, path) { return path.split('.').reduce((o, p) => o && o[p], obj); }
 
-/** Removes the error messages shown by showErrors. */
+/**
+ * Removes the error messages shown by showErrors.
+ * @param {ParentNode} form
+ */
 export function clearErrors(form) {
   for (const e of form.querySelectorAll('.field-error, .form-errors')) e.remove();
   for (const e of form.querySelectorAll('[aria-invalid]')) {
@@ -334,21 +423,25 @@ export function clearErrors(form) {
  * until a field matches), the rest and the detail in a summary at the top
  * of the form. Focuses the first field in error. Returns the number of
  * fields marked.
+ * @param {HTMLElement} form
+ * @param {unknown} err
  */
 export function showErrors(form, err) {
   clearErrors(form);
+  /** @type {ErrorDetail[]} */
   const entries = [];
   if (err instanceof FieldError) entries.push({ location: `body.${err.field}`, message: err.message });
   else if (err instanceof APIError) entries.push(...err.errors);
   const unplaced = [];
+  /** @type {HTMLElement | null} */
   let first = null;
   let marked = 0;
   for (const e of entries) {
     const wrap = findField(form, e.location || '');
     if (!wrap) { unplaced.push(e); continue; }
     marked++;
-    const control = wrap.matches('fieldset') ? wrap : wrap.querySelector('input, select, textarea');
-    const errId = `${control.id || wrap.dataset.field.replace(/\W/g, '-')}-${marked}-err`;
+    const control = wrap.matches('fieldset') ? wrap : wrap.querySelector(/** @type {'input'} */ ('input, select, textarea'));
+    const errId = `${(control && control.id) || (wrap.dataset.field || '').replace(/\W/g, '-')}-${marked}-err`;
     wrap.append(h('p', { class: 'field-error', id: errId }, h('span', { 'aria-hidden': 'true' }, '⚠ '), e.message || 'invalid'));
     if (control) {
       control.setAttribute('aria-invalid', 'true');
@@ -360,7 +453,7 @@ export function showErrors(form, err) {
   const summary = h('div', { class: 'form-errors', role: 'alert' },
     h('p', null, h('strong', null, err instanceof FieldError ? 'Check the highlighted field.' :
       err instanceof APIError ? `The server refused this (${err.status}): ` : 'Failed: '),
-    err instanceof FieldError ? '' : (err && err.message) || String(err)));
+    err instanceof FieldError ? '' : (err instanceof Error && err.message) || String(err)));
   if (unplaced.length) {
     summary.append(h('ul', null, unplaced.map((e) => h('li', null, e.location ? `${e.location}: ` : '', e.message || ''))));
   }
@@ -370,9 +463,15 @@ export function showErrors(form, err) {
   return marked;
 }
 
+/**
+ * @param {ParentNode} form
+ * @param {string} location
+ * @returns {HTMLElement | null}
+ */
 function findField(form, location) {
   let name = location.replace(/^body\.?/, '').replace(/\[\d+\]/g, '');
   while (name) {
+    /** @type {HTMLElement | null} */
     const wrap = form.querySelector(`[data-field="${CSS.escape(name)}"]`);
     if (wrap) return wrap;
     const i = name.lastIndexOf('.');
@@ -382,7 +481,13 @@ function findField(form, location) {
   return null;
 }
 
-/** Disables a form's buttons while fn runs. */
+/**
+ * Disables a form's buttons while fn runs.
+ * @template T
+ * @param {HTMLElement} form
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
 export async function busy(form, fn) {
   const buttons = [...form.querySelectorAll('button')];
   const was = buttons.map((b) => b.disabled);
@@ -394,7 +499,12 @@ export async function busy(form, fn) {
   }
 }
 
-/** Saves text as a file download. */
+/**
+ * Saves text as a file download.
+ * @param {string} filename
+ * @param {string} text
+ * @param {string} [type]
+ */
 export function download(filename, text, type = 'application/json') {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const a = h('a', { href: url, download: filename, hidden: true });
@@ -404,10 +514,18 @@ export function download(filename, text, type = 'application/json') {
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
+/**
+ * @param {string | null | undefined} text
+ * @param {string} [cls]
+ */
 export function pre(text, cls) { return h('pre', { class: ['text', cls].filter(Boolean).join(' ') }, text ?? ''); }
 
-/** A <dl> from [term, value] pairs; null values are skipped. */
+/**
+ * A <dl> from [term, value] pairs; null values are skipped.
+ * @param {readonly ([string, Child] | null | false | undefined | '')[]} pairs
+ * @param {string} [cls]
+ */
 export function dl(pairs, cls) {
-  return h('dl', { class: cls || 'facts' }, pairs.filter((p) => p && p[1] !== null && p[1] !== undefined)
+  return h('dl', { class: cls || 'facts' }, pairs.filter(/** @returns {p is [string, Child]} */ (p) => !!p && p[1] !== null && p[1] !== undefined)
     .map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v))));
 }

@@ -1,0 +1,414 @@
+// The shapes of the HTTP API's answers, as far as the dashboard reads
+// them. Type checking only: nothing here is served or embedded.
+//
+// Fields follow the server's JSON (its OpenAPI document at /openapi.json
+// has every field): a field the server always sends is required here, one
+// it leaves out when empty is optional, and lists are sent empty, never
+// null, unless a type says so. The dashboard ships inside the server's
+// binary, so it never talks to a server of another version.
+//
+// A module uses them with a JSDoc import, and states the shape it expects
+// from the API helpers (get, post... return what they are assigned to):
+//   /** @import { RunInfo } from '../../../types/api' */
+//   /** @type {RunInfo} */
+//   const info = await get(`/api/run/${seg(id)}`);
+
+/** The statuses of a run. */
+export type RunStatus = 'running' | 'completed' | 'stopped' | 'interrupted' | 'aborted';
+
+/** The statuses of one test's result. */
+export type TestStatus = 'passed' | 'failed' | 'error';
+
+/** The statuses of a matrix cell. */
+export type CellStatus = 'pending' | 'running' | 'passed' | 'failed' | 'error' | 'partial' | 'skipped';
+
+/** What a run ran with (run_info.config). */
+export interface RunConfig {
+  model: string;
+  /** The model endpoint, without credentials. */
+  base_url: string;
+  concurrency: number;
+  timeout_s: number;
+  retries: number;
+  repeats: number;
+  params: Record<string, unknown> | null;
+  definitions_hash: string;
+  gauntlet_version: string;
+}
+
+/** A run's summary: run_info of GET /api/run/{id}, an entry of GET /api/history. */
+export interface RunInfo {
+  run_id: string;
+  started_at: string;
+  completed_at: string | null;
+  /** The run's label. */
+  model_name: string;
+  /** The endpoint model the run used. */
+  model: string;
+  status: RunStatus;
+  /** Mean over the scored tests; null when none was scored. */
+  overall_score: number | null;
+  total_tokens: number;
+  total_duration_ms: number;
+  total_tests: number;
+  /** Tests finished: passed + failed + errors. */
+  done_tests: number;
+  passed: number;
+  failed: number;
+  errors: number;
+  /** True only when completed, every test finished and none in error. */
+  complete: boolean;
+  /** Why the run stopped, when something other than a user stopped it. */
+  error?: string;
+  domains: string[];
+  /** Null for runs made before it was recorded. */
+  config: RunConfig | null;
+}
+
+/** GET /api/history. */
+export interface HistoryPage {
+  runs: RunInfo[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/** One domain × level entry of a matrix. */
+export interface Cell {
+  status: CellStatus;
+  /** Mean over the scored tests; null when none was scored. */
+  score: number | null;
+  duration_ms?: number;
+  tests: number;
+  done: number;
+  passed: number;
+  failed: number;
+  errors: number;
+}
+
+/** Cells by domain id, then by level (a number as a key). */
+export type Matrix = Record<string, Record<string, Cell>>;
+
+/** GET /api/test_matrix and GET /api/run/{id}/matrix. */
+export interface LiveMatrix {
+  domains: Matrix;
+  run_id: string | null;
+  model_name: string | null;
+  /** The run's status, or idle when there has been no run. */
+  status: RunStatus | 'idle';
+}
+
+/** GET /api/status. */
+export interface EngineStatus {
+  status: 'idle' | 'running';
+  run_id: string | null;
+  current_domain: string | null;
+  current_level: number | null;
+  /** Tests finished. */
+  progress: number;
+  total_tests: number;
+  model_name: string | null;
+  last_run_id: string | null;
+}
+
+/** GET /api/log_poll. */
+export interface LogPoll {
+  messages: string[];
+  is_running: boolean;
+  /** The since of the next poll. */
+  cursor: number;
+}
+
+/** A test's expected answer. */
+export interface Expected {
+  type: string;
+  answer: string;
+  tolerance?: number | null;
+  arguments?: Record<string, unknown>;
+}
+
+/** A function call the model made during a test (details.tool_calls). */
+export interface ToolCallRecord {
+  id?: string;
+  name: string;
+  arguments: unknown;
+  output?: unknown;
+}
+
+/**
+ * An evaluator's details of a result. The regex evaluator's keys are
+ * named; other evaluators may add any.
+ */
+export interface ResultDetails {
+  extracted_answer?: unknown;
+  pass2_used?: boolean;
+  pass2_response?: unknown;
+  tool_calls?: unknown;
+  error?: unknown;
+  expected_type?: string;
+  reason?: unknown;
+  [key: string]: unknown;
+}
+
+/** One test's result. */
+export interface TestResult {
+  run_id: string;
+  test_id: string;
+  domain: string;
+  level: number;
+  name: string;
+  prompt: string;
+  response: string;
+  response_base64?: string;
+  expected: Expected;
+  score: number;
+  status: TestStatus;
+  details: ResultDetails | null;
+  duration_ms: number;
+  model_name: string;
+  system_prompt: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  created_at: string;
+}
+
+/** GET /api/run/{id}/tests/{domain}/{level}. */
+export interface CellTests {
+  run_id: string;
+  domain: string;
+  level: number;
+  tests: TestResult[];
+}
+
+/** GET /api/run/{id}. */
+export interface RunDetails {
+  run_info: RunInfo;
+  stats: {
+    status_counts: Record<string, number>;
+    avg_score: number;
+    total_tests: number;
+  };
+  test_results: TestResult[];
+}
+
+/** POST /api/start. */
+export interface StartResult {
+  success: boolean;
+  message: string;
+  run_id: string;
+}
+
+/** POST /api/stop, /api/reset, /api/run/{id}/resume. */
+export interface MessageResult {
+  success: boolean;
+  message: string;
+  run_id?: string;
+}
+
+/** GET /api/config. */
+export interface ServerConfig {
+  llm_base_url: string;
+  llm_model: string;
+  debug: boolean;
+}
+
+/** GET /api/config/model. */
+export interface ModelStatus {
+  /** The model the endpoint serves; null when it did not answer. */
+  model: string | null;
+  config_model: string;
+  available?: string[];
+  /** Why model is null. */
+  detail?: string;
+}
+
+// ---- Definitions ----
+
+export interface Domain {
+  id: string;
+  name: string;
+  description: string;
+  evaluator_id: string;
+  enabled: boolean;
+  system_prompt: string;
+  icon: string;
+  color: string;
+}
+
+export type PromptMode = 'append' | 'prepend' | 'replace';
+
+/** GET /api/settings/levels/{domain}/{level}. */
+export interface LevelConfig {
+  domain_id: string;
+  level: number;
+  system_prompt: string;
+  system_prompt_mode: PromptMode;
+  pass_threshold: number;
+  tools: string[];
+}
+
+/** A test definition. */
+export interface Test {
+  id: string;
+  domain_id: string;
+  level: number;
+  name: string;
+  prompt: string;
+  expected: Expected;
+  evaluator_id: string;
+  tools: string[];
+}
+
+export interface Evaluator {
+  id: string;
+  name: string;
+  description: string;
+  type: string;
+  extraction_regex: string;
+  uses_pass2: boolean;
+  config?: Record<string, unknown>;
+}
+
+export interface Tool {
+  id: string;
+  name: string;
+  description: string;
+  function: {
+    name: string;
+    description: string;
+    parameters?: Record<string, unknown>;
+  };
+  mock_response?: unknown;
+}
+
+/** Counts of each kind of definition. */
+export interface DefinitionCounts {
+  domains: number;
+  levels: number;
+  tests: number;
+  evaluators: number;
+  tools: number;
+}
+
+/** A definition file that did not load. */
+export interface FileError {
+  file: string;
+  /** From 1; absent when the error is not on one line. */
+  line?: number;
+  key?: string;
+  error: string;
+}
+
+/** GET and POST /api/settings/sync. */
+export interface SyncResult {
+  success: boolean;
+  loaded: DefinitionCounts;
+  errors: FileError[];
+}
+
+/** POST /api/settings/import. */
+export interface ImportResult {
+  success: boolean;
+  merge: boolean;
+  imported: DefinitionCounts;
+  total: DefinitionCounts;
+}
+
+/** GET /api/settings/export: every definition. */
+export interface Snapshot {
+  domains: Domain[];
+  levels: LevelConfig[];
+  tests: Test[];
+  evaluators: Evaluator[];
+  tools: Tool[];
+}
+
+// ---- Agents ----
+
+export interface Agent {
+  id: string;
+  name: string;
+  description: string;
+  system_prompt: string;
+  /** Null: the configured model. */
+  model: string | null;
+  created_at: string;
+}
+
+export type ChannelStatus = 'running' | 'stopped' | 'error';
+
+export interface Channel {
+  id: string;
+  agent_id: string;
+  /** telegram, webhook, or a channel plugin's type. */
+  type: string;
+  name: string;
+  /** Secrets come back masked. */
+  config: Record<string, unknown>;
+  status: ChannelStatus;
+  last_error: string;
+  created_at: string;
+}
+
+/** GET /api/agents/{id}: the agent with its tools and channels. */
+export interface AgentDetail extends Agent {
+  tools: string[];
+  channels: Channel[];
+}
+
+/** POST /api/agents/{id}/channels/{channel}/start and /stop. */
+export interface ChannelAction extends Channel {
+  success: boolean;
+}
+
+/** A knowledge-base file. */
+export interface KBFile {
+  filename: string;
+  size: number;
+  /** Unix time, in seconds. */
+  modified: number;
+  content?: string;
+}
+
+/** GET /api/agents/{id}/kb/{file}. */
+export interface KBContent {
+  filename: string;
+  content: string;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** POST /api/agents/{id}/chat. */
+export interface ChatReply {
+  success: boolean;
+  response: string;
+  session_id: string;
+  tool_calls: ToolCallRecord[] | null;
+  usage: Usage;
+  tool_rounds_exceeded?: boolean;
+}
+
+// ---- Errors ----
+
+/** One entry of a problem's errors: where and what. */
+export interface ErrorDetail {
+  /** Where the error is, as body.expected.answer. */
+  location?: string;
+  message?: string;
+  value?: unknown;
+}
+
+/** An RFC 9457 problem+json answer. */
+export interface Problem {
+  status?: number;
+  title?: string;
+  detail?: string;
+  type?: string;
+  instance?: string;
+  errors?: ErrorDetail[] | null;
+  success?: boolean;
+}
