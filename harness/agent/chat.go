@@ -146,55 +146,25 @@ type turn struct {
 	tools                  []harness.ToolDefinition
 }
 
-// turn asks the model and answers its tool calls until it replies. It
-// returns the messages to add to the history.
+// turn asks the model and answers its tool calls until it replies, with
+// harness.RunToolLoop (the loop evaluations use too). It returns the
+// messages to add to the history: each assistant message that called
+// tools with the tool messages answering it, then the reply.
 func (s *Service) turn(ctx context.Context, t turn) (*ChatResult, []harness.Message, error) {
-	defs := make([]harness.FunctionDef, len(t.tools))
-	for i, td := range t.tools {
-		defs[i] = td.Function
+	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
+		Client:    s.opts.Client,
+		Chat:      harness.ChatRequest{Model: t.model, Messages: t.msgs},
+		Tools:     t.tools,
+		Registry:  s.reg,
+		MaxRounds: s.opts.MaxToolRounds,
+		Call:      harness.ToolCallRequest{AgentID: t.agentID, UserID: t.userID},
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	res := &ChatResult{ToolCalls: []map[string]any{}}
-	var added []harness.Message
-	msgs := t.msgs
-	for round := 0; ; round++ {
-		req := &harness.ChatRequest{Model: t.model, Messages: msgs, Tools: defs}
-		last := round >= s.opts.MaxToolRounds
-		if last {
-			req.Tools = nil
-		}
-		resp, err := s.opts.Client.Chat(ctx, req)
-		if err != nil {
-			return nil, nil, fmt.Errorf("model: %w", err)
-		}
-		res.Usage = res.Usage.Add(resp.Usage)
-		m := resp.Message
-		m.Role = harness.RoleAssistant
-		if len(m.ToolCalls) == 0 || len(req.Tools) == 0 {
-			res.ToolRoundsExceeded = last
-			m.ToolCalls = nil // never stored without their answers
-			m.ToolCallID = ""
-			res.Response = m.Content
-			added = append(added, m)
-			return res, added, nil
-		}
-		m.ToolCalls = append([]harness.ToolCall(nil), m.ToolCalls...)
-		for i := range m.ToolCalls {
-			if m.ToolCalls[i].ID == "" {
-				m.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", round+1, i)
-			}
-		}
-		msgs = append(msgs, m)
-		added = append(added, m)
-		for _, call := range m.ToolCalls {
-			out := harness.AnswerToolCall(ctx, s.reg, t.tools, call, harness.ToolCallRequest{AgentID: t.agentID, UserID: t.userID})
-			res.ToolCalls = append(res.ToolCalls, map[string]any{
-				"name": call.Name, "arguments": harness.JSONOrText(call.Arguments), "output": harness.JSONOrText(out),
-			})
-			tm := harness.Message{Role: harness.RoleTool, Content: out, ToolCallID: call.ID}
-			msgs = append(msgs, tm)
-			added = append(added, tm)
-		}
-	}
+	res := &ChatResult{Response: loop.Response, ToolCalls: loop.DetailsOfCalls(), Usage: loop.Usage,
+		ToolRoundsExceeded: loop.RoundsExceeded}
+	return res, loop.Messages, nil
 }
 
 // agentTools returns the tool records an agent lists. A tool deleted from
