@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/retrieval"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
@@ -59,8 +60,10 @@ func checkUserID(ve *harness.ValidationError, userID string) {
 // recent messages (Options.MaxHistoryMessages, MaxHistoryTokens) go to the
 // model after a system message made of the agent's system prompt and its
 // knowledge base. The agent's tools are offered; their calls are answered
-// by the registered harness.Tool of the function's name, else by the tool
-// record's mock_response, for at most Options.MaxToolRounds rounds.
+// by harness.RunToolLoop (the registered harness.Tool of the function's
+// name, else the tool record's mock_response) for at most
+// Options.MaxToolRounds rounds, after which the model is asked once more,
+// without tools, for its reply.
 //
 // The user's message is stored first, so that it stays in the history when
 // the model fails; the reply and the tool messages are stored when the turn
@@ -84,7 +87,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 	if s.opts.Client == nil {
 		return nil, fmt.Errorf("chat with agent %s: no model is configured", agentID)
 	}
-	a, err := s.agent(ctx, s.db, agentID)
+	a, err := loadAgent(ctx, s.db, agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +108,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
 	}
 	system := a.SystemPrompt
-	if kb, err := s.kbContext(ctx, agentID, message); err != nil {
+	if kb, err := s.retriever.Context(ctx, agentID, message); err != nil {
 		s.log.Warn("knowledge base unavailable", slog.String("agent", agentID), slog.Any("error", err))
 	} else if kb != "" {
 		system = strings.TrimSpace(system + "\n\n" + kb)
@@ -195,9 +198,9 @@ func (s *Service) agentTools(ctx context.Context, agentID string) ([]harness.Too
 
 // messageTokens estimates the tokens of a message.
 func messageTokens(m harness.Message) int {
-	n := tokensOf(m.Content)
+	n := retrieval.Tokens(m.Content)
 	for _, tc := range m.ToolCalls {
-		n += tokensOf(tc.Name) + tokensOf(tc.Arguments)
+		n += retrieval.Tokens(tc.Name) + retrieval.Tokens(tc.Arguments)
 	}
 	return n
 }
@@ -267,7 +270,7 @@ func (s *Service) Clear(ctx context.Context, agentID, userID string) error {
 	if err := ve.Err(); err != nil {
 		return err
 	}
-	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
 		return err
 	}
 	unlock := s.chats.lock(agentID + "\x00" + userID)
@@ -283,7 +286,7 @@ func (s *Service) Clear(ctx context.Context, agentID, userID string) error {
 // first: every message, tool calls and tool answers included, not only
 // those the model is sent.
 func (s *Service) History(ctx context.Context, agentID, userID string) ([]harness.Message, error) {
-	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
 		return nil, err
 	}
 	var rows []messageRow
