@@ -12,6 +12,8 @@
 // implementations. There is no global registry: a program builds one with
 // [NewRegistry] and hands it to the parts that need it.
 //
+// [RunToolLoop] is the one tool-call loop of evaluations and agent chats.
+//
 // Validation of every resource lives here too ([Validator]), so an embedding
 // program and the HTTP server reject the same inputs with the same messages.
 //

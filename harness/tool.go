@@ -35,6 +35,14 @@ type Tool interface {
 // and UserID of req are passed to a registered Tool; its Arguments are set
 // from the call.
 func AnswerToolCall(ctx context.Context, reg *Registry, offered []ToolDefinition, call ToolCall, req ToolCallRequest) string {
+	out, _ := answerToolCall(ctx, reg, offered, call, req)
+	return out
+}
+
+// answerToolCall is AnswerToolCall that also says why a call failed: the
+// function was not offered, or its Tool returned an error. The output is
+// then {"error": "..."}.
+func answerToolCall(ctx context.Context, reg *Registry, offered []ToolDefinition, call ToolCall, req ToolCallRequest) (string, error) {
 	var def *ToolDefinition
 	for i := range offered {
 		if offered[i].Function.Name == call.Name {
@@ -43,7 +51,8 @@ func AnswerToolCall(ctx context.Context, reg *Registry, offered []ToolDefinition
 		}
 	}
 	if def == nil {
-		return toolError(fmt.Sprintf("unknown function %q", call.Name))
+		err := fmt.Errorf("unknown function %q", call.Name)
+		return toolError(err.Error()), err
 	}
 	if reg != nil {
 		if impl, ok := reg.Tool(call.Name); ok {
@@ -53,22 +62,22 @@ func AnswerToolCall(ctx context.Context, reg *Registry, offered []ToolDefinition
 			}
 			out, err := impl.Call(ctx, &req)
 			if err != nil {
-				return toolError(err.Error())
+				return toolError(err.Error()), err
 			}
 			if out == nil || len(out.Output) == 0 {
-				return "{}"
+				return "{}", nil
 			}
-			return string(out.Output)
+			return string(out.Output), nil
 		}
 	}
 	if def.MockResponse == nil {
-		return "{}"
+		return "{}", nil
 	}
 	b, err := json.Marshal(def.MockResponse)
 	if err != nil {
-		return toolError(err.Error())
+		return toolError(err.Error()), err
 	}
-	return string(b)
+	return string(b), nil
 }
 
 func toolError(msg string) string {

@@ -6,15 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/retrieval"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -23,8 +23,8 @@ import (
 const (
 	DefaultMaxHistoryMessages = 50
 	DefaultMaxHistoryTokens   = 8000
-	DefaultKBBudgetTokens     = 4000
-	DefaultMaxToolRounds      = 8
+	DefaultKBBudgetTokens     = retrieval.DefaultBudgetTokens
+	DefaultMaxToolRounds      = harness.DefaultMaxToolRounds
 	DefaultRetryBaseDelay     = time.Second
 	DefaultRetryMaxDelay      = time.Minute
 )
@@ -94,9 +94,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Service manages agents: their records, tool lists, knowledge bases,
-// conversations and channels. It is safe for concurrent use. Close it to
-// stop its channels.
+// Service manages agents: their records, tool lists and conversations,
+// composing the parts that have their own types: the knowledge-base files
+// (KB, a *kb.Store), what a chat is given of them (Retriever, a
+// *retrieval.Retriever) and the channels (Supervisor). It is safe for
+// concurrent use. Close it to stop its channels.
 type Service struct {
 	opts Options
 	db   *bun.DB
@@ -105,16 +107,9 @@ type Service struct {
 
 	chats keyedMutex // serialises the turns of one conversation
 
-	kbMu      sync.Mutex // serialises the final step of KB writes and deletes
-	indexMu   sync.Mutex
-	indexes   map[string]*kbEntry // knowledge-base caches by agent id
-	indexUses int64
-
-	chOps   sync.Mutex // serialises channel state changes
-	chMu    sync.Mutex // guards runners and closed
-	runners map[string]*runner
-	closed  bool
-	wg      sync.WaitGroup
+	kb        *kb.Store
+	retriever *retrieval.Retriever
+	channels  *Supervisor
 }
 
 // Open creates the service's tables if needed. Channels are not started:
@@ -145,12 +140,10 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	}
 	opts.RetryMaxDelay = max(opts.RetryMaxDelay, opts.RetryBaseDelay)
 	s := &Service{
-		opts:    opts,
-		db:      sqldb.Bun(opts.DB),
-		reg:     opts.Registry,
-		log:     opts.Logger,
-		indexes: map[string]*kbEntry{},
-		runners: map[string]*runner{},
+		opts: opts,
+		db:   sqldb.Bun(opts.DB),
+		reg:  opts.Registry,
+		log:  opts.Logger,
 	}
 	if s.reg == nil {
 		s.reg = harness.NewRegistry()
@@ -158,6 +151,17 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	kbDir := ""
+	if opts.DataDir != "" {
+		kbDir = filepath.Join(opts.DataDir, "kb")
+	}
+	s.kb = kb.New(kb.Options{Dir: kbDir, Logger: s.log, Check: func(ctx context.Context, agentID string) error {
+		_, err := loadAgent(ctx, s.db, agentID)
+		return err
+	}})
+	s.retriever = retrieval.New(retrieval.Options{KB: s.kb, BudgetTokens: opts.KBBudgetTokens, Logger: s.log})
+	s.channels = newSupervisor(s.db, s.reg, s.log, opts.RetryBaseDelay, opts.RetryMaxDelay,
+		func(agentID string) harness.ChannelHost { return &host{s: s, agentID: agentID} })
 	if err := sqldb.Migrate(ctx, s.db, "agent", migrations); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -198,7 +202,19 @@ func (s *Service) List(ctx context.Context) ([]harness.Agent, error) {
 	return out, nil
 }
 
-func (s *Service) agent(ctx context.Context, db bun.IDB, id string) (harness.Agent, error) {
+// KB returns the store of the agents' knowledge-base files. Its methods
+// refuse an unknown agent (harness.ErrNotFound), as the Service's do.
+func (s *Service) KB() *kb.Store { return s.kb }
+
+// Retriever returns what picks the knowledge-base text a chat is given.
+func (s *Service) Retriever() *retrieval.Retriever { return s.retriever }
+
+// Supervisor returns the supervisor of the agents' channels.
+func (s *Service) Supervisor() *Supervisor { return s.channels }
+
+// loadAgent returns an agent's record, or an error wrapping
+// harness.ErrNotFound.
+func loadAgent(ctx context.Context, db bun.IDB, id string) (harness.Agent, error) {
 	var row agentRow
 	err := db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
 	switch {
@@ -213,7 +229,7 @@ func (s *Service) agent(ctx context.Context, db bun.IDB, id string) (harness.Age
 // Get returns an agent with its tool ids and channels, or an error wrapping
 // harness.ErrNotFound.
 func (s *Service) Get(ctx context.Context, id string) (*Detail, error) {
-	a, err := s.agent(ctx, s.db, id)
+	a, err := loadAgent(ctx, s.db, id)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +237,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Detail, error) {
 	if err != nil {
 		return nil, err
 	}
-	chans, err := s.channelRecords(ctx, id)
+	chans, err := s.channels.records(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +293,7 @@ func (s *Service) Create(ctx context.Context, a harness.Agent) (harness.Agent, e
 func (s *Service) Update(ctx context.Context, id string, apply func(*harness.Agent) error) (harness.Agent, error) {
 	var out harness.Agent
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		a, err := s.agent(ctx, tx, id)
+		a, err := loadAgent(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -308,33 +324,24 @@ func (s *Service) Update(ctx context.Context, id string, apply func(*harness.Age
 // Delete removes an agent with everything it owns: its channels (stopped
 // first), tool list, conversations and knowledge-base directory.
 func (s *Service) Delete(ctx context.Context, id string) error {
-	if _, err := s.agent(ctx, s.db, id); err != nil {
+	if _, err := loadAgent(ctx, s.db, id); err != nil {
 		return err
 	}
-	chans, err := s.channelRows(ctx, id)
-	if err != nil {
-		return err
-	}
-	s.chOps.Lock()
-	defer s.chOps.Unlock()
-	for _, c := range chans {
-		s.stopRunner(c.ID)
-	}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := deleteOwned(ctx, tx, id); err != nil {
+	err := s.channels.removeAgent(ctx, id, func() error {
+		return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if err := deleteOwned(ctx, tx, id); err != nil {
+				return err
+			}
+			_, err := tx.NewDelete().Model((*agentRow)(nil)).Where("id = ?", id).Exec(ctx)
 			return err
-		}
-		_, err := tx.NewDelete().Model((*agentRow)(nil)).Where("id = ?", id).Exec(ctx)
-		return err
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("delete agent %s: %w", id, err)
 	}
-	s.dropIndex(id)
-	if dir, ok := s.kbDir(id); ok {
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("delete agent %s: knowledge base: %w", id, err)
-		}
+	s.retriever.Forget(id)
+	if err := s.kb.RemoveAgent(id); err != nil {
+		return fmt.Errorf("delete agent %s: %w", id, err)
 	}
 	return nil
 }
@@ -361,7 +368,7 @@ func (s *Service) toolIDs(ctx context.Context, db bun.IDB, agentID string) ([]st
 
 // Tools returns the ids of the tools assigned to an agent, in order.
 func (s *Service) Tools(ctx context.Context, id string) ([]string, error) {
-	if _, err := s.agent(ctx, s.db, id); err != nil {
+	if _, err := loadAgent(ctx, s.db, id); err != nil {
 		return nil, err
 	}
 	return s.toolIDs(ctx, s.db, id)
@@ -371,7 +378,7 @@ func (s *Service) Tools(ctx context.Context, id string) ([]string, error) {
 // ToolSource, once; otherwise the error wraps harness.ErrInvalid naming
 // each bad entry ("tools[2]") and nothing changes.
 func (s *Service) SetTools(ctx context.Context, id string, toolIDs []string) ([]string, error) {
-	if _, err := s.agent(ctx, s.db, id); err != nil {
+	if _, err := loadAgent(ctx, s.db, id); err != nil {
 		return nil, err
 	}
 	ve := &harness.ValidationError{}
@@ -400,7 +407,7 @@ func (s *Service) SetTools(ctx context.Context, id string, toolIDs []string) ([]
 		out = []string{}
 	}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := s.agent(ctx, tx, id); err != nil {
+		if _, err := loadAgent(ctx, tx, id); err != nil {
 			return err
 		}
 		if _, err := tx.NewDelete().Model((*agentToolRow)(nil)).Where("agent_id = ?", id).Exec(ctx); err != nil {
@@ -432,13 +439,4 @@ func (s *Service) ToolUsers(ctx context.Context, toolID string) ([]string, error
 		return nil, fmt.Errorf("tool users of %s: %w", toolID, err)
 	}
 	return ids, nil
-}
-
-// kbDir returns the knowledge-base directory of an agent, and false when
-// the service has no DataDir.
-func (s *Service) kbDir(agentID string) (string, bool) {
-	if s.opts.DataDir == "" {
-		return "", false
-	}
-	return filepath.Join(s.opts.DataDir, "kb", agentID), true
 }

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -31,6 +32,33 @@ const (
 
 var errClosed = errors.New("agent service is closed")
 
+// Supervisor runs the channels of agents: their records (stored in the
+// database, configs masked in every record it returns), and for each
+// channel started a goroutine that runs its implementation and restarts
+// it with exponential backoff after failures, persisting its status. It
+// is safe for concurrent use. The agent service makes one (see
+// Service.Supervisor); Close stops every channel.
+//
+// The Supervisor is a type of this package rather than a package of its
+// own because channel records share the agent tables' schema and the
+// masking rules of the agent API (Mask, MaskConfig), and because the
+// channels it runs chat with the agents of the same service.
+type Supervisor struct {
+	db        *bun.DB
+	reg       *harness.Registry
+	log       *slog.Logger
+	retryBase time.Duration
+	retryMax  time.Duration
+	// host returns what a channel of the agent calls back into.
+	host func(agentID string) harness.ChannelHost
+
+	ops     sync.Mutex // serialises channel state changes
+	mu      sync.Mutex // guards runners and closed
+	runners map[string]*runner
+	closed  bool
+	wg      sync.WaitGroup
+}
+
 // runner is a running channel: its supervisor goroutine, which restarts
 // its Run with backoff after failures.
 type runner struct {
@@ -40,7 +68,29 @@ type runner struct {
 	done   chan struct{}
 }
 
-// host is what a running channel calls back into.
+func newSupervisor(db *bun.DB, reg *harness.Registry, log *slog.Logger, retryBase, retryMax time.Duration,
+	host func(agentID string) harness.ChannelHost) *Supervisor {
+	return &Supervisor{db: db, reg: reg, log: log, retryBase: retryBase, retryMax: retryMax, host: host,
+		runners: map[string]*runner{}}
+}
+
+// removeAgent stops the channels of an agent and then runs del, which
+// deletes the agent and its rows, while no channel can be started.
+func (sv *Supervisor) removeAgent(ctx context.Context, agentID string, del func() error) error {
+	sv.ops.Lock()
+	defer sv.ops.Unlock()
+	rows, err := sv.rows(ctx, agentID)
+	if err != nil {
+		return err
+	}
+	for _, c := range rows {
+		sv.stopRunner(c.ID)
+	}
+	return del()
+}
+
+// host is what a running channel calls back into: the agent service's
+// chat with the channel's agent.
 type host struct {
 	s       *Service
 	agentID string
@@ -65,17 +115,17 @@ func (h *host) Clear(ctx context.Context, userID string) error {
 	return h.s.Clear(ctx, h.agentID, userID)
 }
 
-func (s *Service) channelRows(ctx context.Context, agentID string) ([]channelRow, error) {
+func (sv *Supervisor) rows(ctx context.Context, agentID string) ([]channelRow, error) {
 	var rows []channelRow
-	err := s.db.NewSelect().Model(&rows).Where("agent_id = ?", agentID).Order("created_at", "id").Scan(ctx)
+	err := sv.db.NewSelect().Model(&rows).Where("agent_id = ?", agentID).Order("created_at", "id").Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list channels of agent %s: %w", agentID, err)
 	}
 	return rows, nil
 }
 
-func (s *Service) channelRecords(ctx context.Context, agentID string) ([]harness.ChannelConfig, error) {
-	rows, err := s.channelRows(ctx, agentID)
+func (sv *Supervisor) records(ctx context.Context, agentID string) ([]harness.ChannelConfig, error) {
+	rows, err := sv.rows(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +136,8 @@ func (s *Service) channelRecords(ctx context.Context, agentID string) ([]harness
 	return out, nil
 }
 
-// loadChannel returns a channel's row; agentID "" matches any agent.
-func (s *Service) loadChannel(ctx context.Context, db bun.IDB, agentID, channelID string) (*channelRow, error) {
+// load returns a channel's row; agentID "" matches any agent.
+func (sv *Supervisor) load(ctx context.Context, db bun.IDB, agentID, channelID string) (*channelRow, error) {
 	var row channelRow
 	q := db.NewSelect().Model(&row).Where("id = ?", channelID)
 	if agentID != "" {
@@ -103,28 +153,29 @@ func (s *Service) loadChannel(ctx context.Context, db bun.IDB, agentID, channelI
 	return &row, nil
 }
 
-func (s *Service) maskedChannel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
-	row, err := s.loadChannel(ctx, s.db, agentID, channelID)
+func (sv *Supervisor) loadMasked(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
+	row, err := sv.load(ctx, sv.db, agentID, channelID)
 	if err != nil {
 		return harness.ChannelConfig{}, err
 	}
 	return masked(row.record()), nil
 }
 
-// Channels lists an agent's channels, oldest first, configs masked.
-func (s *Service) Channels(ctx context.Context, agentID string) ([]harness.ChannelConfig, error) {
-	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+// List lists an agent's channels, oldest first, configs masked. An
+// unknown agent gives harness.ErrNotFound.
+func (sv *Supervisor) List(ctx context.Context, agentID string) ([]harness.ChannelConfig, error) {
+	if _, err := loadAgent(ctx, sv.db, agentID); err != nil {
 		return nil, err
 	}
-	return s.channelRecords(ctx, agentID)
+	return sv.records(ctx, agentID)
 }
 
-// Channel returns one channel of an agent, config masked.
-func (s *Service) Channel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
-	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+// Get returns one channel of an agent, config masked.
+func (sv *Supervisor) Get(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
+	if _, err := loadAgent(ctx, sv.db, agentID); err != nil {
 		return harness.ChannelConfig{}, err
 	}
-	return s.maskedChannel(ctx, agentID, channelID)
+	return sv.loadMasked(ctx, agentID, channelID)
 }
 
 func newChannelID() string {
@@ -136,7 +187,7 @@ func newChannelID() string {
 // checkChannel validates a channel record about to be stored: its name
 // and config hold no NUL or invalid UTF-8, its type must be registered, and the implementation's ChannelConfigValidator, if
 // any, must accept its config.
-func (s *Service) checkChannel(ve *harness.ValidationError, c *harness.ChannelConfig) {
+func (sv *Supervisor) check(ve *harness.ValidationError, c *harness.ChannelConfig) {
 	if c.Name == "" {
 		c.Name = c.Type
 	}
@@ -145,12 +196,12 @@ func (s *Service) checkChannel(ve *harness.ValidationError, c *harness.ChannelCo
 	}
 	harness.CheckText(ve, "name", c.Name)
 	harness.CheckText(ve, "config", c.Config)
-	impl, ok := s.reg.Channel(c.Type)
+	impl, ok := sv.reg.Channel(c.Type)
 	switch {
 	case c.Type == "":
 		ve.Add("type", "is required")
 	case !ok:
-		ve.Add("type", "unknown channel type %q (known: %s)", c.Type, strings.Join(s.reg.ChannelTypes(), ", "))
+		ve.Add("type", "unknown channel type %q (known: %s)", c.Type, strings.Join(sv.reg.ChannelTypes(), ", "))
 	}
 	if v, isValidator := impl.(harness.ChannelConfigValidator); ok && isValidator {
 		mergeConfigErrors(ve, v.ValidateChannelConfig(c.Config))
@@ -176,13 +227,13 @@ func mergeConfigErrors(ve *harness.ValidationError, err error) {
 	}
 }
 
-// CreateChannel adds a stopped channel to an agent. The type must be
+// Create adds a stopped channel to an agent. The type must be
 // registered in the Registry (else harness.ErrInvalid naming "type"); an
 // empty id is generated, a given one must be valid (harness.ValidID) and
 // unused (harness.ErrConflict). An empty name becomes the type. The record
 // is returned with its config masked.
-func (s *Service) CreateChannel(ctx context.Context, agentID string, c harness.ChannelConfig) (harness.ChannelConfig, error) {
-	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+func (sv *Supervisor) Create(ctx context.Context, agentID string, c harness.ChannelConfig) (harness.ChannelConfig, error) {
+	if _, err := loadAgent(ctx, sv.db, agentID); err != nil {
 		return harness.ChannelConfig{}, err
 	}
 	ve := &harness.ValidationError{}
@@ -198,12 +249,12 @@ func (s *Service) CreateChannel(ctx context.Context, agentID string, c harness.C
 	c.AgentID = agentID
 	c.Config = cloneConfig(c.Config)
 	checkNoMask(ve, "config", c.Config)
-	s.checkChannel(ve, &c)
+	sv.check(ve, &c)
 	if err := ve.Err(); err != nil {
 		return harness.ChannelConfig{}, fmt.Errorf("create channel: %w", err)
 	}
 	c.Status, c.LastError, c.CreatedAt = harness.ChannelStopped, "", now()
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := sv.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		n, err := tx.NewSelect().Model((*channelRow)(nil)).Where("id = ?", c.ID).Count(ctx)
 		if err != nil {
 			return err
@@ -235,7 +286,7 @@ func cloneConfig(cfg map[string]any) map[string]any {
 	return out
 }
 
-// UpdateChannel changes a channel: apply edits a copy of the record, its
+// Update changes a channel: apply edits a copy of the record, its
 // config masked. A config value equal to Mask keeps the stored value,
 // unless the update changes where the channel sends its secrets (a key
 // whose name contains "url", such as api_url or callback_url, changes, is
@@ -245,10 +296,10 @@ func cloneConfig(cfg map[string]any) map[string]any {
 // id and agent cannot change (harness.ErrInvalid); status, last_error and
 // created_at are kept. A running channel is restarted with the new record.
 // The record is returned with its config masked.
-func (s *Service) UpdateChannel(ctx context.Context, agentID, channelID string, apply func(*harness.ChannelConfig) error) (harness.ChannelConfig, error) {
-	s.chOps.Lock()
-	defer s.chOps.Unlock()
-	row, err := s.loadChannel(ctx, s.db, agentID, channelID)
+func (sv *Supervisor) Update(ctx context.Context, agentID, channelID string, apply func(*harness.ChannelConfig) error) (harness.ChannelConfig, error) {
+	sv.ops.Lock()
+	defer sv.ops.Unlock()
+	row, err := sv.load(ctx, sv.db, agentID, channelID)
 	if err != nil {
 		return harness.ChannelConfig{}, err
 	}
@@ -267,25 +318,25 @@ func (s *Service) UpdateChannel(ctx context.Context, agentID, channelID string, 
 	c.Config = cloneConfig(c.Config)
 	checkSecretsStay(ve, c.Config, old.Config)
 	unmask(ve, "config", c.Config, old.Config)
-	s.checkChannel(ve, &c)
+	sv.check(ve, &c)
 	if err := ve.Err(); err != nil {
 		return harness.ChannelConfig{}, fmt.Errorf("update channel %s: %w", channelID, err)
 	}
 	c.ID, c.AgentID, c.Status, c.LastError, c.CreatedAt = channelID, agentID, old.Status, old.LastError, old.CreatedAt
-	_, err = s.db.NewUpdate().Model(toChannelRow(c, row.Desired)).Column("type", "name", "config").WherePK().Exec(ctx)
+	_, err = sv.db.NewUpdate().Model(toChannelRow(c, row.Desired)).Column("type", "name", "config").WherePK().Exec(ctx)
 	if err != nil {
 		return harness.ChannelConfig{}, fmt.Errorf("update channel %s: %w", channelID, err)
 	}
-	s.chMu.Lock()
-	_, running := s.runners[channelID]
-	s.chMu.Unlock()
+	sv.mu.Lock()
+	_, running := sv.runners[channelID]
+	sv.mu.Unlock()
 	if running {
-		s.stopRunner(channelID)
-		if err := s.start(ctx, channelID); err != nil {
+		sv.stopRunner(channelID)
+		if err := sv.start(ctx, channelID); err != nil {
 			return harness.ChannelConfig{}, fmt.Errorf("restart channel %s: %w", channelID, err)
 		}
 	}
-	return s.maskedChannel(ctx, agentID, channelID)
+	return sv.loadMasked(ctx, agentID, channelID)
 }
 
 // checkSecretsStay refuses Mask values in an updated config that changes
@@ -357,67 +408,67 @@ func maskedFields(path string, cfg map[string]any) []string {
 	return out
 }
 
-// DeleteChannel stops a channel and removes it.
-func (s *Service) DeleteChannel(ctx context.Context, agentID, channelID string) error {
-	s.chOps.Lock()
-	defer s.chOps.Unlock()
-	if _, err := s.loadChannel(ctx, s.db, agentID, channelID); err != nil {
+// Delete stops a channel and removes it.
+func (sv *Supervisor) Delete(ctx context.Context, agentID, channelID string) error {
+	sv.ops.Lock()
+	defer sv.ops.Unlock()
+	if _, err := sv.load(ctx, sv.db, agentID, channelID); err != nil {
 		return err
 	}
-	s.stopRunner(channelID)
-	if _, err := s.db.NewDelete().Model((*channelRow)(nil)).Where("id = ?", channelID).Exec(ctx); err != nil {
+	sv.stopRunner(channelID)
+	if _, err := sv.db.NewDelete().Model((*channelRow)(nil)).Where("id = ?", channelID).Exec(ctx); err != nil {
 		return fmt.Errorf("delete channel %s: %w", channelID, err)
 	}
 	return nil
 }
 
-// StartChannel starts a channel: its implementation's Run, in a goroutine,
+// Start starts a channel: its implementation's Run, in a goroutine,
 // restarted with exponential backoff (Options.RetryBaseDelay doubling up to
 // RetryMaxDelay) after each failure, which sets status error and
 // last_error, until the channel is stopped. The desired state is stored,
 // so Resume starts it again after a restart. Starting a running channel
 // does nothing. A type no longer registered gives harness.ErrInvalid
 // naming "type", and status error.
-func (s *Service) StartChannel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
-	s.chOps.Lock()
-	defer s.chOps.Unlock()
-	if _, err := s.loadChannel(ctx, s.db, agentID, channelID); err != nil {
+func (sv *Supervisor) Start(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
+	sv.ops.Lock()
+	defer sv.ops.Unlock()
+	if _, err := sv.load(ctx, sv.db, agentID, channelID); err != nil {
 		return harness.ChannelConfig{}, err
 	}
-	if err := s.start(ctx, channelID); err != nil {
+	if err := sv.start(ctx, channelID); err != nil {
 		return harness.ChannelConfig{}, fmt.Errorf("start channel %s: %w", channelID, err)
 	}
-	return s.maskedChannel(ctx, agentID, channelID)
+	return sv.loadMasked(ctx, agentID, channelID)
 }
 
 // start starts a channel unless it runs. Callers hold chOps.
-func (s *Service) start(ctx context.Context, channelID string) error {
-	s.chMu.Lock()
-	_, running := s.runners[channelID]
-	closed := s.closed
-	s.chMu.Unlock()
+func (sv *Supervisor) start(ctx context.Context, channelID string) error {
+	sv.mu.Lock()
+	_, running := sv.runners[channelID]
+	closed := sv.closed
+	sv.mu.Unlock()
 	if closed {
 		return errClosed
 	}
 	if running {
-		_, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).Where("id = ?", channelID).Exec(ctx)
+		_, err := sv.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).Where("id = ?", channelID).Exec(ctx)
 		return err
 	}
-	row, err := s.loadChannel(ctx, s.db, "", channelID)
+	row, err := sv.load(ctx, sv.db, "", channelID)
 	if err != nil {
 		return err
 	}
-	impl, ok := s.reg.Channel(row.Type)
+	impl, ok := sv.reg.Channel(row.Type)
 	if !ok {
 		msg := fmt.Sprintf("channel type %q is not available", row.Type)
-		_, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).
+		_, err := sv.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).
 			Set("status = ?", string(harness.ChannelError)).Set("last_error = ?", msg).Where("id = ?", channelID).Exec(ctx)
 		if err != nil {
 			return err
 		}
 		return harness.Invalid("type", "%s", msg)
 	}
-	_, err = s.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).
+	_, err = sv.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredRunning).
 		Set("status = ?", string(harness.ChannelRunning)).Set("last_error = ''").Where("id = ?", channelID).Exec(ctx)
 	if err != nil {
 		return err
@@ -425,85 +476,85 @@ func (s *Service) start(ctx context.Context, channelID string) error {
 	rec := row.record()
 	rec.Status, rec.LastError = harness.ChannelRunning, ""
 	var agentName string
-	if a, err := s.agent(ctx, s.db, rec.AgentID); err == nil {
+	if a, err := loadAgent(ctx, sv.db, rec.AgentID); err == nil {
 		agentName = a.Name
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &runner{
 		id:     channelID,
-		run:    &harness.ChannelRun{Channel: rec, Host: &host{s: s, agentID: rec.AgentID}, AgentName: agentName},
+		run:    &harness.ChannelRun{Channel: rec, Host: sv.host(rec.AgentID), AgentName: agentName},
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
-	s.chMu.Lock()
-	if s.closed {
-		s.chMu.Unlock()
+	sv.mu.Lock()
+	if sv.closed {
+		sv.mu.Unlock()
 		cancel()
 		return errClosed
 	}
-	s.runners[channelID] = r
-	s.wg.Add(1)
-	s.chMu.Unlock()
-	s.log.Info("channel started", slog.String("channel", channelID), slog.String("type", rec.Type), slog.String("agent", rec.AgentID))
-	go s.supervise(rctx, r, impl)
+	sv.runners[channelID] = r
+	sv.wg.Add(1)
+	sv.mu.Unlock()
+	sv.log.Info("channel started", slog.String("channel", channelID), slog.String("type", rec.Type), slog.String("agent", rec.AgentID))
+	go sv.supervise(rctx, r, impl)
 	return nil
 }
 
-// StopChannel stops a channel and waits for its Run to return (up to ten
+// Stop stops a channel and waits for its Run to return (up to ten
 // seconds); its status becomes stopped and its desired state stopped.
 // Stopping a stopped channel does nothing.
-func (s *Service) StopChannel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
-	s.chOps.Lock()
-	defer s.chOps.Unlock()
-	if _, err := s.loadChannel(ctx, s.db, agentID, channelID); err != nil {
+func (sv *Supervisor) Stop(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error) {
+	sv.ops.Lock()
+	defer sv.ops.Unlock()
+	if _, err := sv.load(ctx, sv.db, agentID, channelID); err != nil {
 		return harness.ChannelConfig{}, err
 	}
-	_, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredStopped).Where("id = ?", channelID).Exec(ctx)
+	_, err := sv.db.NewUpdate().Model((*channelRow)(nil)).Set("desired = ?", desiredStopped).Where("id = ?", channelID).Exec(ctx)
 	if err != nil {
 		return harness.ChannelConfig{}, fmt.Errorf("stop channel %s: %w", channelID, err)
 	}
-	if !s.stopRunner(channelID) {
-		s.persistStatus(ctx, channelID, harness.ChannelStopped, nil)
+	if !sv.stopRunner(channelID) {
+		sv.persistStatus(ctx, channelID, harness.ChannelStopped, nil)
 	}
-	return s.maskedChannel(ctx, agentID, channelID)
+	return sv.loadMasked(ctx, agentID, channelID)
 }
 
 // stopRunner stops a channel's supervisor, if it runs, waits for it and
 // records the channel stopped. It reports whether one was running.
-func (s *Service) stopRunner(channelID string) bool {
-	s.chMu.Lock()
-	r := s.runners[channelID]
-	delete(s.runners, channelID)
-	s.chMu.Unlock()
+func (sv *Supervisor) stopRunner(channelID string) bool {
+	sv.mu.Lock()
+	r := sv.runners[channelID]
+	delete(sv.runners, channelID)
+	sv.mu.Unlock()
 	if r == nil {
 		return false
 	}
 	r.cancel()
 	<-r.done // the supervisor returns at most stopGrace after the cancel
-	s.persistStatus(context.Background(), channelID, harness.ChannelStopped, nil)
-	s.log.Info("channel stopped", slog.String("channel", channelID))
+	sv.persistStatus(context.Background(), channelID, harness.ChannelStopped, nil)
+	sv.log.Info("channel stopped", slog.String("channel", channelID))
 	return true
 }
 
-func (s *Service) persistStatus(ctx context.Context, channelID string, st harness.ChannelStatus, lastErr *string) {
-	q := s.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(st)).Where("id = ?", channelID)
+func (sv *Supervisor) persistStatus(ctx context.Context, channelID string, st harness.ChannelStatus, lastErr *string) {
+	q := sv.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(st)).Where("id = ?", channelID)
 	if lastErr != nil {
 		q = q.Set("last_error = ?", *lastErr)
 	}
 	if _, err := q.Exec(ctx); err != nil {
-		s.log.Error("save channel status", slog.String("channel", channelID), slog.Any("error", err))
+		sv.log.Error("save channel status", slog.String("channel", channelID), slog.Any("error", err))
 	}
 }
 
 // setStatus records a status change seen by a supervisor, unless its
 // channel was stopped meanwhile (the stopper records that).
-func (s *Service) setStatus(r *runner, st harness.ChannelStatus, lastErr *string) {
-	s.chMu.Lock()
-	defer s.chMu.Unlock()
-	if s.runners[r.id] != r {
+func (sv *Supervisor) setStatus(r *runner, st harness.ChannelStatus, lastErr *string) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.runners[r.id] != r {
 		return
 	}
-	s.persistStatus(context.Background(), r.id, st, lastErr)
+	sv.persistStatus(context.Background(), r.id, st, lastErr)
 }
 
 // supervise runs a channel until it is stopped: each failure is recorded
@@ -513,13 +564,13 @@ func (s *Service) setStatus(r *runner, st harness.ChannelStatus, lastErr *string
 // delay starts again from RetryBaseDelay once a Run has lasted
 // RetryMaxDelay. A Run returning nil when not asked to stop ends the
 // channel: status and desired state stopped.
-func (s *Service) supervise(ctx context.Context, r *runner, impl harness.Channel) {
-	defer s.wg.Done()
+func (sv *Supervisor) supervise(ctx context.Context, r *runner, impl harness.Channel) {
+	defer sv.wg.Done()
 	defer close(r.done)
 	rec := r.run.Channel
 	secrets := secretValues(rec.Config)
-	log := s.log.With(slog.String("channel", rec.ID), slog.String("type", rec.Type), slog.String("agent", rec.AgentID))
-	delay := s.opts.RetryBaseDelay
+	log := sv.log.With(slog.String("channel", rec.ID), slog.String("type", rec.Type), slog.String("agent", rec.AgentID))
+	delay := sv.retryBase
 	failures := 0
 	for {
 		started := time.Now()
@@ -528,7 +579,7 @@ func (s *Service) supervise(ctx context.Context, r *runner, impl harness.Channel
 		var healthy <-chan time.Time
 		var timer *time.Timer
 		if failures > 0 {
-			timer = time.NewTimer(s.opts.RetryBaseDelay)
+			timer = time.NewTimer(sv.retryBase)
 			healthy = timer.C
 		}
 		var err error
@@ -537,7 +588,7 @@ func (s *Service) supervise(ctx context.Context, r *runner, impl harness.Channel
 			select {
 			case <-healthy:
 				healthy = nil
-				s.setStatus(r, harness.ChannelRunning, nil)
+				sv.setStatus(r, harness.ChannelRunning, nil)
 			case err = <-errc:
 				break wait
 			case <-ctx.Done():
@@ -560,24 +611,24 @@ func (s *Service) supervise(ctx context.Context, r *runner, impl harness.Channel
 		}
 		if err == nil {
 			log.Info("channel ended")
-			s.chMu.Lock()
-			if s.runners[r.id] == r {
-				delete(s.runners, r.id)
-				if _, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(harness.ChannelStopped)).
+			sv.mu.Lock()
+			if sv.runners[r.id] == r {
+				delete(sv.runners, r.id)
+				if _, err := sv.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(harness.ChannelStopped)).
 					Set("desired = ?", desiredStopped).Where("id = ?", r.id).Exec(context.Background()); err != nil {
 					log.Error("save channel status", slog.Any("error", err))
 				}
 			}
-			s.chMu.Unlock()
+			sv.mu.Unlock()
 			return
 		}
 		failures++
-		if time.Since(started) >= s.opts.RetryMaxDelay {
-			delay = s.opts.RetryBaseDelay
+		if time.Since(started) >= sv.retryMax {
+			delay = sv.retryBase
 		}
 		msg := redact(err.Error(), secrets)
 		log.Warn("channel failed; retrying", slog.String("error", msg), slog.Duration("retry_in", delay))
-		s.setStatus(r, harness.ChannelError, &msg)
+		sv.setStatus(r, harness.ChannelError, &msg)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -585,7 +636,7 @@ func (s *Service) supervise(ctx context.Context, r *runner, impl harness.Channel
 			return
 		case <-t.C:
 		}
-		delay = min(delay*2, s.opts.RetryMaxDelay)
+		delay = min(delay*2, sv.retryMax)
 	}
 }
 
@@ -604,17 +655,17 @@ func runChannel(ctx context.Context, impl harness.Channel, run *harness.ChannelR
 // channel gives harness.ErrNotFound, a channel not running
 // harness.ErrConflict, an implementation that is not a harness.Receiver
 // harness.ErrInvalid.
-func (s *Service) Inbound(ctx context.Context, channelID string, req *harness.InboundRequest) (*harness.InboundResponse, error) {
-	s.chMu.Lock()
-	r := s.runners[channelID]
-	s.chMu.Unlock()
+func (sv *Supervisor) Inbound(ctx context.Context, channelID string, req *harness.InboundRequest) (*harness.InboundResponse, error) {
+	sv.mu.Lock()
+	r := sv.runners[channelID]
+	sv.mu.Unlock()
 	if r == nil {
-		if _, err := s.loadChannel(ctx, s.db, "", channelID); err != nil {
+		if _, err := sv.load(ctx, sv.db, "", channelID); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("channel %q is not running: %w", channelID, harness.ErrConflict)
 	}
-	impl, ok := s.reg.Channel(r.run.Channel.Type)
+	impl, ok := sv.reg.Channel(r.run.Channel.Type)
 	recv, isReceiver := impl.(harness.Receiver)
 	if !ok || !isReceiver {
 		return nil, fmt.Errorf("channel %q (type %s) does not receive pushed requests: %w", channelID, r.run.Channel.Type, harness.ErrInvalid)
@@ -629,19 +680,19 @@ func (s *Service) Inbound(ctx context.Context, channelID string, req *harness.In
 // were running when the process stopped. A channel that fails to start is
 // logged and recorded (status error); only a database failure makes
 // Resume fail.
-func (s *Service) Resume(ctx context.Context) error {
+func (sv *Supervisor) Resume(ctx context.Context) error {
 	var rows []channelRow
-	if err := s.db.NewSelect().Model(&rows).Where("desired = ?", desiredRunning).Order("created_at", "id").Scan(ctx); err != nil {
+	if err := sv.db.NewSelect().Model(&rows).Where("desired = ?", desiredRunning).Order("created_at", "id").Scan(ctx); err != nil {
 		return fmt.Errorf("resume channels: %w", err)
 	}
-	s.chOps.Lock()
-	defer s.chOps.Unlock()
+	sv.ops.Lock()
+	defer sv.ops.Unlock()
 	for _, row := range rows {
-		if err := s.start(ctx, row.ID); err != nil {
+		if err := sv.start(ctx, row.ID); err != nil {
 			if errors.Is(err, errClosed) {
 				return fmt.Errorf("resume channels: %w", err)
 			}
-			s.log.Warn("channel not resumed", slog.String("channel", row.ID), slog.String("type", row.Type), slog.Any("error", err))
+			sv.log.Warn("channel not resumed", slog.String("channel", row.ID), slog.String("type", row.Type), slog.Any("error", err))
 		}
 	}
 	return nil
@@ -650,20 +701,20 @@ func (s *Service) Resume(ctx context.Context) error {
 // Close stops every channel and waits for them; their desired states are
 // kept, so that Resume starts them again in the next process. Close does
 // not close the database. After Close, channels cannot be started.
-func (s *Service) Close() {
-	s.chMu.Lock()
-	s.closed = true
-	rs := make([]*runner, 0, len(s.runners))
-	for _, r := range s.runners {
+func (sv *Supervisor) Close() {
+	sv.mu.Lock()
+	sv.closed = true
+	rs := make([]*runner, 0, len(sv.runners))
+	for _, r := range sv.runners {
 		rs = append(rs, r)
 	}
-	clear(s.runners)
-	s.chMu.Unlock()
+	clear(sv.runners)
+	sv.mu.Unlock()
 	for _, r := range rs {
 		r.cancel()
 	}
-	s.wg.Wait()
+	sv.wg.Wait()
 	for _, r := range rs {
-		s.persistStatus(context.Background(), r.id, harness.ChannelStopped, nil)
+		sv.persistStatus(context.Background(), r.id, harness.ChannelStopped, nil)
 	}
 }

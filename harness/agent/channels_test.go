@@ -137,7 +137,7 @@ const botToken = "123456:SECRET-bot-token-value"
 
 func (e *env) channelStatus(agentID, id string) harness.ChannelConfig {
 	e.t.Helper()
-	c, err := e.svc.Channel(e.ctx, agentID, id)
+	c, err := e.svc.Supervisor().Get(e.ctx, agentID, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestChannelLifecycle(t *testing.T) {
 	e.createAgent("a", "")
 	ctx := e.ctx
 
-	c, err := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "fake", Name: "My bot",
+	c, err := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "fake", Name: "My bot",
 		Config: map[string]any{"bot_token": botToken, "api_url": "http://127.0.0.1:1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -161,12 +161,12 @@ func TestChannelLifecycle(t *testing.T) {
 	if c.Config["bot_token"] != agent.Mask || c.Config["api_url"] != "http://127.0.0.1:1" {
 		t.Errorf("config = %v, want the token masked and the rest as is", c.Config)
 	}
-	list, err := e.svc.Channels(ctx, "a")
+	list, err := e.svc.Supervisor().List(ctx, "a")
 	if err != nil || len(list) != 1 || list[0].ID != c.ID {
 		t.Fatalf("Channels = %v, %v", list, err)
 	}
 
-	started, err := e.svc.StartChannel(ctx, "a", c.ID)
+	started, err := e.svc.Supervisor().Start(ctx, "a", c.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,39 +193,39 @@ func TestChannelLifecycle(t *testing.T) {
 		t.Errorf("history after host clear = %v", h)
 	}
 	// Starting again does nothing.
-	if _, err := e.svc.StartChannel(ctx, "a", c.ID); err != nil || fake.runCount() != 1 {
+	if _, err := e.svc.Supervisor().Start(ctx, "a", c.ID); err != nil || fake.runCount() != 1 {
 		t.Errorf("second start: %v, %d runs", err, fake.runCount())
 	}
 
-	stopped, err := e.svc.StopChannel(ctx, "a", c.ID)
+	stopped, err := e.svc.Supervisor().Stop(ctx, "a", c.ID)
 	if err != nil || stopped.Status != harness.ChannelStopped {
 		t.Fatalf("stop = %+v, %v", stopped, err)
 	}
 	if fake.running() != 0 {
 		t.Error("Run still running after stop")
 	}
-	if _, err := e.svc.StopChannel(ctx, "a", c.ID); err != nil {
+	if _, err := e.svc.Supervisor().Stop(ctx, "a", c.ID); err != nil {
 		t.Errorf("stopping a stopped channel: %v", err)
 	}
 
-	e.svc.StartChannel(ctx, "a", c.ID)
+	e.svc.Supervisor().Start(ctx, "a", c.ID)
 	fake.waitRuns(t, 2)
-	if err := e.svc.DeleteChannel(ctx, "a", c.ID); err != nil {
+	if err := e.svc.Supervisor().Delete(ctx, "a", c.ID); err != nil {
 		t.Fatal(err)
 	}
 	if fake.running() != 0 {
 		t.Error("Run still running after delete")
 	}
 	for name, err := range map[string]error{
-		"get":    func() error { _, err := e.svc.Channel(ctx, "a", c.ID); return err }(),
-		"start":  func() error { _, err := e.svc.StartChannel(ctx, "a", c.ID); return err }(),
-		"stop":   func() error { _, err := e.svc.StopChannel(ctx, "a", c.ID); return err }(),
-		"delete": e.svc.DeleteChannel(ctx, "a", c.ID),
+		"get":    func() error { _, err := e.svc.Supervisor().Get(ctx, "a", c.ID); return err }(),
+		"start":  func() error { _, err := e.svc.Supervisor().Start(ctx, "a", c.ID); return err }(),
+		"stop":   func() error { _, err := e.svc.Supervisor().Stop(ctx, "a", c.ID); return err }(),
+		"delete": e.svc.Supervisor().Delete(ctx, "a", c.ID),
 		"update": func() error {
-			_, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(*harness.ChannelConfig) error { return nil })
+			_, err := e.svc.Supervisor().Update(ctx, "a", c.ID, func(*harness.ChannelConfig) error { return nil })
 			return err
 		}(),
-		"list of unknown agent": func() error { _, err := e.svc.Channels(ctx, "nobody"); return err }(),
+		"list of unknown agent": func() error { _, err := e.svc.Supervisor().List(ctx, "nobody"); return err }(),
 	} {
 		if !errors.Is(err, harness.ErrNotFound) {
 			t.Errorf("%s: %v, want ErrNotFound", name, err)
@@ -238,11 +238,11 @@ func TestChannelOfAnotherAgent(t *testing.T) {
 	registerFake(t, e)
 	e.createAgent("a", "")
 	e.createAgent("b", "")
-	c, _ := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
-	if _, err := e.svc.StartChannel(e.ctx, "b", c.ID); !errors.Is(err, harness.ErrNotFound) {
+	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
+	if _, err := e.svc.Supervisor().Start(e.ctx, "b", c.ID); !errors.Is(err, harness.ErrNotFound) {
 		t.Errorf("starting a's channel through b: %v", err)
 	}
-	if err := e.svc.DeleteChannel(e.ctx, "b", c.ID); !errors.Is(err, harness.ErrNotFound) {
+	if err := e.svc.Supervisor().Delete(e.ctx, "b", c.ID); !errors.Is(err, harness.ErrNotFound) {
 		t.Errorf("deleting a's channel through b: %v", err)
 	}
 }
@@ -264,18 +264,18 @@ func TestChannelCreateValidation(t *testing.T) {
 		{"other agent", harness.ChannelConfig{Type: "fake", AgentID: "b"}, "agent_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.svc.CreateChannel(e.ctx, "a", tc.c)
+			_, err := e.svc.Supervisor().Create(e.ctx, "a", tc.c)
 			wantInvalid(t, err, tc.field)
 		})
 	}
-	c, err := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{ID: "ch.1", Type: "fake"})
+	c, err := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{ID: "ch.1", Type: "fake"})
 	if err != nil || c.ID != "ch.1" || c.Name != "fake" || c.Config == nil {
 		t.Fatalf("create with id = %+v, %v", c, err)
 	}
-	if _, err := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{ID: "ch.1", Type: "fake"}); !errors.Is(err, harness.ErrConflict) {
+	if _, err := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{ID: "ch.1", Type: "fake"}); !errors.Is(err, harness.ErrConflict) {
 		t.Errorf("duplicate id = %v", err)
 	}
-	if _, err := e.svc.CreateChannel(e.ctx, "nobody", harness.ChannelConfig{Type: "fake"}); !errors.Is(err, harness.ErrNotFound) {
+	if _, err := e.svc.Supervisor().Create(e.ctx, "nobody", harness.ChannelConfig{Type: "fake"}); !errors.Is(err, harness.ErrNotFound) {
 		t.Errorf("unknown agent = %v", err)
 	}
 }
@@ -285,13 +285,13 @@ func TestChannelUpdateKeepsMaskedSecrets(t *testing.T) {
 	fake := registerFake(t, e)
 	e.createAgent("a", "")
 	ctx := e.ctx
-	c, _ := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "fake",
+	c, _ := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "fake",
 		Config: map[string]any{"bot_token": botToken, "secret": "hmac-key-1", "api_url": "u1"}})
-	e.svc.StartChannel(ctx, "a", c.ID)
+	e.svc.Supervisor().Start(ctx, "a", c.ID)
 	fake.waitRuns(t, 1)
 
 	// The client sends back what it read, masks included, with a change.
-	u, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
+	u, err := e.svc.Supervisor().Update(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
 		if x.Config["bot_token"] != agent.Mask {
 			t.Errorf("apply saw the config unmasked: %v", x.Config)
 		}
@@ -327,7 +327,7 @@ func TestChannelUpdateKeepsMaskedSecrets(t *testing.T) {
 		{"refused config", func(x *harness.ChannelConfig) { x.Config["bad"] = true }, "config.bad"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error { tc.apply(x); return nil })
+			_, err := e.svc.Supervisor().Update(ctx, "a", c.ID, func(x *harness.ChannelConfig) error { tc.apply(x); return nil })
 			wantInvalid(t, err, tc.field)
 		})
 	}
@@ -347,7 +347,7 @@ func TestChannelSecretsStayPut(t *testing.T) {
 	ctx := e.ctx
 	stored := map[string]any{"bot_token": botToken, "api_url": "https://bots.example/one",
 		"hook": map[string]any{"callback_url": "https://cb.example/", "secret": "hmac-1"}}
-	c, err := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "fake", Config: stored})
+	c, err := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "fake", Config: stored})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestChannelSecretsStayPut(t *testing.T) {
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
+			_, err := e.svc.Supervisor().Update(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
 				x.Config = tc.config
 				return nil
 			})
@@ -395,7 +395,7 @@ func TestChannelSecretsStayPut(t *testing.T) {
 	}
 
 	t.Run("the mask with the URLs kept", func(t *testing.T) {
-		_, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
+		_, err := e.svc.Supervisor().Update(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
 			x.Name = "renamed"
 			return nil
 		})
@@ -409,7 +409,7 @@ func TestChannelSecretsStayPut(t *testing.T) {
 	t.Run("the URL changes with the secrets in clear", func(t *testing.T) {
 		want := map[string]any{"bot_token": "123:new", "api_url": "https://bots.example/two",
 			"hook": hook("https://cb.example/", "hmac-2")}
-		_, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
+		_, err := e.svc.Supervisor().Update(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
 			x.Config = want
 			return nil
 		})
@@ -427,8 +427,8 @@ func TestChannelFailureBackoffAndRedaction(t *testing.T) {
 	fake := registerFake(t, e)
 	fake.failNext = 3
 	e.createAgent("a", "")
-	c, _ := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{Type: "fake", Config: map[string]any{"bot_token": botToken}})
-	e.svc.StartChannel(e.ctx, "a", c.ID)
+	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "fake", Config: map[string]any{"bot_token": botToken}})
+	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
 
 	eventually(t, "status error", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelError })
 	got := e.channelStatus("a", c.ID)
@@ -453,7 +453,7 @@ func TestChannelFailureBackoffAndRedaction(t *testing.T) {
 	if log := e.logs.String(); strings.Contains(log, "SECRET") || !strings.Contains(log, "channel failed") {
 		t.Errorf("logs hold the token or miss the failure:\n%s", log)
 	}
-	e.svc.StopChannel(e.ctx, "a", c.ID)
+	e.svc.Supervisor().Stop(e.ctx, "a", c.ID)
 	if st := e.channelStatus("a", c.ID); st.Status != harness.ChannelStopped {
 		t.Errorf("status after stop = %s", st.Status)
 	}
@@ -464,12 +464,12 @@ func TestChannelStopDuringBackoff(t *testing.T) {
 	fake := registerFake(t, e)
 	fake.failNext = 1
 	e.createAgent("a", "")
-	c, _ := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
-	e.svc.StartChannel(e.ctx, "a", c.ID)
+	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
+	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
 	eventually(t, "status error", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelError })
 	done := make(chan struct{})
 	go func() {
-		e.svc.StopChannel(e.ctx, "a", c.ID)
+		e.svc.Supervisor().Stop(e.ctx, "a", c.ID)
 		close(done)
 	}()
 	select {
@@ -487,11 +487,11 @@ func TestChannelRunEndsOnItsOwn(t *testing.T) {
 	fake := registerFake(t, e)
 	fake.endNow = true
 	e.createAgent("a", "")
-	c, _ := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
-	e.svc.StartChannel(e.ctx, "a", c.ID)
+	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
+	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
 	eventually(t, "status stopped", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelStopped })
 	e.reopen()
-	e.svc.Resume(e.ctx)
+	e.svc.Supervisor().Resume(e.ctx)
 	if fake.runCount() != 1 {
 		t.Errorf("a channel that ended by itself was resumed: %d runs", fake.runCount())
 	}
@@ -503,8 +503,8 @@ func TestChannelPanicIsAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.createAgent("a", "")
-	c, _ := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{Type: "panicky"})
-	e.svc.StartChannel(e.ctx, "a", c.ID)
+	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "panicky"})
+	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
 	eventually(t, "status error", func() bool {
 		st := e.channelStatus("a", c.ID)
 		return st.Status == harness.ChannelError && strings.Contains(st.LastError, "panicked")
@@ -519,11 +519,11 @@ func TestChannelResumeAfterReopen(t *testing.T) {
 	e := newEnv(t)
 	fake := registerFake(t, e)
 	e.createAgent("a", "")
-	on, _ := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{ID: "on", Type: "fake", Config: map[string]any{"bot_token": botToken}})
-	off, _ := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{ID: "off", Type: "fake"})
-	e.svc.StartChannel(e.ctx, "a", on.ID)
-	e.svc.StartChannel(e.ctx, "a", off.ID)
-	e.svc.StopChannel(e.ctx, "a", off.ID)
+	on, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{ID: "on", Type: "fake", Config: map[string]any{"bot_token": botToken}})
+	off, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{ID: "off", Type: "fake"})
+	e.svc.Supervisor().Start(e.ctx, "a", on.ID)
+	e.svc.Supervisor().Start(e.ctx, "a", off.ID)
+	e.svc.Supervisor().Stop(e.ctx, "a", off.ID)
 	fake.waitRuns(t, 2)
 
 	e.reopen() // the process stops and starts again
@@ -533,7 +533,7 @@ func TestChannelResumeAfterReopen(t *testing.T) {
 	if st := e.channelStatus("a", on.ID); st.Status != harness.ChannelStopped {
 		t.Errorf("before Resume the channel reads %s, want stopped", st.Status)
 	}
-	if err := e.svc.Resume(e.ctx); err != nil {
+	if err := e.svc.Supervisor().Resume(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	fake.waitRuns(t, 3)
@@ -556,21 +556,21 @@ func TestChannelResumeMissingType(t *testing.T) {
 	e := newEnv(t)
 	registerFake(t, e)
 	e.createAgent("a", "")
-	c, _ := e.svc.CreateChannel(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
-	e.svc.StartChannel(e.ctx, "a", c.ID)
+	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
+	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
 	e.svc.Close()
 	// The next process does not have the plugin.
 	e.reg = harness.NewRegistry()
 	e.opts.Registry = e.reg
 	e.open()
-	if err := e.svc.Resume(e.ctx); err != nil {
+	if err := e.svc.Supervisor().Resume(e.ctx); err != nil {
 		t.Fatalf("Resume = %v, want the failure recorded, not returned", err)
 	}
 	st := e.channelStatus("a", c.ID)
 	if st.Status != harness.ChannelError || !strings.Contains(st.LastError, "not available") {
 		t.Errorf("channel = %+v", st)
 	}
-	_, err := e.svc.StartChannel(e.ctx, "a", c.ID)
+	_, err := e.svc.Supervisor().Start(e.ctx, "a", c.ID)
 	wantInvalid(t, err, "type")
 }
 
@@ -582,20 +582,20 @@ func TestInbound(t *testing.T) {
 	}
 	e.createAgent("a", "")
 	ctx := e.ctx
-	c, _ := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "fake", Config: map[string]any{"secret": "s3cret"}})
-	p, _ := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "plain"})
+	c, _ := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "fake", Config: map[string]any{"secret": "s3cret"}})
+	p, _ := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "plain"})
 	body := []byte(`{"user_id":"42","message":"pushed hello"}`)
 	header := map[string][]string{"X-Secret": {"s3cret"}}
 
-	if _, err := e.svc.Inbound(ctx, "nope", &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrNotFound) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, "nope", &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrNotFound) {
 		t.Errorf("unknown channel: %v", err)
 	}
-	if _, err := e.svc.Inbound(ctx, c.ID, &harness.InboundRequest{Body: body, Header: header}); !errors.Is(err, harness.ErrConflict) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, c.ID, &harness.InboundRequest{Body: body, Header: header}); !errors.Is(err, harness.ErrConflict) {
 		t.Errorf("stopped channel: %v", err)
 	}
-	e.svc.StartChannel(ctx, "a", c.ID)
-	e.svc.StartChannel(ctx, "a", p.ID)
-	resp, err := e.svc.Inbound(ctx, c.ID, &harness.InboundRequest{Body: body, Header: header})
+	e.svc.Supervisor().Start(ctx, "a", c.ID)
+	e.svc.Supervisor().Start(ctx, "a", p.ID)
+	resp, err := e.svc.Supervisor().Inbound(ctx, c.ID, &harness.InboundRequest{Body: body, Header: header})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,10 +605,10 @@ func TestInbound(t *testing.T) {
 	if h, _ := e.svc.History(ctx, "a", "fake:42"); len(h) != 2 {
 		t.Errorf("history of the pushed user = %v", h)
 	}
-	if _, err := e.svc.Inbound(ctx, c.ID, &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrUnauthorized) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, c.ID, &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrUnauthorized) {
 		t.Errorf("wrong secret: %v", err)
 	}
-	if _, err := e.svc.Inbound(ctx, p.ID, &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrInvalid) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, p.ID, &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrInvalid) {
 		t.Errorf("channel without Receive: %v", err)
 	}
 }
@@ -623,7 +623,7 @@ func TestSecretsNeverReturned(t *testing.T) {
 	cfg := map[string]any{"bot_token": botToken, "webhook_secret": "whsec-VALUE", "Password": "hunter2-VALUE",
 		"nested": map[string]any{"api_key": "nested-KEY-VALUE"}, "api_url": "http://x"}
 	var returned []any
-	c, err := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "fake", Config: cfg})
+	c, err := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "fake", Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,16 +631,16 @@ func TestSecretsNeverReturned(t *testing.T) {
 	if cfg["bot_token"] != botToken {
 		t.Error("CreateChannel changed the caller's map")
 	}
-	s, _ := e.svc.StartChannel(ctx, "a", c.ID)
+	s, _ := e.svc.Supervisor().Start(ctx, "a", c.ID)
 	returned = append(returned, s)
 	eventually(t, "a failure", func() bool { return e.channelStatus("a", c.ID).LastError != "" })
 	fake.waitRuns(t, 2)
-	u, _ := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error { x.Name = "n"; return nil })
+	u, _ := e.svc.Supervisor().Update(ctx, "a", c.ID, func(x *harness.ChannelConfig) error { x.Name = "n"; return nil })
 	returned = append(returned, u)
 	d, _ := e.svc.Get(ctx, "a")
-	list, _ := e.svc.Channels(ctx, "a")
-	one, _ := e.svc.Channel(ctx, "a", c.ID)
-	st, _ := e.svc.StopChannel(ctx, "a", c.ID)
+	list, _ := e.svc.Supervisor().List(ctx, "a")
+	one, _ := e.svc.Supervisor().Get(ctx, "a", c.ID)
+	st, _ := e.svc.Supervisor().Stop(ctx, "a", c.ID)
 	returned = append(returned, d, list, one, st)
 	b, _ := json.Marshal(returned)
 	for _, secret := range []string{"SECRET", "whsec", "hunter2", "KEY-VALUE"} {

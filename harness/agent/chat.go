@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/retrieval"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
@@ -59,8 +60,10 @@ func checkUserID(ve *harness.ValidationError, userID string) {
 // recent messages (Options.MaxHistoryMessages, MaxHistoryTokens) go to the
 // model after a system message made of the agent's system prompt and its
 // knowledge base. The agent's tools are offered; their calls are answered
-// by the registered harness.Tool of the function's name, else by the tool
-// record's mock_response, for at most Options.MaxToolRounds rounds.
+// by harness.RunToolLoop (the registered harness.Tool of the function's
+// name, else the tool record's mock_response) for at most
+// Options.MaxToolRounds rounds, after which the model is asked once more,
+// without tools, for its reply.
 //
 // The user's message is stored first, so that it stays in the history when
 // the model fails; the reply and the tool messages are stored when the turn
@@ -84,7 +87,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 	if s.opts.Client == nil {
 		return nil, fmt.Errorf("chat with agent %s: no model is configured", agentID)
 	}
-	a, err := s.agent(ctx, s.db, agentID)
+	a, err := loadAgent(ctx, s.db, agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +108,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
 	}
 	system := a.SystemPrompt
-	if kb, err := s.kbContext(ctx, agentID, message); err != nil {
+	if kb, err := s.retriever.Context(ctx, agentID, message); err != nil {
 		s.log.Warn("knowledge base unavailable", slog.String("agent", agentID), slog.Any("error", err))
 	} else if kb != "" {
 		system = strings.TrimSpace(system + "\n\n" + kb)
@@ -146,55 +149,25 @@ type turn struct {
 	tools                  []harness.ToolDefinition
 }
 
-// turn asks the model and answers its tool calls until it replies. It
-// returns the messages to add to the history.
+// turn asks the model and answers its tool calls until it replies, with
+// harness.RunToolLoop (the loop evaluations use too). It returns the
+// messages to add to the history: each assistant message that called
+// tools with the tool messages answering it, then the reply.
 func (s *Service) turn(ctx context.Context, t turn) (*ChatResult, []harness.Message, error) {
-	defs := make([]harness.FunctionDef, len(t.tools))
-	for i, td := range t.tools {
-		defs[i] = td.Function
+	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
+		Client:    s.opts.Client,
+		Chat:      harness.ChatRequest{Model: t.model, Messages: t.msgs},
+		Tools:     t.tools,
+		Registry:  s.reg,
+		MaxRounds: s.opts.MaxToolRounds,
+		Call:      harness.ToolCallRequest{AgentID: t.agentID, UserID: t.userID},
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	res := &ChatResult{ToolCalls: []map[string]any{}}
-	var added []harness.Message
-	msgs := t.msgs
-	for round := 0; ; round++ {
-		req := &harness.ChatRequest{Model: t.model, Messages: msgs, Tools: defs}
-		last := round >= s.opts.MaxToolRounds
-		if last {
-			req.Tools = nil
-		}
-		resp, err := s.opts.Client.Chat(ctx, req)
-		if err != nil {
-			return nil, nil, fmt.Errorf("model: %w", err)
-		}
-		res.Usage = res.Usage.Add(resp.Usage)
-		m := resp.Message
-		m.Role = harness.RoleAssistant
-		if len(m.ToolCalls) == 0 || len(req.Tools) == 0 {
-			res.ToolRoundsExceeded = last
-			m.ToolCalls = nil // never stored without their answers
-			m.ToolCallID = ""
-			res.Response = m.Content
-			added = append(added, m)
-			return res, added, nil
-		}
-		m.ToolCalls = append([]harness.ToolCall(nil), m.ToolCalls...)
-		for i := range m.ToolCalls {
-			if m.ToolCalls[i].ID == "" {
-				m.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", round+1, i)
-			}
-		}
-		msgs = append(msgs, m)
-		added = append(added, m)
-		for _, call := range m.ToolCalls {
-			out := harness.AnswerToolCall(ctx, s.reg, t.tools, call, harness.ToolCallRequest{AgentID: t.agentID, UserID: t.userID})
-			res.ToolCalls = append(res.ToolCalls, map[string]any{
-				"name": call.Name, "arguments": harness.JSONOrText(call.Arguments), "output": harness.JSONOrText(out),
-			})
-			tm := harness.Message{Role: harness.RoleTool, Content: out, ToolCallID: call.ID}
-			msgs = append(msgs, tm)
-			added = append(added, tm)
-		}
-	}
+	res := &ChatResult{Response: loop.Response, ToolCalls: loop.DetailsOfCalls(), Usage: loop.Usage,
+		ToolRoundsExceeded: loop.RoundsExceeded}
+	return res, loop.Messages, nil
 }
 
 // agentTools returns the tool records an agent lists. A tool deleted from
@@ -225,9 +198,9 @@ func (s *Service) agentTools(ctx context.Context, agentID string) ([]harness.Too
 
 // messageTokens estimates the tokens of a message.
 func messageTokens(m harness.Message) int {
-	n := tokensOf(m.Content)
+	n := retrieval.Tokens(m.Content)
 	for _, tc := range m.ToolCalls {
-		n += tokensOf(tc.Name) + tokensOf(tc.Arguments)
+		n += retrieval.Tokens(tc.Name) + retrieval.Tokens(tc.Arguments)
 	}
 	return n
 }
@@ -297,7 +270,7 @@ func (s *Service) Clear(ctx context.Context, agentID, userID string) error {
 	if err := ve.Err(); err != nil {
 		return err
 	}
-	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
 		return err
 	}
 	unlock := s.chats.lock(agentID + "\x00" + userID)
@@ -313,7 +286,7 @@ func (s *Service) Clear(ctx context.Context, agentID, userID string) error {
 // first: every message, tool calls and tool answers included, not only
 // those the model is sent.
 func (s *Service) History(ctx context.Context, agentID, userID string) ([]harness.Message, error) {
-	if _, err := s.agent(ctx, s.db, agentID); err != nil {
+	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
 		return nil, err
 	}
 	var rows []messageRow

@@ -1,351 +1,146 @@
 package agent_test
 
 import (
-	"bytes"
 	"errors"
-	"io"
-	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"testing/iotest"
-	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 )
 
-func TestKBLifecycle(t *testing.T) {
-	e := newEnv(t)
-	e.createAgent("a", "")
-	ctx := e.ctx
+// The knowledge-base files and retrieval have their own packages and tests
+// (harness/agent/kb, harness/agent/retrieval); these check how the
+// Service composes them.
 
-	files, err := e.svc.KBList(ctx, "a")
-	if err != nil || files == nil || len(files) != 0 {
-		t.Fatalf("empty KBList = %#v, %v", files, err)
+// fillerText returns about size bytes of text in paragraphs, made of a
+// fixed vocabulary that includes the common words of the questions asked
+// of it ("what", "launch", "code", "project"...), so that only rare words
+// single a passage out.
+func fillerText(size int, seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	common := strings.Fields(`the a of and to in is was for on with as by at from that this it be are
+		what which launch code project team report system data value plan harbour market river city`)
+	vocab := make([]string, 0, 3000)
+	vocab = append(vocab, common...)
+	syll := strings.Fields("ka lo mi ne ru sa te vo pri stel dan gor fen bal cor")
+	for len(vocab) < cap(vocab) {
+		n := 2 + r.IntN(3)
+		var w strings.Builder
+		for range n {
+			w.WriteString(syll[r.IntN(len(syll))])
+		}
+		vocab = append(vocab, w.String())
 	}
-	before := float64(time.Now().Add(-time.Second).UnixNano()) / 1e9
-	f, err := e.svc.KBWrite(ctx, "a", "notes.md", strings.NewReader("# Notes\nhello"), true)
-	if err != nil {
-		t.Fatal(err)
+	var b strings.Builder
+	b.Grow(size + 1024)
+	for b.Len() < size {
+		sentences := 3 + r.IntN(4)
+		for s := range sentences {
+			words := 8 + r.IntN(12)
+			for i := range words {
+				var w string
+				if r.IntN(3) == 0 {
+					w = common[r.IntN(len(common))]
+				} else {
+					w = vocab[r.IntN(len(vocab))]
+				}
+				if i == 0 {
+					w = strings.ToUpper(w[:1]) + w[1:]
+				} else {
+					b.WriteByte(' ')
+				}
+				b.WriteString(w)
+			}
+			b.WriteByte('.')
+			if s < sentences-1 {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString("\n\n")
 	}
-	if f.Filename != "notes.md" || f.Size != 13 || f.Modified < before || f.Content != nil {
-		t.Errorf("KBWrite = %+v", f)
-	}
-	if _, err := e.svc.KBWrite(ctx, "a", "notes.md", strings.NewReader("x"), true); !errors.Is(err, harness.ErrConflict) {
-		t.Errorf("create existing = %v, want ErrConflict", err)
-	}
-	if _, err := e.svc.KBWrite(ctx, "a", "missing.md", strings.NewReader("x"), false); !errors.Is(err, harness.ErrNotFound) {
-		t.Errorf("replace missing = %v, want ErrNotFound", err)
-	}
-	if _, err := e.svc.KBWrite(ctx, "a", "data.csv", strings.NewReader("a,b\n1,2\n"), true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.svc.KBWrite(ctx, "a", "empty.txt", strings.NewReader(""), true); err != nil {
-		t.Errorf("empty file: %v", err)
-	}
-	f, err = e.svc.KBWrite(ctx, "a", "notes.md", strings.NewReader("replaced ✓"), false)
-	if err != nil || f.Size != int64(len("replaced ✓")) {
-		t.Fatalf("replace = %+v, %v", f, err)
-	}
-	r, err := e.svc.KBRead(ctx, "a", "notes.md")
-	if err != nil || r.Content == nil || *r.Content != "replaced ✓" || r.Size != f.Size {
-		t.Fatalf("KBRead = %+v, %v", r, err)
-	}
-	files, _ = e.svc.KBList(ctx, "a")
-	var names []string
-	for _, f := range files {
-		names = append(names, f.Filename)
-	}
-	if strings.Join(names, ",") != "data.csv,empty.txt,notes.md" {
-		t.Errorf("KBList names = %v", names)
-	}
-	if err := e.svc.KBDelete(ctx, "a", "notes.md"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.svc.KBDelete(ctx, "a", "notes.md"); !errors.Is(err, harness.ErrNotFound) {
-		t.Errorf("delete twice = %v", err)
-	}
-	if _, err := e.svc.KBRead(ctx, "a", "notes.md"); !errors.Is(err, harness.ErrNotFound) {
-		t.Errorf("read deleted = %v", err)
-	}
+	return b.String()
+}
+
+const factParagraph = "Project Zephyrine's launch code is 7741-ALPHA; the harbour pilots chose it in the spring."
+
+// TestKBUnknownAgent: the knowledge base of an agent that does not exist
+// is refused, through the Service and through its store alike, and no
+// directory is made for it.
+func TestKBUnknownAgent(t *testing.T) {
+	e := newEnv(t)
+	ctx := e.ctx
 	for name, err := range map[string]error{
 		"list":   func() error { _, err := e.svc.KBList(ctx, "nobody"); return err }(),
 		"read":   func() error { _, err := e.svc.KBRead(ctx, "nobody", "x.md"); return err }(),
 		"write":  func() error { _, err := e.svc.KBWrite(ctx, "nobody", "x.md", strings.NewReader("x"), true); return err }(),
 		"delete": e.svc.KBDelete(ctx, "nobody", "x.md"),
+		"store write": func() error {
+			_, err := e.svc.KB().Write(ctx, "nobody", "x.md", strings.NewReader("x"), true)
+			return err
+		}(),
+		"retrieve": func() error { _, err := e.svc.Retrieve(ctx, "nobody", "x"); return err }(),
 	} {
 		if !errors.Is(err, harness.ErrNotFound) {
 			t.Errorf("%s for an unknown agent = %v", name, err)
 		}
 	}
-	// An agent with no directory yet reads as empty.
-	e.createAgent("fresh", "")
-	if _, err := e.svc.KBRead(ctx, "fresh", "x.md"); !errors.Is(err, harness.ErrNotFound) {
-		t.Errorf("read in a missing directory = %v", err)
+	if _, err := os.Stat(filepath.Join(e.opts.DataDir, "kb", "nobody")); !os.IsNotExist(err) {
+		t.Errorf("a directory was made for an unknown agent: %v", err)
 	}
-}
-
-func TestValidKBName(t *testing.T) {
-	for _, name := range []string{"notes.md", "résumé.txt", "a b.txt", "data.v2.csv", "x", strings.Repeat("é", 127)} {
-		if err := agent.ValidKBName(name); err != nil {
-			t.Errorf("ValidKBName(%q) = %v", name, err)
-		}
+	// The old names are the store's.
+	if agent.ErrTooLarge != kb.ErrTooLarge || agent.ErrUnsupported != kb.ErrUnsupported || agent.MaxKBFileBytes != kb.MaxFileBytes {
+		t.Error("forwarded names differ from the store's")
 	}
-	for _, name := range []string{"", "../x", "a/b", "..", ".", ".hidden", "a\x00b", `a\b`, "/abs", "x/..", "a..b",
-		"line\nbreak", "tab\t", "\x7f", strings.Repeat("a", 256), " lead", "trail ", "bad\xffutf8"} {
-		if err := agent.ValidKBName(name); !errors.Is(err, harness.ErrInvalid) || !strings.Contains(err.Error(), "filename") {
-			t.Errorf("ValidKBName(%q) = %v, want ErrInvalid naming filename", name, err)
-		}
-	}
-}
-
-// snapshotTree lists every file under dir with its content.
-func snapshotTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(p, ".db") || strings.Contains(p, ".db-") {
-			return nil
-		}
-		b, _ := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[rel] = string(b)
-		return nil
-	})
-	return out
-}
-
-func TestKBTraversalRefused(t *testing.T) {
-	e := newEnv(t)
 	e.createAgent("a", "")
-	ctx := e.ctx
-	e.writeKB("a", "inside.md", "inside")
-	// A file next to the agent's directory, which traversal would reach.
-	outside := filepath.Join(e.opts.DataDir, "kb", "x")
-	if err := os.WriteFile(outside, []byte("outside"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	before := snapshotTree(t, e.dir)
-	for _, name := range []string{"../x", "a/b", "..", ".hidden", "nul\x00.md", `a\b`, `..\x`, "../../gauntlet.db", "/etc/passwd", ".tmp-0000"} {
-		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
-			_, err := e.svc.KBWrite(ctx, "a", name, strings.NewReader("pwned"), true)
-			wantInvalid(t, err, "filename")
-			_, err = e.svc.KBWrite(ctx, "a", name, strings.NewReader("pwned"), false)
-			wantInvalid(t, err, "filename")
-			_, err = e.svc.KBRead(ctx, "a", name)
-			wantInvalid(t, err, "filename")
-			wantInvalid(t, e.svc.KBDelete(ctx, "a", name), "filename")
-		})
-	}
-	if after := snapshotTree(t, e.dir); !equalMaps(before, after) {
-		t.Errorf("files changed:\nbefore %v\nafter  %v", before, after)
+	if _, err := e.svc.KBWrite(ctx, "a", "bin", strings.NewReader("\x00"), true); !errors.Is(err, agent.ErrUnsupported) {
+		t.Errorf("binary through the Service = %v, want agent.ErrUnsupported", err)
 	}
 }
 
-func TestKBSymlinkEscapeRefused(t *testing.T) {
+func TestChatGetsWholeKB(t *testing.T) {
 	e := newEnv(t)
-	e.createAgent("a", "")
-	e.writeKB("a", "inside.md", "inside")
-	secret := filepath.Join(e.dir, "secret.txt")
-	os.WriteFile(secret, []byte("top secret"), 0o644)
-	link := filepath.Join(e.opts.DataDir, "kb", "a", "link.md")
-	if err := os.Symlink(secret, link); err != nil {
-		t.Skip("no symlinks:", err)
-	}
-	if f, err := e.svc.KBRead(e.ctx, "a", "link.md"); err == nil {
-		t.Errorf("read through a symlink leaving the directory = %q", *f.Content)
-	}
-	if _, err := e.svc.KBWrite(e.ctx, "a", "link.md", strings.NewReader("pwned"), false); err == nil {
-		t.Error("replace through a symlink succeeded")
-	}
-	if b, _ := os.ReadFile(secret); string(b) != "top secret" {
-		t.Errorf("the file outside became %q", b)
-	}
-	files, _ := e.svc.KBList(e.ctx, "a")
-	if len(files) != 1 {
-		t.Errorf("KBList lists %v, want only the regular file", files)
-	}
-	// Nor does the knowledge base given to the model follow it.
-	e.chat("a", "u", "hello")
-	if strings.Contains(systemOf(e.lastRequest()), "top secret") {
-		t.Error("the model saw the file outside")
+	e.createAgent("a", "You answer from the notes.")
+	e.writeKB("a", "b.md", "Opening hours: 9 to 5.")
+	e.writeKB("a", "a.txt", "The office is in Lyon.")
+	e.chat("a", "u", "unrelated question")
+	want := "You answer from the notes.\n\nKnowledge base:\n\n### a.txt\n\nThe office is in Lyon.\n\n### b.md\n\nOpening hours: 9 to 5."
+	if sys := systemOf(e.lastRequest()); sys != want {
+		t.Errorf("system message = %q, want %q", sys, want)
 	}
 }
 
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
+func TestChatGetsBestChunks(t *testing.T) {
+	e := newEnv(t, withOptions(func(o *agent.Options) { o.KBBudgetTokens = 1000 }))
+	e.createAgent("a", "Answer from the knowledge base.")
+	filler := fillerText(1<<20, 1)
+	mid := strings.Index(filler[len(filler)/2:], "\n\n") + len(filler)/2 + 2
+	e.writeKB("a", "handbook.md", filler[:mid]+factParagraph+"\n\n"+filler[mid:])
 
-func TestKBRefusesBinary(t *testing.T) {
-	e := newEnv(t)
-	e.createAgent("a", "")
-	for _, tc := range []struct {
-		name    string
-		content []byte
-	}{
-		{"nul", []byte("text\x00more")},
-		{"invalid utf8", []byte("caf\xe9 au lait")},
-		{"truncated rune at end", []byte("abc\xe2\x9c")},
-		{"png header", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")},
-		{"nul after 1 MiB", append(bytes.Repeat([]byte("a"), 1<<20), 0)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.svc.KBWrite(e.ctx, "a", "bin.txt", bytes.NewReader(tc.content), true)
-			if !errors.Is(err, agent.ErrUnsupported) {
-				t.Fatalf("KBWrite = %v, want ErrUnsupported", err)
-			}
-		})
+	e.chat("a", "u", "What is the launch code of Project Zephyrine?")
+	sys := systemOf(e.lastRequest())
+	if !strings.Contains(sys, factParagraph) {
+		t.Fatalf("the system message (%d bytes) lacks the paragraph with the fact", len(sys))
 	}
-	// Runes split across reads are fine.
-	text := strings.Repeat("héllo ✓ 日本語 🎉 ", 100)
-	if _, err := e.svc.KBWrite(e.ctx, "a", "utf8.txt", iotest.OneByteReader(strings.NewReader(text)), true); err != nil {
-		t.Fatalf("one byte at a time: %v", err)
+	if !strings.HasPrefix(sys, "Answer from the knowledge base.\n\nKnowledge base excerpts") {
+		t.Errorf("the system prompt does not come first: %.100q", sys)
 	}
-	r, _ := e.svc.KBRead(e.ctx, "a", "utf8.txt")
-	if *r.Content != text {
-		t.Error("content changed")
+	if budget := 1000 * 4; len(sys) > budget+200 {
+		t.Errorf("system message is %d bytes, over the budget of about %d", len(sys), budget)
 	}
-	entries, _ := os.ReadDir(filepath.Join(e.opts.DataDir, "kb", "a"))
-	if len(entries) != 1 {
-		t.Errorf("directory holds %v, want only utf8.txt (no temporary file left)", entries)
+	got, err := e.svc.Retrieve(e.ctx, "a", "What is the launch code of Project Zephyrine?")
+	if err != nil || !strings.Contains(sys, got) {
+		t.Errorf("Retrieve = %.200q, %v: want the system message's knowledge part", got, err)
 	}
-}
-
-// countingReader yields n bytes of text, counting what was read.
-type countingReader struct {
-	left, read int64
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	if r.left == 0 {
-		return 0, io.EOF
-	}
-	n := int64(len(p))
-	n = min(n, r.left)
-	for i := range n {
-		p[i] = 'a' + byte(i%26)
-	}
-	r.left -= n
-	r.read += n
-	return int(n), nil
-}
-
-func TestKBTooLarge(t *testing.T) {
-	e := newEnv(t)
-	e.createAgent("a", "")
-	e.writeKB("a", "big.txt", "old content")
-	for _, mustCreate := range []bool{true, false} {
-		name := "new.txt"
-		if !mustCreate {
-			name = "big.txt"
-		}
-		r := &countingReader{left: 11 << 20}
-		_, err := e.svc.KBWrite(e.ctx, "a", name, r, mustCreate)
-		if !errors.Is(err, agent.ErrTooLarge) {
-			t.Fatalf("KBWrite of 11 MiB = %v, want ErrTooLarge", err)
-		}
-		if r.read > agent.MaxKBFileBytes+(1<<20) {
-			t.Errorf("read %d bytes of the body, want it to stop soon after %d", r.read, agent.MaxKBFileBytes)
-		}
-	}
-	if _, err := e.svc.KBRead(e.ctx, "a", "new.txt"); !errors.Is(err, harness.ErrNotFound) {
-		t.Errorf("the refused file exists: %v", err)
-	}
-	if r, _ := e.svc.KBRead(e.ctx, "a", "big.txt"); *r.Content != "old content" {
-		t.Errorf("a refused replace changed the file to %d bytes", len(*r.Content))
-	}
-	entries, _ := os.ReadDir(filepath.Join(e.opts.DataDir, "kb", "a"))
-	if len(entries) != 1 {
-		t.Errorf("directory holds %v, want only big.txt", entries)
-	}
-	// Exactly the limit is accepted.
-	f, err := e.svc.KBWrite(e.ctx, "a", "max.txt", &countingReader{left: agent.MaxKBFileBytes}, true)
-	if err != nil || f.Size != agent.MaxKBFileBytes {
-		t.Errorf("KBWrite of exactly 10 MiB = %+v, %v", f, err)
-	}
-}
-
-// TestKBAtomicReplace replaces a file again and again while readers read
-// it: each read sees one whole version, never a mix or a part.
-func TestKBAtomicReplace(t *testing.T) {
-	e := newEnv(t)
-	e.createAgent("a", "")
-	versions := []string{strings.Repeat("A", 256<<10), strings.Repeat("B", 512<<10)}
-	e.writeKB("a", "doc.txt", versions[0])
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				f, err := e.svc.KBRead(e.ctx, "a", "doc.txt")
-				if err != nil {
-					t.Errorf("read during replace: %v", err)
-					return
-				}
-				if *f.Content != versions[0] && *f.Content != versions[1] {
-					t.Errorf("read a torn file of %d bytes", len(*f.Content))
-					return
-				}
-			}
-		})
-	}
-	for i := range 20 {
-		if _, err := e.svc.KBWrite(e.ctx, "a", "doc.txt", iotest.HalfReader(strings.NewReader(versions[i%2])), false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(stop)
-	wg.Wait()
-	// A replace that fails half way leaves the old version.
-	bad := io.MultiReader(strings.NewReader(strings.Repeat("C", 100<<10)), strings.NewReader("\x00"))
-	if _, err := e.svc.KBWrite(e.ctx, "a", "doc.txt", bad, false); !errors.Is(err, agent.ErrUnsupported) {
-		t.Fatalf("bad replace = %v", err)
-	}
-	if f, _ := e.svc.KBRead(e.ctx, "a", "doc.txt"); *f.Content != versions[1] {
-		t.Error("a failed replace changed the file")
-	}
-}
-
-func TestKBConcurrentCreate(t *testing.T) {
-	e := newEnv(t)
-	e.createAgent("a", "")
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	created, conflicts := 0, 0
-	for i := range 8 {
-		wg.Go(func() {
-			_, err := e.svc.KBWrite(e.ctx, "a", "same.txt", strings.NewReader(strings.Repeat("x", i+1)), true)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				created++
-			case errors.Is(err, harness.ErrConflict):
-				conflicts++
-			default:
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if created != 1 || conflicts != 7 {
-		t.Errorf("created %d, conflicts %d; want 1 and 7", created, conflicts)
+	// A write through the Service is seen by the next chat.
+	e.writeKB("a", "handbook.md", "The launch code of Project Zephyrine is now 1234-BETA.")
+	e.chat("a", "u", "And now?")
+	if sys := systemOf(e.lastRequest()); !strings.Contains(sys, "1234-BETA") || strings.Contains(sys, "7741") {
+		t.Errorf("after a write, system message = %.300q", sys)
 	}
 }
 

@@ -596,13 +596,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		msgs = append(msgs, harness.Message{Role: harness.RoleSystem, Content: j.systemPrompt})
 	}
 	msgs = append(msgs, harness.Message{Role: harness.RoleUser, Content: j.test.Prompt})
-	defs := make([]harness.FunctionDef, len(j.tools))
-	for i, t := range j.tools {
-		defs[i] = t.Function
-	}
 	var usage harness.Usage
-	var calls []harness.ToolCall
-	var callLog []map[string]any
 	fail := func(err error) (runs.Result, bool) {
 		if ctx.Err() != nil {
 			return res, false
@@ -614,46 +608,40 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		res.CreatedAt = runs.Now()
 		return res, true
 	}
-	final := ""
-	for round := 0; ; round++ {
-		retries := r.retries
-		resp, err := e.opts.Client.Chat(ctx, &harness.ChatRequest{Model: r.info.Model, Messages: msgs, Tools: defs,
-			Timeout: r.timeout, MaxRetries: &retries})
-		if err != nil {
-			// The result is made before the endpoint's health is noted: the
-			// error that stops the run is still this test's result.
-			out, finished := fail(fmt.Errorf("model: %w", err))
-			if finished {
-				r.noteModel(err)
-			}
-			return out, finished
-		}
-		r.noteModel(nil)
-		usage = usage.Add(resp.Usage)
-		msgs = append(msgs, resp.Message)
-		final = resp.Message.Content
-		if len(resp.Message.ToolCalls) == 0 || len(defs) == 0 {
-			break
-		}
-		if round >= e.opts.MaxToolRounds {
-			res.Details["tool_rounds_exceeded"] = true
-			break
-		}
-		for _, call := range resp.Message.ToolCalls {
-			calls = append(calls, call)
-			out := harness.AnswerToolCall(ctx, e.opts.Registry, j.tools, call, harness.ToolCallRequest{})
-			callLog = append(callLog, map[string]any{"name": call.Name, "arguments": harness.JSONOrText(call.Arguments), "output": harness.JSONOrText(out)})
-			msgs = append(msgs, harness.Message{Role: harness.RoleTool, Content: out, ToolCallID: call.ID})
+	retries := r.retries
+	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
+		Client:    e.opts.Client,
+		Chat:      harness.ChatRequest{Model: r.info.Model, Messages: msgs, Timeout: r.timeout, MaxRetries: &retries},
+		Tools:     j.tools,
+		Registry:  e.opts.Registry,
+		MaxRounds: e.opts.MaxToolRounds,
+	})
+	if loop != nil {
+		usage = loop.Usage
+		if slices.ContainsFunc(loop.Requests, func(q harness.ModelRequest) bool { return q.Err == nil }) {
+			r.noteModel(nil)
 		}
 	}
-	res.Response = final
+	if err != nil {
+		// The result is made before the endpoint's health is noted: the
+		// error that stops the run is still this test's result.
+		out, finished := fail(err)
+		if finished {
+			r.noteModel(err)
+		}
+		return out, finished
+	}
+	if loop.RoundsExceeded {
+		res.Details["tool_rounds_exceeded"] = true
+	}
+	res.Response = loop.Response
 	ev, ok := e.evaluatorFor(j.evaluator.Type)
 	if !ok {
 		return fail(fmt.Errorf("evaluator type %q is not available", j.evaluator.Type))
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
-		Test: j.test, Evaluator: j.evaluator, SystemPrompt: j.systemPrompt, Response: final,
-		Messages: msgs, ToolCalls: calls, Client: e.opts.Client, Model: r.info.Model,
+		Test: j.test, Evaluator: j.evaluator, SystemPrompt: j.systemPrompt, Response: loop.Response,
+		Messages: loop.Transcript, ToolCalls: loop.Calls(), Client: e.opts.Client, Model: r.info.Model,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))
@@ -662,8 +650,8 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	for k, v := range verdict.Details {
 		res.Details[k] = v
 	}
-	if len(callLog) > 0 {
-		res.Details["tool_calls"] = callLog
+	if len(loop.ToolCalls) > 0 {
+		res.Details["tool_calls"] = loop.DetailsOfCalls()
 	}
 	if _, ok := res.Details["extracted_answer"]; !ok {
 		res.Details["extracted_answer"] = ""

@@ -186,12 +186,17 @@ func TestToolsRegistered(t *testing.T) {
 	}
 }
 
-// TestToolRoundsBounded: a model that calls tools forever is stopped after
-// MaxToolRounds rounds, and the result says so.
+// TestToolRoundsBounded: a model that calls tools whenever it may is
+// answered for MaxToolRounds rounds, then asked once more without tools
+// for its answer (before the shared tool loop, the engine stopped there
+// and left the last calls unanswered); the result says the rounds ran out.
 func TestToolRoundsBounded(t *testing.T) {
 	var seen requestLog
 	f := newFixture(t, fixtureOpts{snap: toolDefs().snap(), maxToolRounds: 2, llm: llmtest.Options{
 		Respond: recorder(&seen, func(req *llmtest.Request) *llmtest.Reply {
+			if len(req.Tools) == 0 {
+				return nil // the fake's own answer: a summary of the tool results
+			}
 			return llmtest.CallTool("get_weather", map[string]any{"city": "Paris"})
 		}),
 	}})
@@ -200,14 +205,104 @@ func TestToolRoundsBounded(t *testing.T) {
 		t.Fatalf("info = %+v", info)
 	}
 	r := resultByID(t, f, id)["tools-weather"]
-	if n := len(seen.get("tools-weather")); n != 3 {
-		t.Errorf("%d requests, want 3 (the question and 2 tool rounds)", n)
+	reqs := seen.get("tools-weather")
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3 (the question, 1 more tool round, the answer without tools)", len(reqs))
 	}
+	for i, want := range []int{1, 1, 0} {
+		if len(reqs[i].Tools) != want {
+			t.Errorf("request %d offered %d tools, want %d", i, len(reqs[i].Tools), want)
+		}
+	}
+	checkAnswered(t, reqs[2].Messages)
 	if r.Details["tool_rounds_exceeded"] != true || len(toolCallsOf(t, r)) != 2 {
 		t.Errorf("details = %v", r.Details)
 	}
+	if !strings.HasPrefix(r.Response, "The result of get_weather") {
+		t.Errorf("response %q, want the answer to the tool-less request", r.Response)
+	}
 	if r.Status != runs.TestPassed {
 		t.Errorf("status %s: the model did call get_weather with Paris", r.Status)
+	}
+}
+
+// checkAnswered fails unless every assistant message that calls tools is
+// followed by one tool message per call, with the call's id, and no id is
+// empty or used twice.
+func checkAnswered(t *testing.T, msgs []harness.Message) {
+	t.Helper()
+	seen := map[string]bool{}
+	for i, m := range msgs {
+		for j, c := range m.ToolCalls {
+			if c.ID == "" || seen[c.ID] {
+				t.Fatalf("message %d: call id %q empty or used twice", i, c.ID)
+			}
+			seen[c.ID] = true
+			if k := i + 1 + j; k >= len(msgs) || msgs[k].Role != harness.RoleTool || msgs[k].ToolCallID != c.ID {
+				t.Fatalf("message %d: call %q has no answer after it: %+v", i, c.ID, msgs)
+			}
+		}
+	}
+}
+
+// idless is a model whose tool calls come without ids, as some
+// OpenAI-compatible servers send them.
+type idless struct{ inner harness.ChatModel }
+
+func (m idless) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
+	resp, err := m.inner.Chat(ctx, req)
+	if err == nil {
+		for i := range resp.Message.ToolCalls {
+			resp.Message.ToolCalls[i].ID = ""
+		}
+	}
+	return resp, err
+}
+
+// TestToolCallsWithoutIDs: calls the model sent without ids get
+// generated ones, the same on the call and on its answer; the evaluator
+// is given the whole conversation (here seen through the second pass,
+// which sends it back to the model).
+func TestToolCallsWithoutIDs(t *testing.T) {
+	d := toolDefs()
+	d.s.Evaluators = append(d.s.Evaluators, harness.EvaluatorConfig{ID: "restate", Name: "Restate", Type: harness.EvaluatorTypeRegex,
+		ExtractionRegex: `(?<answer>NEVER-MATCHES)`, UsesPass2: true})
+	d.test(harness.Test{ID: "tools-ids", DomainID: "tools", Level: 1, EvaluatorID: "restate", Tools: []string{"lookup"},
+		Prompt:   "[tools-ids] Use lookup_word on gauntlet, then get_weather for Paris.",
+		Expected: harness.Expected{Type: "exact", Answer: "x"}})
+	var seen requestLog
+	f := newFixture(t, fixtureOpts{snap: d.snap(), model: func(m harness.ChatModel) harness.ChatModel { return idless{m} },
+		llm: llmtest.Options{Respond: recorder(&seen, func(req *llmtest.Request) *llmtest.Reply {
+			if len(req.Tools) > 0 && !strings.Contains(req.Messages[len(req.Messages)-1].Role, harness.RoleTool) {
+				return &llmtest.Reply{ToolCalls: []harness.ToolCall{
+					{Name: "lookup_word", Arguments: `{"word":"gauntlet"}`}, {Name: "get_weather", Arguments: `{"city":"Paris"}`}}}
+			}
+			return nil
+		})}})
+	id := f.start(t, engine.StartRequest{Domains: []string{"tools"}})
+	f.wait(t, id)
+	r := resultByID(t, f, id)["tools-ids"]
+	if calls := toolCallsOf(t, r); len(calls) != 2 || calls[0]["name"] != "lookup_word" || calls[1]["name"] != "get_weather" {
+		t.Errorf("tool_calls = %v", calls)
+	}
+	reqs := seen.get("tools-ids")
+	if len(reqs) != 3 || !llmtest.IsRestate(reqs[2].LastUser()) {
+		t.Fatalf("%d requests, want the question, the tool answers and the second pass", len(reqs))
+	}
+	msgs := reqs[2].Messages
+	checkAnswered(t, msgs)
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, ","); got != "system,user,assistant,tool,tool,assistant,user" {
+		t.Fatalf("the evaluator saw %s, want the whole conversation", got)
+	}
+	if ids := []string{msgs[2].ToolCalls[0].ID, msgs[2].ToolCalls[1].ID}; ids[0] != "call_1" || ids[1] != "call_2" {
+		t.Errorf("generated ids %v, want call_1 and call_2", ids)
+	}
+	if msgs[5].Content != r.Response || !strings.HasPrefix(r.Response, "The result of lookup_word") {
+		t.Errorf("final answer %q, response %q", msgs[5].Content, r.Response)
 	}
 }
 

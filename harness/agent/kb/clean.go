@@ -1,4 +1,4 @@
-package agent
+package kb
 
 import (
 	"errors"
@@ -9,15 +9,15 @@ import (
 	"strings"
 )
 
-// RemoveStaleKBTemp removes the temporary files a knowledge-base write
-// leaves behind when the process dies before its rename: names starting
-// with ".tmp-" directly in dataDir/kb/<agent_id>/. It returns their paths.
+// RemoveStaleTemp removes the temporary files a write leaves behind when
+// the process dies before its rename: names starting with ".tmp-"
+// directly in dir/<agent_id>/, dir being a Store's Options.Dir. It returns
+// their paths.
 //
-// Call it at start-up, before a Service writes: a write in flight would
-// lose its temporary file. A missing kb directory is not an error.
-func RemoveStaleKBTemp(dataDir string) ([]string, error) {
-	kb := filepath.Join(dataDir, "kb")
-	agents, err := os.ReadDir(kb)
+// Call it at start-up, before a Store writes: a write in flight would lose
+// its temporary file. A missing dir is not an error.
+func RemoveStaleTemp(dir string) ([]string, error) {
+	agents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -29,8 +29,8 @@ func RemoveStaleKBTemp(dataDir string) ([]string, error) {
 		if !a.IsDir() {
 			continue
 		}
-		dir := filepath.Join(kb, a.Name())
-		entries, err := os.ReadDir(dir)
+		agentDir := filepath.Join(dir, a.Name())
+		entries, err := os.ReadDir(agentDir)
 		if err != nil {
 			return removed, fmt.Errorf("clean knowledge bases: %w", err)
 		}
@@ -38,7 +38,7 @@ func RemoveStaleKBTemp(dataDir string) ([]string, error) {
 			if !strings.HasPrefix(e.Name(), ".tmp-") || !e.Type().IsRegular() {
 				continue
 			}
-			p := filepath.Join(dir, e.Name())
+			p := filepath.Join(agentDir, e.Name())
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return removed, fmt.Errorf("clean knowledge bases: %w", err)
 			}

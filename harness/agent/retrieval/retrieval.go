@@ -1,26 +1,23 @@
-package agent
+package retrieval
 
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 )
 
-// Knowledge-base retrieval: the files of an agent are cut into chunks of
-// about chunkSize bytes on paragraph, then line, then word boundaries, with
-// up to chunkOverlap bytes of the previous chunk repeated, and ranked with
-// BM25 against the user's message.
+// Chunking and ranking: files are cut into chunks of about chunkSize bytes
+// on paragraph, then line, then word boundaries, with up to chunkOverlap
+// bytes of the previous chunk repeated, and ranked with BM25.
 const (
 	chunkSize    = 800
 	chunkOverlap = 160
@@ -28,168 +25,152 @@ const (
 	bm25B        = 0.75
 )
 
-// tokensOf estimates the tokens of a text: a token per four bytes, rounded
+// Defaults of the Options left at zero.
+const (
+	DefaultBudgetTokens = 4000
+	DefaultMaxCached    = 32
+)
+
+// Tokens estimates the tokens of a text: a token per four bytes, rounded
 // up.
-func tokensOf(s string) int { return (len(s) + 3) / 4 }
+func Tokens(s string) int { return (len(s) + 3) / 4 }
 
-// kbEntry caches the knowledge base of one agent. It is rebuilt when the
-// files' names, sizes or modification times change, and dropped by the
-// service's own writes.
-type kbEntry struct {
+// Options configure a Retriever. KB is required.
+type Options struct {
+	// KB is the store of the knowledge bases.
+	KB *kb.Store
+	// BudgetTokens bounds the knowledge-base text Context returns
+	// (default 4000, tokens estimated by Tokens): the whole base when it
+	// fits, else the chunks that best match the query.
+	BudgetTokens int
+	// MaxCached bounds the knowledge bases kept in memory (default 32): past
+	// it, the least recently used is dropped, to be rebuilt when next
+	// needed.
+	MaxCached int
+	// Logger receives the retriever's log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Retriever gives a model the relevant part of an agent's knowledge base.
+// It keeps a view of each base in use (the whole text when it fits the
+// budget, else a BM25 index of its chunks), built on first use and built
+// again when the store's [kb.Store.Version] changes. It is safe for
+// concurrent use.
+type Retriever struct {
+	opts Options
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	byID map[string]*entry // by agent id
+	uses int64
+}
+
+// entry caches the view of one knowledge base.
+type entry struct {
 	mu   sync.Mutex // held while building
-	snap *kbSnapshot
-	used int64 // the service's use counter when last used; guarded by indexMu
+	snap *snapshot
+	used int64 // the retriever's use counter when last used; guarded by Retriever.mu
 }
 
-// maxCachedKB bounds the knowledge bases kept in memory: past it, the
-// least recently used is dropped, to be rebuilt when next needed.
-const maxCachedKB = 32
-
-// kbSnapshot is an immutable view of a knowledge base.
-type kbSnapshot struct {
-	sig   string
-	whole string // the whole base, formatted, when it fits the budget
-	index *bm25Index
+// snapshot is an immutable view of a knowledge base.
+type snapshot struct {
+	version string
+	whole   string // the whole base, formatted, when it fits the budget
+	index   *Index
 }
 
-type kbFile struct {
-	name    string
-	size    int64
-	modNano int64
-}
-
-func (s *Service) dropIndex(agentID string) {
-	s.indexMu.Lock()
-	delete(s.indexes, agentID)
-	s.indexMu.Unlock()
-}
-
-// kbFiles lists the usable files of a knowledge base and a signature of
-// them.
-func (s *Service) kbFiles(agentID string) ([]kbFile, string, error) {
-	dir, ok := s.kbDir(agentID)
-	if !ok {
-		return nil, "", nil
+// New returns a Retriever over opts.KB.
+func New(opts Options) *Retriever {
+	if opts.BudgetTokens <= 0 {
+		opts.BudgetTokens = DefaultBudgetTokens
 	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil
+	if opts.MaxCached <= 0 {
+		opts.MaxCached = DefaultMaxCached
 	}
-	if err != nil {
-		return nil, "", err
+	r := &Retriever{opts: opts, log: opts.Logger, byID: map[string]*entry{}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
 	}
-	var files []kbFile
-	var sig strings.Builder
-	for _, e := range entries {
-		if !e.Type().IsRegular() || ValidKBName(e.Name()) != nil {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		f := kbFile{name: e.Name(), size: fi.Size(), modNano: fi.ModTime().UnixNano()}
-		files = append(files, f)
-		sig.WriteString(f.name)
-		sig.WriteByte(0)
-		sig.WriteString(strconv.FormatInt(f.size, 10))
-		sig.WriteByte(0)
-		sig.WriteString(strconv.FormatInt(f.modNano, 10))
-		sig.WriteByte(0)
-	}
-	return files, sig.String(), nil
+	return r
 }
 
-// snapshot returns the current view of an agent's knowledge base, building
-// it when the files changed; nil when the base is empty.
-func (s *Service) snapshot(agentID string) (*kbSnapshot, error) {
-	files, sig, err := s.kbFiles(agentID)
-	if err != nil || len(files) == 0 {
+// Forget drops the cached view of an agent's knowledge base, as when the
+// agent is deleted. (Changes to the files need no Forget: the next use
+// sees them.)
+func (r *Retriever) Forget(agentID string) {
+	r.mu.Lock()
+	delete(r.byID, agentID)
+	r.mu.Unlock()
+}
+
+// view returns the current view of an agent's knowledge base, building it
+// when the files changed; nil when the base is empty.
+func (r *Retriever) view(agentID string) (*snapshot, error) {
+	version, err := r.opts.KB.Version(agentID)
+	if err != nil || version == "" {
 		return nil, err
 	}
-	s.indexMu.Lock()
-	e := s.indexes[agentID]
+	r.mu.Lock()
+	e := r.byID[agentID]
 	if e == nil {
-		if len(s.indexes) >= maxCachedKB {
+		if len(r.byID) >= r.opts.MaxCached {
 			var oldest string
-			for id, x := range s.indexes {
-				if oldest == "" || x.used < s.indexes[oldest].used {
+			for id, x := range r.byID {
+				if oldest == "" || x.used < r.byID[oldest].used {
 					oldest = id
 				}
 			}
-			delete(s.indexes, oldest)
+			delete(r.byID, oldest)
 		}
-		e = &kbEntry{}
-		s.indexes[agentID] = e
+		e = &entry{}
+		r.byID[agentID] = e
 	}
-	s.indexUses++
-	e.used = s.indexUses
-	s.indexMu.Unlock()
+	r.uses++
+	e.used = r.uses
+	r.mu.Unlock()
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.snap != nil && e.snap.sig == sig {
+	if e.snap != nil && e.snap.version == version {
 		return e.snap, nil
 	}
-	snap, err := s.build(agentID, files, sig)
+	docs, err := r.opts.KB.Documents(agentID)
 	if err != nil {
 		return nil, err
 	}
-	e.snap = snap
-	return snap, nil
+	e.snap = r.build(docs, version)
+	return e.snap, nil
 }
 
-// build reads the files of a knowledge base and keeps them whole when they
-// fit the budget, else indexes them.
-func (s *Service) build(agentID string, files []kbFile, sig string) (*kbSnapshot, error) {
-	root, err := s.kbRoot(agentID, false)
-	if err != nil || root == nil {
-		return nil, err
-	}
-	defer root.Close()
-	type doc struct{ name, text string }
-	docs := make([]doc, 0, len(files))
-	for _, f := range files {
-		data, err := root.ReadFile(f.name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // deleted meanwhile: the next chat rebuilds
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !utf8.Valid(data) || slices.Contains(data, 0) {
-			s.log.Warn("knowledge base file is not text; skipped", slog.String("agent", agentID), slog.String("file", f.name))
-			continue
-		}
-		docs = append(docs, doc{f.name, string(data)})
-	}
-	snap := &kbSnapshot{sig: sig}
+// build keeps the documents whole when they fit the budget, else indexes
+// them.
+func (r *Retriever) build(docs []kb.Document, version string) *snapshot {
+	snap := &snapshot{version: version}
 	var whole strings.Builder
 	for _, d := range docs {
 		whole.WriteString("### ")
-		whole.WriteString(d.name)
+		whole.WriteString(d.Name)
 		whole.WriteString("\n\n")
-		whole.WriteString(strings.TrimSpace(d.text))
+		whole.WriteString(strings.TrimSpace(d.Text))
 		whole.WriteString("\n\n")
 	}
-	if tokensOf(whole.String()) <= s.opts.KBBudgetTokens {
+	if Tokens(whole.String()) <= r.opts.BudgetTokens {
 		snap.whole = strings.TrimSpace(whole.String())
-		return snap, nil
+		return snap
 	}
-	b := newIndexBuilder()
-	for _, d := range docs {
-		b.add(d.name, d.text)
-	}
-	snap.index = b.finish()
-	return snap, nil
+	snap.index = NewIndex(docs)
+	r.log.Debug("knowledge base indexed", slog.Int("files", len(docs)), slog.Int("chunks", snap.index.Len()))
+	return snap
 }
 
-// kbContext is the knowledge-base part of an agent's system message for a
-// user's message: the whole base when it fits the budget, else the chunks
-// that best match the message, best first, as many as fit. "" when the
-// base is empty or nothing matches.
-func (s *Service) kbContext(_ context.Context, agentID, query string) (string, error) {
-	snap, err := s.snapshot(agentID)
+// Context returns the knowledge-base part of an agent's system message for
+// a user's message (query): the whole base when it fits the budget, else
+// the chunks that best match the query, best first, as many as fit, each
+// headed by its file name and part number. "" when the base is empty or
+// nothing matches. The agent is not looked up: its id only names a
+// directory of the store.
+func (r *Retriever) Context(_ context.Context, agentID, query string) (string, error) {
+	snap, err := r.view(agentID)
 	if err != nil || snap == nil {
 		return "", err
 	}
@@ -199,15 +180,14 @@ func (s *Service) kbContext(_ context.Context, agentID, query string) (string, e
 		}
 		return "Knowledge base:\n\n" + snap.whole, nil
 	}
-	hits := snap.index.search(query, 64)
-	budget := s.opts.KBBudgetTokens * 4
+	hits := snap.index.Search(query, 64)
+	budget := r.opts.BudgetTokens * 4
 	var b strings.Builder
 	b.WriteString("Knowledge base excerpts (the parts most relevant to the user's message):")
 	used := 0
 	for _, h := range hits {
-		c := snap.index.chunks[h.doc]
-		text := strings.TrimSpace(c.text)
-		head := fmt.Sprintf("\n\n### %s (part %d)\n\n", c.file, c.part+1)
+		text := strings.TrimSpace(h.Text)
+		head := fmt.Sprintf("\n\n### %s (part %d)\n\n", h.File, h.Chunk+1)
 		if used+len(head)+len(text) > budget {
 			continue
 		}
@@ -219,17 +199,6 @@ func (s *Service) kbContext(_ context.Context, agentID, query string) (string, e
 		return "", nil
 	}
 	return b.String(), nil
-}
-
-// Retrieve returns the knowledge-base text an agent's system message would
-// hold for a user's message: the whole base when it fits KBBudgetTokens,
-// else the best-matching chunks. It serves tests and tools that want to
-// see what the model is given.
-func (s *Service) Retrieve(ctx context.Context, agentID, query string) (string, error) {
-	if _, err := s.agent(ctx, s.db, agentID); err != nil {
-		return "", err
-	}
-	return s.kbContext(ctx, agentID, query)
 }
 
 // chunk is a part of a knowledge-base file.
@@ -244,8 +213,9 @@ type posting struct {
 	tf  int32
 }
 
-// bm25Index is an inverted index of chunks.
-type bm25Index struct {
+// Index is a BM25 index of the chunks of a set of documents. It is
+// immutable once built, so safe for concurrent searches.
+type Index struct {
 	chunks   []chunk
 	lens     []float32 // tokens per chunk
 	avgLen   float64
@@ -253,15 +223,53 @@ type bm25Index struct {
 	postings [][]posting // by term id
 }
 
+// Hit is a chunk that matches a query.
+type Hit struct {
+	// File names the document the chunk is from; Chunk is its number in
+	// that document, from 0.
+	File  string
+	Chunk int
+	// Text is the chunk's text, a part of the document's.
+	Text string
+	// Score is the chunk's BM25 score for the query: higher is better.
+	Score float64
+}
+
+// NewIndex cuts documents into chunks (about 800 bytes each, on paragraph,
+// then line, then word boundaries, each repeating up to 160 bytes of the
+// previous one) and indexes them.
+func NewIndex(docs []kb.Document) *Index {
+	b := newIndexBuilder()
+	for _, d := range docs {
+		b.add(d.Name, d.Text)
+	}
+	return b.finish()
+}
+
+// Len returns the number of chunks indexed.
+func (ix *Index) Len() int { return len(ix.chunks) }
+
+// Search returns up to k chunks that match the query (any of its words,
+// case-insensitive), best first; ties in document order.
+func (ix *Index) Search(query string, k int) []Hit {
+	hits := ix.search(query, k)
+	out := make([]Hit, len(hits))
+	for i, h := range hits {
+		c := ix.chunks[h.doc]
+		out[i] = Hit{File: c.file, Chunk: c.part, Text: c.text, Score: h.score}
+	}
+	return out
+}
+
 type indexBuilder struct {
-	ix     *bm25Index
+	ix     *Index
 	counts map[int32]int32
 	buf    []byte
 	total  int64
 }
 
 func newIndexBuilder() *indexBuilder {
-	return &indexBuilder{ix: &bm25Index{terms: map[string]int32{}}, counts: map[int32]int32{}}
+	return &indexBuilder{ix: &Index{terms: map[string]int32{}}, counts: map[int32]int32{}}
 }
 
 func (b *indexBuilder) add(file, text string) {
@@ -288,7 +296,7 @@ func (b *indexBuilder) add(file, text string) {
 	}
 }
 
-func (b *indexBuilder) finish() *bm25Index {
+func (b *indexBuilder) finish() *Index {
 	if len(b.ix.chunks) > 0 {
 		b.ix.avgLen = float64(b.total) / float64(len(b.ix.chunks))
 	}
@@ -305,7 +313,7 @@ type hit struct {
 
 // search returns up to k chunks that match the query, best first (ties in
 // document order).
-func (ix *bm25Index) search(query string, k int) []hit {
+func (ix *Index) search(query string, k int) []hit {
 	n := float64(len(ix.chunks))
 	if n == 0 {
 		return nil

@@ -1,4 +1,4 @@
-package agent_test
+package kb_test
 
 import (
 	"os"
@@ -6,10 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 )
 
-func TestRemoveStaleKBTemp(t *testing.T) {
+func TestRemoveStaleTemp(t *testing.T) {
 	data := t.TempDir()
 	write := func(rel, content string) {
 		t.Helper()
@@ -26,7 +26,7 @@ func TestRemoveStaleKBTemp(t *testing.T) {
 	write("kb/other/.tmp-ffff", "half")
 	write("kb/other/guide.txt", "kept")
 	write("kb/stray.txt", "not an agent folder")
-	removed, err := agent.RemoveStaleKBTemp(data)
+	removed, err := kb.RemoveStaleTemp(filepath.Join(data, "kb"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRemoveStaleKBTemp(t *testing.T) {
 			t.Errorf("%s is left: %v", p, err)
 		}
 	}
-	if removed, err := agent.RemoveStaleKBTemp(filepath.Join(data, "none")); err != nil || len(removed) != 0 {
+	if removed, err := kb.RemoveStaleTemp(filepath.Join(data, "none")); err != nil || len(removed) != 0 {
 		t.Fatalf("missing data directory: %v, %v", removed, err)
 	}
 }
