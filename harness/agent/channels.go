@@ -542,7 +542,7 @@ func (s *Service) supervise(ctx context.Context, r *runner, impl harness.Channel
 				break wait
 			case <-ctx.Done():
 				select {
-				case err = <-errc:
+				case <-errc:
 				case <-time.After(stopGrace):
 					log.Warn("channel did not stop in time; left behind")
 				}
