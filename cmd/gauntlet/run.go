@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +44,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
 	fs.StringVar(&f.resume, "resume", "", "resume this stored run instead of starting one: run its tests that have no result or ended in error, with its own definitions")
 	timeoutS := fs.Float64("timeout-s", 0, "bound of each model request of this run, in seconds (default --llm-timeout)")
-	retries := fs.Int("retries", -1, "retries of a failed model request in this run (default --llm-retries)")
+	retries := -1 // a negative number: --llm-retries
+	fs.Func("retries", "`n` retries of a failed model request in this run (default --llm-retries)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		retries = n
+		return nil
+	})
 	if err := parseFlags(fs, args, stderr, "choose domains with --domains a,b"); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -57,8 +66,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *timeoutS != 0 {
 		req.Timeout = time.Duration(*timeoutS * float64(time.Second))
 	}
-	if *retries >= 0 {
-		req.Retries = retries
+	if retries >= 0 {
+		req.Retries = &retries
 	}
 	if f.resume != "" && (f.domains != "" || f.model != "") {
 		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains or --model")
