@@ -61,9 +61,13 @@ Flags:
 				existing = append(existing, name)
 			}
 		}
-		if len(existing) > 0 {
+		if n := len(existing); n > 0 {
+			list := strings.Join(existing[:min(n, 3)], ", ")
+			if n > 3 {
+				list += fmt.Sprintf(" and %d more", n-3)
+			}
 			return fmt.Errorf("init: %s already %s: nothing was written. Choose another directory, or pass --force to overwrite %s",
-				strings.Join(existing, ", "), plural(len(existing), "exists", "exist"), plural(len(existing), "it", "them"))
+				list, plural(n, "exists", "exist"), plural(n, "it", "them"))
 		}
 	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL

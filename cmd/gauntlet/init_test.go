@@ -130,6 +130,25 @@ func TestInitRefusesToOverwrite(t *testing.T) {
 	if b, _ := os.ReadFile(level); string(b) != "tests: []\n" {
 		t.Fatalf("init overwrote an edited file: %q", b)
 	}
+	if !strings.Contains(err.Error(), "and 3 more already exist") {
+		t.Errorf("the refusal does not sum up the other files: %v", err)
+	}
+	// One file left in the way: it is named, nothing else is written.
+	fresh := t.TempDir()
+	in := filepath.Join(fresh, "definitions", "tools", "get_weather.yaml")
+	if err := os.MkdirAll(filepath.Dir(in), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), []string{"init", fresh}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), in+" already exists: nothing was written") {
+		t.Fatalf("init over one file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, "definitions", "README.md")); err == nil {
+		t.Error("init wrote other files after refusing")
+	}
 	if !testing.Short() {
 		if got := exitCode(t, "init", dir); got != 2 {
 			t.Errorf("exit status %d, want 2", got)
