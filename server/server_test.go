@@ -54,7 +54,7 @@ type testEnv struct {
 	logDir string
 
 	// Set on every server: the agent service, wired as
-	// cmd/gauntlet/serve.go wires it, and its own fake model endpoint,
+	// cmd/gauntlet/app.go wires it, and its own fake model endpoint,
 	// whose chat requests are recorded (see llmRequests).
 	agents   *agent.Service
 	agentLLM *llmtest.Server
@@ -542,7 +542,7 @@ type engineConfig struct {
 }
 
 // newEngineEnv starts a server that runs evaluations, wired as
-// cmd/gauntlet/serve.go wires it: runs.Open on the same database, an
+// cmd/gauntlet/app.go wires it: runs.Open on the same database, an
 // llm client of an llmtest endpoint on loopback, and an engine over the
 // catalog with its log files under the data directory.
 func newEngineEnv(t *testing.T, ec engineConfig, opts ...envOption) *testEnv {
@@ -770,7 +770,7 @@ type agentConfig struct {
 // asks for when the agent names none.
 const agentModel = "configured-model"
 
-// wireAgents opens an agent service as cmd/gauntlet/serve.go does (the
+// wireAgents opens an agent service as cmd/gauntlet/app.go does (the
 // same database, the knowledge bases under the data directory, the
 // catalog's tools, a registry with the telegram and webhook channel
 // types, a model client) and puts it in o.

@@ -551,12 +551,11 @@ func TestRestartResumes(t *testing.T) {
 
 	srv.SendUserMessage(6, 6, "while stopped")
 	start(t, srv.URL, testToken, host, telegram.Options{})
-	sent, err := srv.WaitSent(ctx, 2)
-	if err != nil {
+	if _, err := srv.WaitSent(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if sent = srv.Sent(); len(sent) != 2 || sent[1].Text != "echo: while stopped" {
+	if sent := srv.Sent(); len(sent) != 2 || sent[1].Text != "echo: while stopped" {
 		t.Errorf("after restart sent %+v; want the waiting message answered once and nothing repeated", sent)
 	}
 }

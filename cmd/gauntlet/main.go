@@ -1,7 +1,9 @@
 // Command gauntlet evaluates language models and runs conversational
 // agents. Subcommands:
 //
-//	gauntlet serve    the HTTP API (and, later, the dashboard)
+//	gauntlet init     write a small commented suite to start from, which
+//	                  runs as it is against gauntlet mockllm
+//	gauntlet serve    the HTTP API and the dashboard
 //	gauntlet run      one evaluation without the server, for CI: writes
 //	                  text, JSON or JUnit XML and exits 1 when the run is
 //	                  below --min-score, not complete or has tests in error
@@ -53,8 +55,8 @@ var errUsage = errors.New("usage")
 var errHelp = errors.New("help")
 
 // parseFlags parses a command's flags and refuses positional arguments,
-// which no command takes: "gauntlet run arithmetic" must not silently run
-// every domain. hint, when not empty, says what to use instead. It returns
+// which no command takes but init (its DIR): "gauntlet run arithmetic"
+// must not silently run every domain. hint, when not empty, says what to use instead. It returns
 // errHelp after -h (the caller returns nil) and errUsage on a bad flag or
 // an argument.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, hint string) error {
@@ -81,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	switch args[0] {
+	case "init":
+		return initCmd(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
 	case "mockllm":
@@ -108,7 +112,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: gauntlet <command> [flags]
 
 Commands:
-  serve     run the HTTP API server
+  init      write a small evaluation suite to start from: gauntlet init [DIR]
+  serve     run the HTTP API server and the dashboard
   mockllm   serve a deterministic OpenAI-compatible endpoint for demos and tests
   run       run one evaluation without the server (for CI)
   plugins   list the plugins found, with versions and health

@@ -208,7 +208,7 @@ func TestModelClientResponseLimit(t *testing.T) {
 		t.Helper()
 		var s settings
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		if err := commonFlags(fs, &s); err != nil {
+		if err := s.register(fs, appSettings); err != nil {
 			t.Fatal(err)
 		}
 		if err := fs.Parse(append([]string{"--llm-base-url", url, "--llm-retries", "2"}, args...)); err != nil {

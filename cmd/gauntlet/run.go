@@ -8,13 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 type runFlags struct {
@@ -34,7 +33,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var f runFlags
 	fs := flag.NewFlagSet("gauntlet run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	if err := commonFlags(fs, &f.settings); err != nil {
+	if err := f.settings.register(fs, appSettings); err != nil {
 		return err
 	}
 	fs.StringVar(&f.domains, "domains", "", "comma-separated domain ids (default: every enabled domain)")
@@ -45,7 +44,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
 	fs.StringVar(&f.resume, "resume", "", "resume this stored run instead of starting one: run its tests that have no result or ended in error, with its own definitions")
 	timeoutS := fs.Float64("timeout-s", 0, "bound of each model request of this run, in seconds (default --llm-timeout)")
-	retries := fs.Int("retries", -1, "retries of a failed model request in this run (default --llm-retries)")
+	retries := -1 // a negative number: --llm-retries
+	fs.Func("retries", "`n` retries of a failed model request in this run (default --llm-retries)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		retries = n
+		return nil
+	})
 	if err := parseFlags(fs, args, stderr, "choose domains with --domains a,b"); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -59,8 +66,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *timeoutS != 0 {
 		req.Timeout = time.Duration(*timeoutS * float64(time.Second))
 	}
-	if *retries >= 0 {
-		req.Retries = retries
+	if retries >= 0 {
+		req.Retries = &retries
 	}
 	if f.resume != "" && (f.domains != "" || f.model != "") {
 		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains or --model")
@@ -82,57 +89,31 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	db, err := store.Open(ctx, f.databaseURL())
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	reg, err := newRegistry(log)
-	if err != nil {
-		return err
-	}
-	plugins, err := openPlugins(f.plugins, f.pluginSums, reg, log)
-	if err != nil {
-		return err
-	}
-	defer plugins.Close()
-	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: f.definitions, DB: db, Registry: reg, MustExist: true})
-	if err != nil {
-		return err
-	}
-	if err := checkLoadErrors(ctx, cat, res, f.definitions, domains, f.resume != "", stderr); err != nil {
-		return err
-	}
-	model, err := f.settings.modelClient()
-	if err != nil {
-		return err
-	}
-	runStore, err := runs.Open(ctx, db)
-	if err != nil {
-		return err
-	}
-
 	progress := newProgress(stderr)
 	finished := make(chan runs.Info, 1)
-	eo := f.engineOptions()
-	eo.Definitions, eo.Runs, eo.Client, eo.Registry, eo.Logger = cat, runStore, model, reg, log
-	eo.OnEvent = func(ev engine.Event) {
-		progress.event(ev)
-		if ev.Kind == engine.EventRunFinished {
-			finished <- *ev.Info
-		}
-	}
-	eng, err := engine.New(ctx, eo)
+	a, err := openApp(ctx, f.settings, appOptions{
+		log:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		definitionsMustExist: true,
+		onEvent: func(ev engine.Event) {
+			progress.event(ev)
+			if ev.Kind == engine.EventRunFinished {
+				finished <- *ev.Info
+			}
+		},
+	})
 	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := checkLoadErrors(ctx, a.catalog, a.loaded, f.definitions, domains, f.resume != "", stderr); err != nil {
 		return err
 	}
 	id := f.resume
 	if id != "" {
-		err = eng.Resume(ctx, id)
+		err = a.engine.Resume(ctx, id)
 	} else {
 		req.ModelName, req.Model, req.Domains = f.modelName, f.model, domains
-		id, err = eng.Start(ctx, req)
+		id, err = a.engine.Start(ctx, req)
 	}
 	if err != nil {
 		return err
@@ -142,16 +123,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case info = <-finished:
 	case <-ctx.Done():
 		fmt.Fprintln(stderr, "\ninterrupted: stopping the run (finished results are kept)")
-		eng.Stop(10 * time.Second)
+		a.engine.Stop(10 * time.Second)
 		info = <-finished
 	}
 	progress.finish()
 
-	matrix, err := runStore.Matrix(context.Background(), id)
+	matrix, err := a.runs.Matrix(context.Background(), id)
 	if err != nil {
 		return err
 	}
-	results, err := runStore.Results(context.Background(), id)
+	results, err := a.runs.Results(context.Background(), id)
 	if err != nil {
 		return err
 	}

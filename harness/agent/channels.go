@@ -593,7 +593,7 @@ func (sv *Supervisor) supervise(ctx context.Context, r *runner, impl harness.Cha
 				break wait
 			case <-ctx.Done():
 				select {
-				case err = <-errc:
+				case <-errc:
 				case <-time.After(stopGrace):
 					log.Warn("channel did not stop in time; left behind")
 				}

@@ -27,11 +27,9 @@ func TestStopMidRun(t *testing.T) {
 
 	// Wait for four stored results with both slots busy again.
 	var finished []string
-	var events []engine.Event
 	for len(finished) < 4 {
 		select {
 		case ev := <-f.events:
-			events = append(events, ev)
 			if ev.Kind == engine.EventTestFinished {
 				finished = append(finished, ev.Result.TestID)
 			}
@@ -53,7 +51,6 @@ func TestStopMidRun(t *testing.T) {
 		t.Errorf("engine not idle after stop: %+v", f.eng.Status())
 	}
 	info, rest := f.wait(t, id)
-	events = append(events, rest...)
 	for _, ev := range rest {
 		if ev.Kind == engine.EventTestFinished {
 			finished = append(finished, ev.Result.TestID)

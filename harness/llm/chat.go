@@ -168,6 +168,7 @@ func chatResponse(cc *openai.ChatCompletion, model string) (*harness.ChatRespons
 		}
 		msg.ToolCalls = append(msg.ToolCalls, call)
 	}
+	//lint:ignore SA1019 some servers still send only the deprecated function_call
 	if fc := ch.Message.FunctionCall; len(msg.ToolCalls) == 0 && fc.Name != "" {
 		// The deprecated single function_call some servers still send.
 		msg.ToolCalls = []harness.ToolCall{{Name: fc.Name, Arguments: fc.Arguments}}

@@ -271,7 +271,7 @@ func (s *Store) FinishRun(ctx context.Context, in Info) error {
 		}
 		_, err = tx.NewUpdate().Model((*cellRow)(nil)).
 			Set("status = CASE WHEN done > 0 THEN ? ELSE ? END", CellPartial, CellSkipped).
-			Where("run_id = ? AND status IN (?)", in.RunID, bun.In([]string{CellPending, CellRunning})).Exec(ctx)
+			Where("run_id = ? AND status IN (?)", in.RunID, bun.List([]string{CellPending, CellRunning})).Exec(ctx)
 		return err
 	})
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // DB is an open Gauntlet database. The stores that keep data in it take
-// it in their options; its only method for callers is Close.
+// it in their options; callers only Ping and Close it.
 type DB = sqldb.DB
 
 // BusyTimeoutMS is how long a connection waits for a lock before failing.

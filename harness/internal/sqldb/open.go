@@ -45,6 +45,9 @@ func Bun(db *DB) *bun.DB { return db.b }
 // Close closes the database. Stores opened on it must not be used after.
 func (db *DB) Close() error { return db.b.Close() }
 
+// Ping checks that the database answers: an error after Close.
+func (db *DB) Ping(ctx context.Context) error { return db.b.PingContext(ctx) }
+
 // Open opens the database named by a URL: "sqlite:///abs/path.db",
 // "sqlite://relative/path.db", or a bare file path. The file's directory is
 // created if needed.

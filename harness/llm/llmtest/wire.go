@@ -9,6 +9,8 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
+//lint:file-ignore ST1005 decodeRequest's errors are the messages of 400 answers, worded as OpenAI words them
+
 // The chat completions wire format, the parts the fake reads and writes.
 
 type wireRequest struct {

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/server"
+)
+
+// settings are the settings of the commands that open the application
+// (serve and run): each from its flag, else its environment variable, else
+// its default. They are registered in one place, settings.register, so
+// that every command reads a setting the same way; the README's
+// configuration table lists them.
+type settings struct {
+	data        string
+	definitions string
+	plugins     string
+	database    string
+	llmBaseURL  string
+	llmModel    string
+	llmAPIKey   string
+	concurrency int
+	llmTimeout  time.Duration
+	llmRetries  int
+	llmMaxBytes int64
+	pluginSums  string
+	debug       bool
+
+	// The listener's, serve only.
+	addr     string
+	apiToken string
+	insecure bool
+}
+
+// settingsScope says which settings a command takes.
+type settingsScope int
+
+const (
+	// appSettings are the application's: every setting but the listener's
+	// (gauntlet run).
+	appSettings settingsScope = iota
+	// serverSettings add the listener's: --addr, --api-token and
+	// --insecure (gauntlet serve).
+	serverSettings
+)
+
+// register registers the settings of scope on fs, each defaulting to its
+// environment variable. It fails when such a variable does not parse.
+func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
+	concurrency, err := envInt("GAUNTLET_CONCURRENCY", 8)
+	if err != nil {
+		return err
+	}
+	timeout, err := envDuration("LLM_TIMEOUT", engine.DefaultTimeout)
+	if err != nil {
+		return err
+	}
+	retries, err := envInt("LLM_RETRIES", engine.DefaultRetries)
+	if err != nil {
+		return err
+	}
+	maxBytes, err := envInt("LLM_MAX_RESPONSE_BYTES", llm.DefaultMaxResponseBytes)
+	if err != nil {
+		return err
+	}
+	debug, err := envBool("GAUNTLET_DEBUG", debugFromOtherTools())
+	if err != nil {
+		return err
+	}
+	fs.StringVar(&s.data, "data", env("GAUNTLET_DATA", "./data"), "SQLite database, run logs, knowledge-base files (GAUNTLET_DATA)")
+	fs.StringVar(&s.definitions, "definitions", env("GAUNTLET_DEFINITIONS", "./definitions"), "definition files, the source of truth (GAUNTLET_DEFINITIONS)")
+	fs.StringVar(&s.plugins, "plugins", env("GAUNTLET_PLUGINS", "./plugins"), "directory scanned for plugin executables (GAUNTLET_PLUGINS)")
+	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
+	fs.StringVar(&s.llmBaseURL, "llm-base-url", env("LLM_BASE_URL", "http://127.0.0.1:11434/v1"), "OpenAI-compatible endpoint (LLM_BASE_URL)")
+	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model name sent to the endpoint (LLM_MODEL)")
+	s.llmAPIKey = env("LLM_API_KEY", "")
+	fs.Var(secretFlag{&s.llmAPIKey}, "llm-api-key", "API key of the endpoint, never logged or returned (LLM_API_KEY)")
+	fs.DurationVar(&s.llmTimeout, "llm-timeout", timeout, "bound of each model request, e.g. 30s (LLM_TIMEOUT)")
+	fs.IntVar(&s.llmRetries, "llm-retries", retries, "retries of a failed model request; 0: none (LLM_RETRIES)")
+	fs.Int64Var(&s.llmMaxBytes, "llm-max-response-bytes", int64(maxBytes), "largest model answer read; a larger one is an error (LLM_MAX_RESPONSE_BYTES)")
+	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
+	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
+	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (GAUNTLET_DEBUG)")
+	if scope == serverSettings {
+		fs.StringVar(&s.addr, "addr", env("GAUNTLET_ADDR", "127.0.0.1:8080"), "listen address (GAUNTLET_ADDR)")
+		s.apiToken = env("GAUNTLET_API_TOKEN", "")
+		fs.Var(secretFlag{&s.apiToken}, "api-token", "when set, every /api/ request needs Authorization: Bearer <token> (GAUNTLET_API_TOKEN)")
+		fs.BoolVar(&s.insecure, "insecure", false, "allow a non-loopback address without an API token")
+	}
+	return nil
+}
+
+// check refuses settings out of range, once the flags are parsed.
+func (s *settings) check() error {
+	if s.concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1, not %d", s.concurrency)
+	}
+	if s.llmTimeout <= 0 || s.llmTimeout > engine.MaxTimeout {
+		return fmt.Errorf("--llm-timeout must be above 0 and at most %v, not %v", engine.MaxTimeout, s.llmTimeout)
+	}
+	if s.llmRetries < 0 || s.llmRetries > engine.MaxRetries {
+		return fmt.Errorf("--llm-retries must be between 0 and %d, not %d", engine.MaxRetries, s.llmRetries)
+	}
+	if s.llmMaxBytes < 1024 {
+		return fmt.Errorf("--llm-max-response-bytes must be at least 1024, not %d", s.llmMaxBytes)
+	}
+	return nil
+}
+
+// databaseURL is --database, by default the SQLite file in --data.
+func (s *settings) databaseURL() string {
+	if s.database != "" {
+		return s.database
+	}
+	return "sqlite://" + filepath.Join(s.data, "gauntlet.db")
+}
+
+// logDir is where run log files go.
+func logDir(data string) string { return filepath.Join(data, "logs") }
+
+// modelClient returns the model client the settings describe.
+func (s *settings) modelClient() (*llm.Client, error) {
+	return llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel,
+		Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: s.llmMaxBytes})
+}
+
+// engineOptions are the engine settings the settings give; openApp adds
+// the parts.
+func (s *settings) engineOptions() engine.Options {
+	return engine.Options{Model: s.llmModel, BaseURL: s.llmBaseURL, Concurrency: s.concurrency,
+		Timeout: s.llmTimeout, Retries: s.retries(), Version: server.Version, LogDir: logDir(s.data)}
+}
+
+// retries is --llm-retries as the engine and the client read it: there 0
+// means their default, and a negative number none.
+func (s *settings) retries() int {
+	if s.llmRetries == 0 {
+		return -1
+	}
+	return s.llmRetries
+}
+
+// env returns the environment variable's value, or def when unset.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envBool(name string, def bool) (bool, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: not a boolean", name, v)
+	}
+	return b, nil
+}
+
+// debugFromOtherTools reads DEBUG when it is a boolean. Other tools set
+// DEBUG to their own patterns (Node's debug module: DEBUG=express:*), which
+// must neither stop the server nor turn debugging on: only GAUNTLET_DEBUG
+// is ours.
+func debugFromOtherTools() bool {
+	b, err := strconv.ParseBool(os.Getenv("DEBUG"))
+	return err == nil && b
+}
+
+func envInt(name string, def int) (int, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: not an integer", name, v)
+	}
+	return n, nil
+}
+
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: not a duration such as 30s or 2m", name, v)
+	}
+	return d, nil
+}
+
+// secretFlag is a flag whose value is never printed: its default comes
+// from the environment, and flag's usage shows a Value's default, so a
+// plain string flag would print the secret on any usage error.
+type secretFlag struct{ v *string }
+
+func (f secretFlag) String() string { return "" }
+
+func (f secretFlag) Set(v string) error {
+	*f.v = v
+	return nil
+}
