@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/evaluators/judge"
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
@@ -113,7 +115,7 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 // writes left.
 func (a *app) openAgents(ctx context.Context) error {
 	// A knowledge-base write cut short by a crash leaves a temporary file.
-	if removed, err := agent.RemoveStaleKBTemp(a.settings.data); err != nil {
+	if removed, err := kb.RemoveStaleTemp(filepath.Join(a.settings.data, "kb")); err != nil {
 		a.log.Warn("clean knowledge bases", slog.Any("error", err))
 	} else if len(removed) > 0 {
 		a.log.Info("removed temporary files of interrupted knowledge-base writes", slog.Int("files", len(removed)))

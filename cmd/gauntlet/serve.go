@@ -74,7 +74,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	// Channels that were running when the server last stopped come back.
-	if err := a.agents.Resume(ctx); err != nil {
+	if err := a.agents.Supervisor().Resume(ctx); err != nil {
 		log.Error("resume channels", slog.Any("error", err))
 	}
 	select {
