@@ -81,7 +81,7 @@ func (s *Service) channelRecords(ctx context.Context, agentID string) ([]harness
 	}
 	out := make([]harness.ChannelConfig, len(rows))
 	for i := range rows {
-		out[i] = masked(rows[i].record())
+		out[i] = s.masked(rows[i].record())
 	}
 	return out, nil
 }
@@ -108,7 +108,7 @@ func (s *Service) maskedChannel(ctx context.Context, agentID, channelID string) 
 	if err != nil {
 		return harness.ChannelConfig{}, err
 	}
-	return masked(row.record()), nil
+	return s.masked(row.record()), nil
 }
 
 // Channels lists an agent's channels, oldest first, configs masked.
@@ -217,7 +217,7 @@ func (s *Service) CreateChannel(ctx context.Context, agentID string, c harness.C
 	if err != nil {
 		return harness.ChannelConfig{}, fmt.Errorf("create channel: %w", err)
 	}
-	return masked(c), nil
+	return s.masked(c), nil
 }
 
 // cloneConfig copies a config deeply enough that masking and unmasking
@@ -253,7 +253,7 @@ func (s *Service) UpdateChannel(ctx context.Context, agentID, channelID string, 
 		return harness.ChannelConfig{}, err
 	}
 	old := row.record()
-	c := masked(old)
+	c := s.masked(old)
 	if err := apply(&c); err != nil {
 		return harness.ChannelConfig{}, err
 	}
@@ -517,7 +517,7 @@ func (s *Service) supervise(ctx context.Context, r *runner, impl harness.Channel
 	defer s.wg.Done()
 	defer close(r.done)
 	rec := r.run.Channel
-	secrets := secretValues(rec.Config)
+	secrets := secretValues(rec.Config, s.channelSecrets(rec.Type))
 	log := s.log.With(slog.String("channel", rec.ID), slog.String("type", rec.Type), slog.String("agent", rec.AgentID))
 	delay := s.opts.RetryBaseDelay
 	failures := 0

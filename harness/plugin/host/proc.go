@@ -49,6 +49,10 @@ type proc struct {
 	startErr error         // why the last start failed
 	health   Health
 	lastErr  string
+	// lastErrAt is when lastErr happened.
+	lastErrAt time.Time
+	// checksum is the result of the last check of the executable.
+	checksum ChecksumState
 	// crashedInst is the process lastErr is about, whose exit status
 	// go-plugin may report after the crash was noticed.
 	crashedInst *instance
@@ -88,7 +92,8 @@ func (p *proc) status() Status {
 	defer p.mu.Unlock()
 	s := Status{
 		Name: p.file, Kind: p.kind, Type: p.typ, Path: p.path, Health: p.health,
-		LastError: p.lastErr, Restarts: max(p.starts-1, 0), Pinned: p.m.checksums[p.file] != "",
+		LastError: p.lastErr, LastErrorAt: p.lastErrAt, Restarts: max(p.starts-1, 0),
+		Pinned: p.m.checksums[p.file] != "", Checksum: p.checksum,
 	}
 	if p.crashedInst != nil && p.health == HealthCrashed {
 		if r := p.crashedInst.exitReason(); r != "" && !strings.Contains(s.LastError, r) {
@@ -98,6 +103,7 @@ func (p *proc) status() Status {
 	if p.info != nil {
 		s.Version = p.info.Version
 		s.Capabilities = p.info.Capabilities
+		s.SecretFields = p.info.SecretFields
 	}
 	if p.cur != nil {
 		s.PID = p.cur.pid
@@ -195,7 +201,7 @@ func (p *proc) start(wait time.Duration, done chan struct{}) {
 		if !p.m.closed.Load() {
 			p.failures++
 			p.retryAt = time.Now().Add(p.backoff())
-			p.health, p.lastErr, p.crashedInst = HealthCrashed, err.Error(), nil
+			p.health, p.lastErr, p.lastErrAt, p.crashedInst = HealthCrashed, err.Error(), time.Now(), nil
 			p.m.log.Error("plugins: start failed", slog.String("plugin", p.file), slog.Any("error", err),
 				slog.Duration("retry_in", p.backoff()))
 		}
@@ -220,13 +226,16 @@ func (p *proc) launch() (_ *instance, err error) {
 			}
 		}
 	}()
-	if want := p.m.checksums[p.file]; want != "" {
-		got, err := fileSHA256(p.path)
+	if p.m.checksums[p.file] != "" {
+		err := p.checkChecksum()
+		p.mu.Lock()
+		p.checksum = ChecksumOK
 		if err != nil {
-			return nil, fmt.Errorf("checksum: %w", err)
+			p.checksum = ChecksumMismatch
 		}
-		if got != want {
-			return nil, fmt.Errorf("refused: the sha256 of %s is %s, the configuration pins %s: %w", p.path, got, want, ErrChecksumMismatch)
+		p.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
 	}
 	sockDir, err := os.MkdirTemp(p.m.sockDir, "p")
@@ -306,6 +315,20 @@ func (p *proc) launch() (_ *instance, err error) {
 	return inst, nil
 }
 
+// checkChecksum hashes the executable and compares it with its pin. The
+// error wraps ErrChecksumMismatch when the file differs.
+func (p *proc) checkChecksum() error {
+	want := p.m.checksums[p.file]
+	got, err := fileSHA256(p.path)
+	if err != nil {
+		return fmt.Errorf("checksum: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("refused: the sha256 of %s is %s, the configuration pins %s: %w", p.path, got, want, ErrChecksumMismatch)
+	}
+	return nil
+}
+
 // howItEnded says how the process ended, for an error: "exited (exit
 // status 2)", "was killed by a signal (signal: killed)", "exited" when
 // go-plugin saw a clean exit, or "crashed" when it has not reported the
@@ -367,7 +390,7 @@ func (p *proc) crashedLocked(inst *instance, reason string) {
 	p.cur = nil
 	p.failures++
 	p.retryAt = time.Now().Add(p.backoff())
-	p.health, p.lastErr, p.crashedInst = HealthCrashed, reason, inst
+	p.health, p.lastErr, p.lastErrAt, p.crashedInst = HealthCrashed, reason, time.Now(), inst
 	p.m.log.Error("plugins: plugin crashed; it restarts on its next call", slog.String("plugin", p.file),
 		slog.Int("pid", inst.pid), slog.String("reason", reason), slog.Duration("restart_after", p.backoff()))
 	p.m.killAsync(inst)
