@@ -108,7 +108,7 @@ func TestPluginChecksum(t *testing.T) {
 	dir := t.TempDir()
 	plugins := filepath.Join(dir, "plugins")
 	buildPlugin(t, "../../examples/evaluator-plugin", plugins, "gauntlet-evaluator-keyword")
-	if _, err := openPlugins(plugins, "nonsense", nil, nil); err == nil {
+	if _, err := openPlugins(plugins, "nonsense", 0, nil, nil); err == nil {
 		t.Fatal("a malformed --plugin-sha256 was accepted")
 	}
 	mock := llmtest.NewServer(llmtest.Options{})

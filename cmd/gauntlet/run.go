@@ -92,7 +92,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	plugins, err := openPlugins(f.plugins, f.pluginSums, reg, log)
+	plugins, err := openPlugins(f.plugins, f.pluginSums, f.pluginTimeout, reg, log)
 	if err != nil {
 		return err
 	}

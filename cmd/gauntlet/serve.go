@@ -49,6 +49,9 @@ type settings struct {
 	apiToken    string
 	debug       bool
 	insecure    bool
+
+	// pluginTimeout bounds one call to a plugin (--plugin-timeout).
+	pluginTimeout time.Duration
 }
 
 // env returns the environment variable's value, or def when unset.
@@ -138,6 +141,10 @@ func commonFlags(fs *flag.FlagSet, s *settings) error {
 	if err != nil {
 		return err
 	}
+	pluginTimeout, err := envDuration("GAUNTLET_PLUGIN_TIMEOUT", host.DefaultCallTimeout)
+	if err != nil {
+		return err
+	}
 	fs.StringVar(&s.data, "data", env("GAUNTLET_DATA", "./data"), "SQLite database, run logs, knowledge-base files (GAUNTLET_DATA)")
 	fs.StringVar(&s.definitions, "definitions", env("GAUNTLET_DEFINITIONS", "./definitions"), "definition files, the source of truth (GAUNTLET_DEFINITIONS)")
 	fs.StringVar(&s.plugins, "plugins", env("GAUNTLET_PLUGINS", "./plugins"), "directory scanned for plugin executables (GAUNTLET_PLUGINS)")
@@ -149,6 +156,7 @@ func commonFlags(fs *flag.FlagSet, s *settings) error {
 	fs.DurationVar(&s.llmTimeout, "llm-timeout", timeout, "bound of each model request, e.g. 30s (LLM_TIMEOUT)")
 	fs.IntVar(&s.llmRetries, "llm-retries", retries, "retries of a failed model request; 0: none (LLM_RETRIES)")
 	fs.Int64Var(&s.llmMaxBytes, "llm-max-response-bytes", int64(maxBytes), "largest model answer read; a larger one is an error (LLM_MAX_RESPONSE_BYTES)")
+	fs.DurationVar(&s.pluginTimeout, "plugin-timeout", pluginTimeout, "bound of one call to a plugin (an evaluation, a tool call, a config check), e.g. 30s (GAUNTLET_PLUGIN_TIMEOUT)")
 	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
 	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
 	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (GAUNTLET_DEBUG)")
@@ -174,6 +182,9 @@ func (s *settings) check() error {
 	}
 	if s.llmRetries < 0 || s.llmRetries > engine.MaxRetries {
 		return fmt.Errorf("--llm-retries must be between 0 and %d, not %d", engine.MaxRetries, s.llmRetries)
+	}
+	if s.pluginTimeout <= 0 {
+		return fmt.Errorf("--plugin-timeout must be above 0, not %v", s.pluginTimeout)
 	}
 	if s.llmMaxBytes < 1024 {
 		return fmt.Errorf("--llm-max-response-bytes must be at least 1024, not %d", s.llmMaxBytes)
@@ -241,7 +252,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plugins, err := openPlugins(s.plugins, s.pluginSums, reg, log)
+	plugins, err := openPlugins(s.plugins, s.pluginSums, s.pluginTimeout, reg, log)
 	if err != nil {
 		return err
 	}
@@ -305,6 +316,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Agents:   agents,
 		LLM:      server.LLMConfig{BaseURL: s.llmBaseURL, Model: s.llmModel},
 		Models:   model,
+		Plugins:  plugins,
 		Debug:    s.debug,
 		APIToken: s.apiToken,
 		Logger:   log,
@@ -360,8 +372,9 @@ func newRegistry(log *slog.Logger) (*harness.Registry, error) {
 
 // openPlugins discovers the plugins directory and registers every plugin
 // beside the built-ins; a plugin whose name a built-in already has is
-// logged and left out. Processes start on first use.
-func openPlugins(dir, sums string, reg *harness.Registry, log *slog.Logger) (*host.Manager, error) {
+// logged and left out. Processes start on first use; each call to one is
+// bounded by callTimeout (0: the default).
+func openPlugins(dir, sums string, callTimeout time.Duration, reg *harness.Registry, log *slog.Logger) (*host.Manager, error) {
 	checksums := map[string]string{}
 	for _, pair := range strings.Split(sums, ",") {
 		if pair = strings.TrimSpace(pair); pair == "" {
@@ -373,7 +386,7 @@ func openPlugins(dir, sums string, reg *harness.Registry, log *slog.Logger) (*ho
 		}
 		checksums[name] = sum
 	}
-	m, err := host.New(host.Options{Dir: dir, Checksums: checksums, Logger: log})
+	m, err := host.New(host.Options{Dir: dir, Checksums: checksums, CallTimeout: callTimeout, Logger: log})
 	if err != nil {
 		return nil, err
 	}

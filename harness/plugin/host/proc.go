@@ -87,9 +87,14 @@ type instance struct {
 	exitedOnce sync.Once
 }
 
+// status describes the plugin. A process that died since the last call
+// is noticed here, as the next call would: it shows as crashed.
 func (p *proc) status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if inst := p.cur; inst != nil && inst.client.Exited() {
+		p.crashedLocked(inst, "the plugin process exited"+inst.exitReason())
+	}
 	s := Status{
 		Name: p.file, Kind: p.kind, Type: p.typ, Path: p.path, Health: p.health,
 		LastError: p.lastErr, LastErrorAt: p.lastErrAt, Restarts: max(p.starts-1, 0),

@@ -26,10 +26,10 @@ func TestSecretFields(t *testing.T) {
 		t.Fatalf("before use: %+v", s)
 	}
 	got, declares := harness.DeclaredSecrets(declared)
-	if want := []string{"api_key", "auth.password"}; !declares || !slices.Equal(got, want) {
+	if want := []string{"api_key", "secret", "auth.password"}; !declares || !slices.Equal(got, want) {
 		t.Errorf("declared: %v %v, want %v", got, declares, want)
 	}
-	if s := status(t, m, "gauntlet-channel-declared"); s.Health != HealthRunning || !slices.Equal(s.SecretFields, []string{"api_key", "auth.password"}) {
+	if s := status(t, m, "gauntlet-channel-declared"); s.Health != HealthRunning || !slices.Equal(s.SecretFields, []string{"api_key", "secret", "auth.password"}) {
 		t.Errorf("after asking: %+v", s)
 	}
 

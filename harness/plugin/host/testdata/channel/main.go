@@ -1,7 +1,7 @@
 // Command channel is the channel plugin of the host's tests: on start it
 // greets the agent, tells it what it answered, clears the conversation and
 // waits to be stopped; pushed requests are relayed to the agent. It
-// declares api_key and auth.password secret, unless its executable's name
+// declares api_key, secret and auth.password secret, unless its executable's name
 // ends in "-legacy": then it declares nothing, as a plugin built before
 // the declaration existed.
 package main
@@ -80,7 +80,7 @@ func (channel) SecretFields() []string {
 	if strings.HasSuffix(filepath.Base(os.Args[0]), "-legacy") {
 		return nil
 	}
-	return []string{"api_key", "auth.password"}
+	return []string{"api_key", "secret", "auth.password"}
 }
 
 func main() { plugin.ServeChannel(channel{}) }
