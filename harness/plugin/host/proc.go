@@ -312,7 +312,12 @@ func (p *proc) launch() (_ *instance, err error) {
 		return nil, fmt.Errorf("the tool's definition names function %q; the file name says %q", name, p.typ)
 	}
 	if p.kind != plugin.KindTool {
-		if err := inst.conn.Attach(ctx); err != nil {
+		switch err := inst.conn.Attach(ctx); {
+		case errors.Is(err, shim.ErrUnimplemented):
+			// A plugin that never calls back may leave Attach out; its
+			// calls back (a judge's model) would find nothing.
+			log.Debug("plugins: the plugin does not implement Attach: it gets no callbacks")
+		case err != nil:
 			return nil, fmt.Errorf("attach the host's services: %w", err)
 		}
 	}

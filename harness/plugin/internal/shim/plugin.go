@@ -239,7 +239,9 @@ func (c *Conn) Info(ctx context.Context) (*Info, error) {
 
 // Attach starts the host's callback services on the broker and tells the
 // plugin where they are. They are served until the plugin's client is
-// closed.
+// closed. A plugin that does not call back (one written without the SDK
+// may leave Attach out) answers UNIMPLEMENTED: Attach returns
+// ErrUnimplemented then.
 func (c *Conn) Attach(ctx context.Context) error {
 	id := c.broker.NextId()
 	go c.broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
@@ -249,6 +251,9 @@ func (c *Conn) Attach(ctx context.Context) error {
 		return s
 	})
 	if _, err := c.plugin.Attach(ctx, &pb.AttachRequest{CallbackBrokerId: id}); err != nil {
+		if unimplemented(err) {
+			return ErrUnimplemented
+		}
 		return FromStatus(err)
 	}
 	return nil
