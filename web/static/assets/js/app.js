@@ -8,6 +8,7 @@ import * as live from './live.js';
 import * as history from './history.js';
 import * as definitions from './definitions.js';
 import * as agents from './agents.js';
+import * as plugins from './plugins.js';
 
 const VIEWS = {
   live: { module: live, section: 'view-live', title: 'Live run', nav: 'live' },
@@ -16,6 +17,7 @@ const VIEWS = {
   compare: { module: history, section: 'view-history', title: 'Compare runs', nav: 'history' },
   definitions: { module: definitions, section: 'view-definitions', title: 'Definitions', nav: 'definitions' },
   agents: { module: agents, section: 'view-agents', title: 'Agents', nav: 'agents' },
+  plugins: { module: plugins, section: 'view-plugins', title: 'Plugins', nav: 'plugins' },
 };
 
 let current = null;
@@ -174,7 +176,7 @@ function init() {
   });
   document.getElementById('token-button').addEventListener('click', tokenButton);
   document.getElementById('model-chip').addEventListener('click', checkModel);
-  for (const v of [live, history, definitions, agents]) v.mount(document.getElementById(VIEWS[Object.keys(VIEWS).find((k) => VIEWS[k].module === v)].section));
+  for (const v of [live, history, definitions, agents, plugins]) v.mount(document.getElementById(VIEWS[Object.keys(VIEWS).find((k) => VIEWS[k].module === v)].section));
   window.addEventListener('hashchange', route);
   route();
   live.startPolling();
