@@ -77,7 +77,7 @@ func TestChannelsCRUD(t *testing.T) {
 		}
 	})
 
-	t.Run("create masks every secret", func(t *testing.T) {
+	t.Run("create masks the secrets its type declares", func(t *testing.T) {
 		c := e.createChannel("bot", map[string]any{
 			"type": "webhook", "name": "Hook",
 			"config": map[string]any{
@@ -90,10 +90,12 @@ func TestChannelsCRUD(t *testing.T) {
 		if got := sortedKeys(c); !slices.Equal(got, channelKeys) {
 			t.Errorf("fields %v, want %v", got, channelKeys)
 		}
+		// webhook declares "secret" its only secret key: other keys are
+		// shown, however they are named.
 		want := map[string]any{
-			"secret": mask, "api_key": mask, "password": mask, "refresh_token": mask,
+			"secret": mask, "api_key": "k-123", "password": "p-456", "refresh_token": "t-789",
 			"plain": "visible", "count": 3.0, "empty_token": "",
-			"nested": map[string]any{"client_secret": mask, "label": "shown"},
+			"nested": map[string]any{"client_secret": "n-000", "label": "shown"},
 		}
 		if !jsonEqual(t, c["config"], want) {
 			t.Errorf("config %v\nwant   %v", c["config"], want)
@@ -108,7 +110,7 @@ func TestChannelsCRUD(t *testing.T) {
 		r := must(t, e.get("/api/agents/bot/channels"), http.StatusOK)
 		d := must(t, e.get("/api/agents/bot"), http.StatusOK)
 		for _, body := range [][]byte{r.body, d.body} {
-			for _, secret := range []string{"first-secret", "k-123", "p-456", "t-789", "n-000"} {
+			for _, secret := range []string{"first-secret"} {
 				if bytes.Contains(body, []byte(secret)) {
 					t.Errorf("%q in %s", secret, body)
 				}

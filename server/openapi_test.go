@@ -98,6 +98,9 @@ var specEndpoints = []string{
 	// Results you can trust: the definitions a run used, and its resume.
 	"GET /api/run/{run_id}/definitions",
 	"POST /api/run/{run_id}/resume",
+
+	// The server's plugin manager.
+	"GET /api/plugins",
 }
 
 // agentCreates are the agent paths whose POST creates a record (201).

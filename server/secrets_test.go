@@ -29,10 +29,9 @@ func TestSecretsNeverShown(t *testing.T) {
 		newBotToken = "555111:NEWBOTTOKEN-secret-poiuy"
 		hookSecret  = "HOOKSECRET-secret-98765"
 		hookSecret2 = "HOOKSECRET2-secret-24680"
-		password    = "PASSWORD-secret-1357"
 		spaced      = "SPACEDTOKEN-secret-8642"
 	)
-	secrets := []string{llmKey, apiToken, botToken, badBotToken, newBotToken, hookSecret, hookSecret2, password, spaced}
+	secrets := []string{llmKey, apiToken, botToken, badBotToken, newBotToken, hookSecret, hookSecret2, spaced}
 	// The parts of the bot tokens after the bot id are secrets on their
 	// own.
 	for _, tok := range []string{botToken, badBotToken, newBotToken} {
@@ -130,7 +129,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	// secrets.
 	expect(do(http.MethodGet, "/api/agents/bot/channels", nil), http.StatusOK)
 	tgc := expect(do(http.MethodPost, "/api/agents/bot/channels", map[string]any{"type": "telegram", "name": "TG",
-		"config": map[string]any{"bot_token": botToken, "api_url": tg.URL, "password": password}}), http.StatusCreated).object(t)
+		"config": map[string]any{"bot_token": botToken, "api_url": tg.URL}}), http.StatusCreated).object(t)
 	tgID := tgc["id"].(string)
 	hkc := expect(do(http.MethodPost, "/api/agents/bot/channels", map[string]any{"type": "webhook",
 		"config": map[string]any{"secret": hookSecret}}), http.StatusCreated).object(t)
@@ -143,9 +142,9 @@ func TestSecretsNeverShown(t *testing.T) {
 	expect(do(http.MethodPost, "/api/agents/bot/channels", map[string]any{"type": "smoke-signals",
 		"config": map[string]any{"secret": spaced}}), http.StatusUnprocessableEntity)
 	expect(do(http.MethodPut, "/api/agents/bot/channels/"+tgID, map[string]any{"name": "Telegram",
-		"config": map[string]any{"bot_token": mask, "api_url": tg.URL, "password": mask}}), http.StatusOK)
+		"config": map[string]any{"bot_token": mask, "api_url": tg.URL}}), http.StatusOK)
 	expect(do(http.MethodPut, "/api/agents/bot/channels/"+tgID, map[string]any{
-		"config": map[string]any{"bot_token": mask, "api_url": tg.URL, "password": mask, "api_key": mask}}), http.StatusUnprocessableEntity)
+		"config": map[string]any{"bot_token": mask, "api_url": tg.URL, "api_key": mask}}), http.StatusUnprocessableEntity)
 
 	// The telegram channel runs, through polling failures, and answers.
 	expect(do(http.MethodPost, "/api/agents/bot/channels/"+tgID+"/start", nil), http.StatusOK)
@@ -172,7 +171,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	})
 	// A new token for a running channel: restarted, refused by the fake.
 	expect(do(http.MethodPut, "/api/agents/bot/channels/"+tgID, map[string]any{
-		"config": map[string]any{"bot_token": newBotToken, "api_url": tg.URL, "password": mask}}), http.StatusOK)
+		"config": map[string]any{"bot_token": newBotToken, "api_url": tg.URL}}), http.StatusOK)
 	eventually(t, channelWait, "the new token to be refused", func() bool {
 		r := do(http.MethodGet, "/api/agents/bot", nil)
 		return strings.Count(string(r.body), `"status":"error"`) == 2

@@ -44,6 +44,9 @@ type Options struct {
 	// serves (GET /api/config/model). Models may be nil.
 	LLM    LLMConfig
 	Models harness.ModelLister
+	// Plugins is the plugin manager GET /api/plugins reports on; nil
+	// lists none.
+	Plugins PluginLister
 	// Debug is reported by GET /api/config.
 	Debug bool
 	// APIToken, when set, is required as "Authorization: Bearer <token>" on
@@ -80,6 +83,7 @@ func New(opts Options) (*Server, error) {
 	(&evaluatorHandler{s: s}).register(s.api)
 	(&toolHandler{s: s}).register(s.api)
 	(&definitionsHandler{s: s}).register(s.api)
+	(&pluginHandler{s: s}).register(s.api)
 	if opts.Engine != nil && opts.Runs != nil {
 		(&runHandler{s: s}).register(s.api)
 		(&historyHandler{s: s}).register(s.api)

@@ -77,7 +77,12 @@ type Channel struct {
 var (
 	_ harness.Channel                = (*Channel)(nil)
 	_ harness.ChannelConfigValidator = (*Channel)(nil)
+	_ harness.ConfigSecrets          = (*Channel)(nil)
 )
+
+// SecretFields declares the config key that holds a secret: the bot
+// token.
+func (c *Channel) SecretFields() []string { return []string{"bot_token"} }
 
 // New returns a telegram channel type configured by opts.
 func New(opts Options) *Channel {

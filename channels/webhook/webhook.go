@@ -132,7 +132,12 @@ var (
 	_ harness.Channel                = (*Channel)(nil)
 	_ harness.ChannelConfigValidator = (*Channel)(nil)
 	_ harness.Receiver               = (*Channel)(nil)
+	_ harness.ConfigSecrets          = (*Channel)(nil)
 )
+
+// SecretFields declares the config key that holds a secret: the signing
+// secret.
+func (c *Channel) SecretFields() []string { return []string{"secret"} }
 
 // New returns a webhook channel type configured by opts.
 func New(opts Options) *Channel {

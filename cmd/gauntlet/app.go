@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram"
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
@@ -82,7 +83,7 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 	if a.registry, err = newRegistry(a.log); err != nil {
 		return nil, err
 	}
-	if a.plugins, err = openPlugins(s.plugins, s.pluginSums, a.registry, a.log); err != nil {
+	if a.plugins, err = openPlugins(s.plugins, s.pluginSums, s.pluginTimeout, a.registry, a.log); err != nil {
 		return nil, err
 	}
 	a.onClose(func() { a.plugins.Close() })
@@ -174,8 +175,9 @@ func newRegistry(log *slog.Logger) (*harness.Registry, error) {
 
 // openPlugins discovers the plugins directory and registers every plugin
 // beside the built-ins; a plugin whose name a built-in already has is
-// logged and left out. Processes start on first use.
-func openPlugins(dir, sums string, reg *harness.Registry, log *slog.Logger) (*host.Manager, error) {
+// logged and left out. Processes start on first use; each call to one is
+// bounded by callTimeout (0: the default).
+func openPlugins(dir, sums string, callTimeout time.Duration, reg *harness.Registry, log *slog.Logger) (*host.Manager, error) {
 	checksums := map[string]string{}
 	for _, pair := range strings.Split(sums, ",") {
 		if pair = strings.TrimSpace(pair); pair == "" {
@@ -187,7 +189,7 @@ func openPlugins(dir, sums string, reg *harness.Registry, log *slog.Logger) (*ho
 		}
 		checksums[name] = sum
 	}
-	m, err := host.New(host.Options{Dir: dir, Checksums: checksums, Logger: log})
+	m, err := host.New(host.Options{Dir: dir, Checksums: checksums, CallTimeout: callTimeout, Logger: log})
 	if err != nil {
 		return nil, err
 	}

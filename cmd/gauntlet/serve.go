@@ -57,6 +57,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Agents:   a.agents,
 		LLM:      server.LLMConfig{BaseURL: s.llmBaseURL, Model: s.llmModel},
 		Models:   a.model,
+		Plugins:  a.plugins,
 		Debug:    s.debug,
 		APIToken: s.apiToken,
 		Logger:   log,

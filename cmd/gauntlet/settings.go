@@ -10,6 +10,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
 
@@ -31,7 +32,9 @@ type settings struct {
 	llmRetries  int
 	llmMaxBytes int64
 	pluginSums  string
-	debug       bool
+	// pluginTimeout bounds one call to a plugin (--plugin-timeout).
+	pluginTimeout time.Duration
+	debug         bool
 
 	// The listener's, serve only.
 	addr     string
@@ -70,6 +73,10 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	if err != nil {
 		return err
 	}
+	pluginTimeout, err := envDuration("GAUNTLET_PLUGIN_TIMEOUT", host.DefaultCallTimeout)
+	if err != nil {
+		return err
+	}
 	debug, err := envBool("GAUNTLET_DEBUG", debugFromOtherTools())
 	if err != nil {
 		return err
@@ -85,6 +92,7 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.DurationVar(&s.llmTimeout, "llm-timeout", timeout, "bound of each model request, e.g. 30s (LLM_TIMEOUT)")
 	fs.IntVar(&s.llmRetries, "llm-retries", retries, "retries of a failed model request; 0: none (LLM_RETRIES)")
 	fs.Int64Var(&s.llmMaxBytes, "llm-max-response-bytes", int64(maxBytes), "largest model answer read; a larger one is an error (LLM_MAX_RESPONSE_BYTES)")
+	fs.DurationVar(&s.pluginTimeout, "plugin-timeout", pluginTimeout, "bound of one call to a plugin (an evaluation, a tool call, a config check), e.g. 30s (GAUNTLET_PLUGIN_TIMEOUT)")
 	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
 	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
 	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (GAUNTLET_DEBUG)")
@@ -107,6 +115,9 @@ func (s *settings) check() error {
 	}
 	if s.llmRetries < 0 || s.llmRetries > engine.MaxRetries {
 		return fmt.Errorf("--llm-retries must be between 0 and %d, not %d", engine.MaxRetries, s.llmRetries)
+	}
+	if s.pluginTimeout <= 0 {
+		return fmt.Errorf("--plugin-timeout must be above 0, not %v", s.pluginTimeout)
 	}
 	if s.llmMaxBytes < 1024 {
 		return fmt.Errorf("--llm-max-response-bytes must be at least 1024, not %d", s.llmMaxBytes)

@@ -45,7 +45,7 @@ func validateCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	pm, err := openPlugins(*plugins, *sums, reg, log)
+	pm, err := openPlugins(*plugins, *sums, 0, reg, log)
 	if err != nil {
 		return err
 	}

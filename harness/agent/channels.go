@@ -131,7 +131,7 @@ func (sv *Supervisor) records(ctx context.Context, agentID string) ([]harness.Ch
 	}
 	out := make([]harness.ChannelConfig, len(rows))
 	for i := range rows {
-		out[i] = masked(rows[i].record())
+		out[i] = sv.masked(rows[i].record())
 	}
 	return out, nil
 }
@@ -158,7 +158,7 @@ func (sv *Supervisor) loadMasked(ctx context.Context, agentID, channelID string)
 	if err != nil {
 		return harness.ChannelConfig{}, err
 	}
-	return masked(row.record()), nil
+	return sv.masked(row.record()), nil
 }
 
 // List lists an agent's channels, oldest first, configs masked. An
@@ -268,7 +268,7 @@ func (sv *Supervisor) Create(ctx context.Context, agentID string, c harness.Chan
 	if err != nil {
 		return harness.ChannelConfig{}, fmt.Errorf("create channel: %w", err)
 	}
-	return masked(c), nil
+	return sv.masked(c), nil
 }
 
 // cloneConfig copies a config deeply enough that masking and unmasking
@@ -304,7 +304,7 @@ func (sv *Supervisor) Update(ctx context.Context, agentID, channelID string, app
 		return harness.ChannelConfig{}, err
 	}
 	old := row.record()
-	c := masked(old)
+	c := sv.masked(old)
 	if err := apply(&c); err != nil {
 		return harness.ChannelConfig{}, err
 	}
@@ -568,7 +568,7 @@ func (sv *Supervisor) supervise(ctx context.Context, r *runner, impl harness.Cha
 	defer sv.wg.Done()
 	defer close(r.done)
 	rec := r.run.Channel
-	secrets := secretValues(rec.Config)
+	secrets := secretValues(rec.Config, sv.channelSecrets(rec.Type))
 	log := sv.log.With(slog.String("channel", rec.ID), slog.String("type", rec.Type), slog.String("agent", rec.AgentID))
 	delay := sv.retryBase
 	failures := 0

@@ -35,7 +35,7 @@ func TestKeyedMutex(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	secrets := secretValues(map[string]any{"bot_token": "12:ab/c d", "name": "visible", "n": map[string]any{"password": "pw"}})
+	secrets := secretValues(map[string]any{"bot_token": "12:ab/c d", "name": "visible", "n": map[string]any{"password": "pw"}}, secretRule{})
 	got := redact("GET /bot12:ab/c d/x?t=12%3Aab%2Fc+d and 12:ab%2Fc%20d, pw, visible", secrets)
 	if strings.Contains(got, "12:ab") || strings.Contains(got, "pw") || !strings.Contains(got, "visible") {
 		t.Errorf("redact = %q", got)

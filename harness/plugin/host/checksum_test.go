@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -24,6 +25,14 @@ func TestChecksums(t *testing.T) {
 		"gauntlet-evaluator-wrong":  wrong,
 		"gauntlet-evaluator-absent": wrong,
 	}})
+	// Checked at discovery, before anything starts.
+	for name, want := range map[string]ChecksumState{
+		"gauntlet-evaluator-pinned": ChecksumOK, "gauntlet-evaluator-wrong": ChecksumMismatch, "gauntlet-evaluator-free": ChecksumUnpinned,
+	} {
+		if s := status(t, m, name); s.Checksum != want || s.Health != HealthStopped {
+			t.Errorf("%s before any start: checksum %q health %q, want %q and stopped", name, s.Checksum, s.Health, want)
+		}
+	}
 
 	for _, typ := range []string{"pinned", "free"} {
 		ev, _ := reg.Evaluator(typ)
@@ -37,11 +46,30 @@ func TestChecksums(t *testing.T) {
 		t.Errorf("mismatch: %v", err)
 	}
 	s := status(t, m, "gauntlet-evaluator-wrong")
-	if s.Health != HealthCrashed || s.PID != 0 || !s.Pinned || !strings.Contains(s.LastError, "checksum mismatch") {
+	if s.Health != HealthCrashed || s.PID != 0 || !s.Pinned || !strings.Contains(s.LastError, "checksum mismatch") ||
+		s.Checksum != ChecksumMismatch || s.LastErrorAt.IsZero() {
 		t.Errorf("status %+v", s)
 	}
-	if s := status(t, m, "gauntlet-evaluator-free"); s.Pinned {
+	if s := status(t, m, "gauntlet-evaluator-free"); s.Pinned || s.Checksum != ChecksumUnpinned || s.Health != HealthRunning {
 		t.Errorf("status %+v", s)
+	}
+	if s := status(t, m, "gauntlet-evaluator-pinned"); !s.Pinned || s.Checksum != ChecksumOK || s.Health != HealthRunning || !s.LastErrorAt.IsZero() {
+		t.Errorf("status %+v", s)
+	}
+
+	// A pinned file replaced after discovery is caught at its next start.
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, _ := newManager(t, Options{Dir: dir, Checksums: map[string]string{"gauntlet-evaluator-pinned": sum}})
+	if err := os.WriteFile(good, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Start(t.Context(), "gauntlet-evaluator-pinned"); !errors.Is(err, ErrChecksumMismatch) {
+		t.Errorf("start of a replaced file: %v, want ErrChecksumMismatch", err)
+	}
+	if s := status(t, m2, "gauntlet-evaluator-pinned"); s.Checksum != ChecksumMismatch {
+		t.Errorf("after the replaced file's start: %+v", s)
 	}
 
 	// A malformed pin is a configuration error.

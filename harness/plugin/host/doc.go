@@ -12,8 +12,9 @@
 //     plugins under their type, tool plugins under the function name of
 //     their file name. The shims implement the harness interfaces and
 //     every optional one (harness.ConfigValidator,
-//     harness.ChannelConfigValidator, harness.Receiver), so the engine and
-//     the agents use plugins exactly as they use built-ins.
+//     harness.ChannelConfigValidator, harness.Receiver,
+//     harness.ConfigSecrets), so the engine and the agents use plugins
+//     exactly as they use built-ins.
 //   - A plugin's process starts on its first call (or Start) and is kept.
 //     Each call is bounded by Options.CallTimeout besides its context,
 //     whose deadline and cancellation reach the plugin.
@@ -25,12 +26,18 @@
 //     that only the call that crashes it again fails; that error wraps
 //     plugin.ErrUnavailable and names the plugin and its exit status.
 //     Plugin calls must therefore be safe to repeat.
-//   - List reports every plugin: kind, type, path, version, health, last
-//     error, pid, restarts.
+//   - List reports every plugin: kind, type, path, version, health, pid,
+//     restarts, the last error and when it happened, the checksum state,
+//     the declared secret config keys. It starts nothing, but notices a
+//     process that died since its last call.
 //   - Close stops every process, waits for them to be gone and removes
 //     their Unix sockets. A plugin process also exits by itself when its
 //     host process dies.
 //
-// Options.Checksums pins executables by sha256: a plugin whose file does
-// not match is not started.
+// Options.Checksums pins executables by sha256, checked at discovery and
+// before every start: a plugin whose file does not match is not started.
+//
+// A plugin need not use the Go SDK (harness/plugin): any executable that
+// speaks go-plugin's gRPC protocol and the services of
+// harness/plugin/proto works; docs/plugins.md says what it must do.
 package host

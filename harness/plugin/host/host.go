@@ -16,6 +16,9 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/plugin"
 )
 
+// DefaultCallTimeout is the default of Options.CallTimeout.
+const DefaultCallTimeout = 30 * time.Second
+
 // Options configures a Manager. The zero value of each field means its
 // default.
 type Options struct {
@@ -23,7 +26,8 @@ type Options struct {
 	Dir string
 	// CallTimeout bounds one call to a plugin (Evaluate, a tool's Call,
 	// ValidateConfig, Receive; not a channel's Run). The caller's context
-	// deadline applies as well. Default 30 s; negative means none.
+	// deadline applies as well. Default DefaultCallTimeout (30 s);
+	// negative means none.
 	CallTimeout time.Duration
 	// StartTimeout bounds a plugin's start-up: process start, handshake,
 	// Info. Default 10 s.
@@ -49,7 +53,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.CallTimeout == 0 {
-		o.CallTimeout = 30 * time.Second
+		o.CallTimeout = DefaultCallTimeout
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 10 * time.Second
@@ -87,6 +91,22 @@ const (
 	HealthCrashed Health = "crashed"
 )
 
+// ChecksumState is the result of checking a plugin executable against its
+// pinned sha256 (Options.Checksums).
+type ChecksumState string
+
+// The checksum states.
+const (
+	// ChecksumUnpinned: no checksum is pinned for the plugin; its file is
+	// not checked.
+	ChecksumUnpinned ChecksumState = "unpinned"
+	// ChecksumOK: the file matched its pin when last checked.
+	ChecksumOK ChecksumState = "ok"
+	// ChecksumMismatch: the file did not match its pin (or could not be
+	// read) when last checked; the plugin is not started.
+	ChecksumMismatch ChecksumState = "mismatch"
+)
+
 // Status describes one discovered plugin.
 type Status struct {
 	// Name is the executable's file name, such as
@@ -103,14 +123,24 @@ type Status struct {
 	// ("validate_config", "receive"), known once it has started.
 	Capabilities []string `json:"capabilities"`
 	Health       Health   `json:"health"`
-	// LastError is why the plugin last crashed or failed to start.
+	// LastError is why the plugin last crashed or failed to start; it
+	// stays after a successful restart, so that a crash is not forgotten.
 	LastError string `json:"last_error"`
+	// LastErrorAt is when LastError happened; zero when it never did.
+	LastErrorAt time.Time `json:"last_error_at"`
 	// PID is the running process's id, 0 when none runs.
 	PID int `json:"pid"`
 	// Restarts counts the starts after the first.
 	Restarts int `json:"restarts"`
 	// Pinned is true when Options.Checksums pins the executable.
 	Pinned bool `json:"pinned"`
+	// Checksum is the result of the last check of a pinned executable:
+	// at discovery (New) and before every start.
+	Checksum ChecksumState `json:"checksum"`
+	// SecretFields are the config keys the plugin declares secret
+	// (harness.ConfigSecrets), known once it has started; nil when it
+	// declares nothing, and the default rule applies.
+	SecretFields []string `json:"secret_fields"`
 }
 
 // Manager discovers the plugins of a directory, registers a shim for each
@@ -171,7 +201,16 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, log: log, checksums: sums, byName: map[string]*proc{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, f := range list {
-		p := &proc{m: m, found: f, health: HealthStopped, retrying: make(chan struct{}, 1)}
+		p := &proc{m: m, found: f, health: HealthStopped, retrying: make(chan struct{}, 1), checksum: ChecksumUnpinned}
+		if sums[f.file] != "" {
+			// Checked now so that a listing shows a replaced file before
+			// anything tries to start it; checked again at every start.
+			p.checksum = ChecksumOK
+			if err := p.checkChecksum(); err != nil {
+				p.checksum = ChecksumMismatch
+				log.Warn("plugins: checksum mismatch; the plugin will not start", slog.String("plugin", f.file), slog.Any("error", err))
+			}
+		}
 		m.plugins = append(m.plugins, p)
 		m.byName[f.file] = p
 	}
@@ -225,6 +264,9 @@ func (m *Manager) Register(reg *harness.Registry) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Dir is the plugins directory the Manager scanned.
+func (m *Manager) Dir() string { return m.opts.Dir }
 
 // List describes every discovered plugin, sorted by name.
 func (m *Manager) List() []Status {

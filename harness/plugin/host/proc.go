@@ -49,6 +49,10 @@ type proc struct {
 	startErr error         // why the last start failed
 	health   Health
 	lastErr  string
+	// lastErrAt is when lastErr happened.
+	lastErrAt time.Time
+	// checksum is the result of the last check of the executable.
+	checksum ChecksumState
 	// crashedInst is the process lastErr is about, whose exit status
 	// go-plugin may report after the crash was noticed.
 	crashedInst *instance
@@ -83,12 +87,18 @@ type instance struct {
 	exitedOnce sync.Once
 }
 
+// status describes the plugin. A process that died since the last call
+// is noticed here, as the next call would: it shows as crashed.
 func (p *proc) status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if inst := p.cur; inst != nil && inst.client.Exited() {
+		p.crashedLocked(inst, "the plugin process exited"+inst.exitReason())
+	}
 	s := Status{
 		Name: p.file, Kind: p.kind, Type: p.typ, Path: p.path, Health: p.health,
-		LastError: p.lastErr, Restarts: max(p.starts-1, 0), Pinned: p.m.checksums[p.file] != "",
+		LastError: p.lastErr, LastErrorAt: p.lastErrAt, Restarts: max(p.starts-1, 0),
+		Pinned: p.m.checksums[p.file] != "", Checksum: p.checksum,
 	}
 	if p.crashedInst != nil && p.health == HealthCrashed {
 		if r := p.crashedInst.exitReason(); r != "" && !strings.Contains(s.LastError, r) {
@@ -98,6 +108,7 @@ func (p *proc) status() Status {
 	if p.info != nil {
 		s.Version = p.info.Version
 		s.Capabilities = p.info.Capabilities
+		s.SecretFields = p.info.SecretFields
 	}
 	if p.cur != nil {
 		s.PID = p.cur.pid
@@ -195,7 +206,7 @@ func (p *proc) start(wait time.Duration, done chan struct{}) {
 		if !p.m.closed.Load() {
 			p.failures++
 			p.retryAt = time.Now().Add(p.backoff())
-			p.health, p.lastErr, p.crashedInst = HealthCrashed, err.Error(), nil
+			p.health, p.lastErr, p.lastErrAt, p.crashedInst = HealthCrashed, err.Error(), time.Now(), nil
 			p.m.log.Error("plugins: start failed", slog.String("plugin", p.file), slog.Any("error", err),
 				slog.Duration("retry_in", p.backoff()))
 		}
@@ -220,13 +231,16 @@ func (p *proc) launch() (_ *instance, err error) {
 			}
 		}
 	}()
-	if want := p.m.checksums[p.file]; want != "" {
-		got, err := fileSHA256(p.path)
+	if p.m.checksums[p.file] != "" {
+		err := p.checkChecksum()
+		p.mu.Lock()
+		p.checksum = ChecksumOK
 		if err != nil {
-			return nil, fmt.Errorf("checksum: %w", err)
+			p.checksum = ChecksumMismatch
 		}
-		if got != want {
-			return nil, fmt.Errorf("refused: the sha256 of %s is %s, the configuration pins %s: %w", p.path, got, want, ErrChecksumMismatch)
+		p.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
 	}
 	sockDir, err := os.MkdirTemp(p.m.sockDir, "p")
@@ -298,12 +312,31 @@ func (p *proc) launch() (_ *instance, err error) {
 		return nil, fmt.Errorf("the tool's definition names function %q; the file name says %q", name, p.typ)
 	}
 	if p.kind != plugin.KindTool {
-		if err := inst.conn.Attach(ctx); err != nil {
+		switch err := inst.conn.Attach(ctx); {
+		case errors.Is(err, shim.ErrUnimplemented):
+			// A plugin that never calls back may leave Attach out; its
+			// calls back (a judge's model) would find nothing.
+			log.Debug("plugins: the plugin does not implement Attach: it gets no callbacks")
+		case err != nil:
 			return nil, fmt.Errorf("attach the host's services: %w", err)
 		}
 	}
 	ok = true
 	return inst, nil
+}
+
+// checkChecksum hashes the executable and compares it with its pin. The
+// error wraps ErrChecksumMismatch when the file differs.
+func (p *proc) checkChecksum() error {
+	want := p.m.checksums[p.file]
+	got, err := fileSHA256(p.path)
+	if err != nil {
+		return fmt.Errorf("checksum: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("refused: the sha256 of %s is %s, the configuration pins %s: %w", p.path, got, want, ErrChecksumMismatch)
+	}
+	return nil
 }
 
 // howItEnded says how the process ended, for an error: "exited (exit
@@ -367,7 +400,7 @@ func (p *proc) crashedLocked(inst *instance, reason string) {
 	p.cur = nil
 	p.failures++
 	p.retryAt = time.Now().Add(p.backoff())
-	p.health, p.lastErr, p.crashedInst = HealthCrashed, reason, inst
+	p.health, p.lastErr, p.lastErrAt, p.crashedInst = HealthCrashed, reason, time.Now(), inst
 	p.m.log.Error("plugins: plugin crashed; it restarts on its next call", slog.String("plugin", p.file),
 		slog.Int("pid", inst.pid), slog.String("reason", reason), slog.Duration("restart_after", p.backoff()))
 	p.m.killAsync(inst)

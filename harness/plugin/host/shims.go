@@ -27,7 +27,11 @@ type evaluator struct{ p *proc }
 var (
 	_ harness.Evaluator       = (*evaluator)(nil)
 	_ harness.ConfigValidator = (*evaluator)(nil)
+	_ harness.ConfigSecrets   = (*evaluator)(nil)
 )
+
+// SecretFields is what the plugin declares (see proc.secretFields).
+func (e *evaluator) SecretFields() []string { return e.p.secretFields() }
 
 func (e *evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness.EvalResult, error) {
 	if req == nil {
@@ -78,7 +82,11 @@ var (
 	_ harness.Channel                = (*channel)(nil)
 	_ harness.ChannelConfigValidator = (*channel)(nil)
 	_ harness.Receiver               = (*channel)(nil)
+	_ harness.ConfigSecrets          = (*channel)(nil)
 )
+
+// SecretFields is what the plugin declares (see proc.secretFields).
+func (c *channel) SecretFields() []string { return c.p.secretFields() }
 
 // Run runs the channel in the plugin. Cancelling ctx stops it: the plugin
 // is asked to stop, given Options.StopGrace, and Run returns nil. A plugin
@@ -144,7 +152,13 @@ func (c *channel) Receive(ctx context.Context, run *harness.ChannelRun, req *har
 // tool is a tool plugin as a harness.Tool.
 type tool struct{ p *proc }
 
-var _ harness.Tool = (*tool)(nil)
+var (
+	_ harness.Tool          = (*tool)(nil)
+	_ harness.ConfigSecrets = (*tool)(nil)
+)
+
+// SecretFields is what the plugin declares (see proc.secretFields).
+func (t *tool) SecretFields() []string { return t.p.secretFields() }
 
 // Definition is the plugin's definition once it has started; before, only
 // the name (from the file name) is known.
@@ -167,4 +181,27 @@ func (t *tool) Call(ctx context.Context, req *harness.ToolCallRequest) (*harness
 		return err
 	})
 	return res, err
+}
+
+// secretFields returns the config keys the plugin declares secret, from
+// its Info. A plugin that has never started is started to learn them:
+// whoever asks is about to show or log a record of its type, and must not
+// guess. nil — the plugin declares nothing, or cannot be started (logged)
+// — leaves the caller to its default rule.
+func (p *proc) secretFields() []string {
+	p.mu.Lock()
+	info := p.info
+	p.mu.Unlock()
+	if info != nil {
+		return info.SecretFields
+	}
+	ctx, cancel := context.WithTimeout(p.m.ctx, p.m.opts.StartTimeout)
+	defer cancel()
+	inst, err := p.get(ctx, 0)
+	if err != nil {
+		p.m.log.Warn("plugins: could not start the plugin to learn its secret config keys; the default rule applies",
+			slog.String("plugin", p.file), slog.Any("error", err))
+		return nil
+	}
+	return inst.info.SecretFields
 }

@@ -71,7 +71,14 @@ type InfoResponse struct {
 	// harness.ChannelConfigValidator) and "receive" (harness.Receiver).
 	Capabilities []string `protobuf:"bytes,5,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// tool is the tool's definition (tool plugins only).
-	Tool          *FunctionDef `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
+	Tool *FunctionDef `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
+	// secret_fields, when present, names the keys of the plugin's records'
+	// config that hold secrets: the host masks exactly those in what it
+	// returns and logs. Absent (older plugins, or a plugin that declares
+	// nothing), the host masks every key whose name contains "token",
+	// "secret", "password" or "key". Present with no names, no key is
+	// secret.
+	SecretFields  *SecretFields `protobuf:"bytes,7,opt,name=secret_fields,json=secretFields,proto3" json:"secret_fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -148,6 +155,60 @@ func (x *InfoResponse) GetTool() *FunctionDef {
 	return nil
 }
 
+func (x *InfoResponse) GetSecretFields() *SecretFields {
+	if x != nil {
+		return x.SecretFields
+	}
+	return nil
+}
+
+// SecretFields lists secret config keys; a key inside a nested object is
+// named by its path, with dots ("auth.token"). It is a message so that
+// "no list" and "an empty list" differ on the wire.
+type SecretFields struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Fields        []string               `protobuf:"bytes,1,rep,name=fields,proto3" json:"fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretFields) Reset() {
+	*x = SecretFields{}
+	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretFields) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretFields) ProtoMessage() {}
+
+func (x *SecretFields) ProtoReflect() protoreflect.Message {
+	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretFields.ProtoReflect.Descriptor instead.
+func (*SecretFields) Descriptor() ([]byte, []int) {
+	return file_harness_plugin_proto_plugin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SecretFields) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
 type AttachRequest struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	CallbackBrokerId uint32                 `protobuf:"varint,1,opt,name=callback_broker_id,json=callbackBrokerId,proto3" json:"callback_broker_id,omitempty"`
@@ -157,7 +218,7 @@ type AttachRequest struct {
 
 func (x *AttachRequest) Reset() {
 	*x = AttachRequest{}
-	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[2]
+	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -169,7 +230,7 @@ func (x *AttachRequest) String() string {
 func (*AttachRequest) ProtoMessage() {}
 
 func (x *AttachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[2]
+	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -182,7 +243,7 @@ func (x *AttachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRequest.ProtoReflect.Descriptor instead.
 func (*AttachRequest) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_plugin_proto_rawDescGZIP(), []int{2}
+	return file_harness_plugin_proto_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AttachRequest) GetCallbackBrokerId() uint32 {
@@ -200,7 +261,7 @@ type AttachResponse struct {
 
 func (x *AttachResponse) Reset() {
 	*x = AttachResponse{}
-	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[3]
+	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +273,7 @@ func (x *AttachResponse) String() string {
 func (*AttachResponse) ProtoMessage() {}
 
 func (x *AttachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[3]
+	mi := &file_harness_plugin_proto_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +286,7 @@ func (x *AttachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachResponse.ProtoReflect.Descriptor instead.
 func (*AttachResponse) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_plugin_proto_rawDescGZIP(), []int{3}
+	return file_harness_plugin_proto_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 var File_harness_plugin_proto_plugin_proto protoreflect.FileDescriptor
@@ -233,14 +294,17 @@ var File_harness_plugin_proto_plugin_proto protoreflect.FileDescriptor
 const file_harness_plugin_proto_plugin_proto_rawDesc = "" +
 	"\n" +
 	"!harness/plugin/proto/plugin.proto\x12\x12gauntlet.plugin.v1\x1a!harness/plugin/proto/common.proto\"\r\n" +
-	"\vInfoRequest\"\xee\x01\n" +
+	"\vInfoRequest\"\xb5\x02\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12,\n" +
 	"\x04kind\x18\x03 \x01(\x0e2\x18.gauntlet.plugin.v1.KindR\x04kind\x12)\n" +
 	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\x12\"\n" +
 	"\fcapabilities\x18\x05 \x03(\tR\fcapabilities\x123\n" +
-	"\x04tool\x18\x06 \x01(\v2\x1f.gauntlet.plugin.v1.FunctionDefR\x04tool\"=\n" +
+	"\x04tool\x18\x06 \x01(\v2\x1f.gauntlet.plugin.v1.FunctionDefR\x04tool\x12E\n" +
+	"\rsecret_fields\x18\a \x01(\v2 .gauntlet.plugin.v1.SecretFieldsR\fsecretFields\"&\n" +
+	"\fSecretFields\x12\x16\n" +
+	"\x06fields\x18\x01 \x03(\tR\x06fields\"=\n" +
 	"\rAttachRequest\x12,\n" +
 	"\x12callback_broker_id\x18\x01 \x01(\rR\x10callbackBrokerId\"\x10\n" +
 	"\x0eAttachResponse2\xa4\x01\n" +
@@ -260,27 +324,29 @@ func file_harness_plugin_proto_plugin_proto_rawDescGZIP() []byte {
 	return file_harness_plugin_proto_plugin_proto_rawDescData
 }
 
-var file_harness_plugin_proto_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_harness_plugin_proto_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_harness_plugin_proto_plugin_proto_goTypes = []any{
 	(*InfoRequest)(nil),    // 0: gauntlet.plugin.v1.InfoRequest
 	(*InfoResponse)(nil),   // 1: gauntlet.plugin.v1.InfoResponse
-	(*AttachRequest)(nil),  // 2: gauntlet.plugin.v1.AttachRequest
-	(*AttachResponse)(nil), // 3: gauntlet.plugin.v1.AttachResponse
-	(Kind)(0),              // 4: gauntlet.plugin.v1.Kind
-	(*FunctionDef)(nil),    // 5: gauntlet.plugin.v1.FunctionDef
+	(*SecretFields)(nil),   // 2: gauntlet.plugin.v1.SecretFields
+	(*AttachRequest)(nil),  // 3: gauntlet.plugin.v1.AttachRequest
+	(*AttachResponse)(nil), // 4: gauntlet.plugin.v1.AttachResponse
+	(Kind)(0),              // 5: gauntlet.plugin.v1.Kind
+	(*FunctionDef)(nil),    // 6: gauntlet.plugin.v1.FunctionDef
 }
 var file_harness_plugin_proto_plugin_proto_depIdxs = []int32{
-	4, // 0: gauntlet.plugin.v1.InfoResponse.kind:type_name -> gauntlet.plugin.v1.Kind
-	5, // 1: gauntlet.plugin.v1.InfoResponse.tool:type_name -> gauntlet.plugin.v1.FunctionDef
-	0, // 2: gauntlet.plugin.v1.Plugin.Info:input_type -> gauntlet.plugin.v1.InfoRequest
-	2, // 3: gauntlet.plugin.v1.Plugin.Attach:input_type -> gauntlet.plugin.v1.AttachRequest
-	1, // 4: gauntlet.plugin.v1.Plugin.Info:output_type -> gauntlet.plugin.v1.InfoResponse
-	3, // 5: gauntlet.plugin.v1.Plugin.Attach:output_type -> gauntlet.plugin.v1.AttachResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	5, // 0: gauntlet.plugin.v1.InfoResponse.kind:type_name -> gauntlet.plugin.v1.Kind
+	6, // 1: gauntlet.plugin.v1.InfoResponse.tool:type_name -> gauntlet.plugin.v1.FunctionDef
+	2, // 2: gauntlet.plugin.v1.InfoResponse.secret_fields:type_name -> gauntlet.plugin.v1.SecretFields
+	0, // 3: gauntlet.plugin.v1.Plugin.Info:input_type -> gauntlet.plugin.v1.InfoRequest
+	3, // 4: gauntlet.plugin.v1.Plugin.Attach:input_type -> gauntlet.plugin.v1.AttachRequest
+	1, // 5: gauntlet.plugin.v1.Plugin.Info:output_type -> gauntlet.plugin.v1.InfoResponse
+	4, // 6: gauntlet.plugin.v1.Plugin.Attach:output_type -> gauntlet.plugin.v1.AttachResponse
+	5, // [5:7] is the sub-list for method output_type
+	3, // [3:5] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_harness_plugin_proto_plugin_proto_init() }
@@ -295,7 +361,7 @@ func file_harness_plugin_proto_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harness_plugin_proto_plugin_proto_rawDesc), len(file_harness_plugin_proto_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

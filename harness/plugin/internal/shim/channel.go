@@ -37,7 +37,7 @@ func (p *ChannelPlugin) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Server) 
 		caps = append(caps, CapReceive)
 	}
 	ps := newPluginServer(broker, func() (*pb.InfoResponse, error) {
-		return baseInfo(p.Meta, KindChannel, caps), nil
+		return baseInfo(p.Meta, KindChannel, caps, p.Impl)
 	})
 	pb.RegisterPluginServer(s, ps)
 	pb.RegisterChannelServer(s, &channelServer{impl: p.Impl, ps: ps})

@@ -32,7 +32,7 @@ func (p *EvaluatorPlugin) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Server
 		caps = append(caps, CapValidateConfig)
 	}
 	ps := newPluginServer(broker, func() (*pb.InfoResponse, error) {
-		return baseInfo(p.Meta, KindEvaluator, caps), nil
+		return baseInfo(p.Meta, KindEvaluator, caps, p.Impl)
 	})
 	pb.RegisterPluginServer(s, ps)
 	pb.RegisterEvaluatorServer(s, &evaluatorServer{impl: p.Impl, ps: ps})

@@ -80,6 +80,10 @@ type Info struct {
 	Capabilities []string
 	// Tool is a tool plugin's definition.
 	Tool *harness.FunctionDef
+	// SecretFields are the config keys the plugin declares secret
+	// (harness.ConfigSecrets); nil when it declares nothing, empty and
+	// non-nil when it declares that none is.
+	SecretFields []string
 }
 
 // Has reports whether the plugin has a capability.
@@ -131,12 +135,24 @@ func newPluginServer(broker *goplugin.GRPCBroker, info func() (*pb.InfoResponse,
 	return &pluginServer{broker: broker, info: info}
 }
 
-// baseInfo is the Info every plugin gives.
-func baseInfo(meta Meta, kind Kind, caps []string) *pb.InfoResponse {
-	return &pb.InfoResponse{
+// baseInfo is the Info every plugin gives; impl is the implementation,
+// whose declared secret config keys (harness.ConfigSecrets) it reports.
+func baseInfo(meta Meta, kind Kind, caps []string, impl any) (*pb.InfoResponse, error) {
+	info := &pb.InfoResponse{
 		Name: meta.Name, Version: meta.Version, Kind: kind.toPB(),
 		ProtocolVersion: ProtocolVersion, Capabilities: caps,
 	}
+	fields, err := protect("SecretFields", func() ([]string, error) {
+		fields, _ := harness.DeclaredSecrets(impl)
+		return fields, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if fields != nil {
+		info.SecretFields = &pb.SecretFields{Fields: fields}
+	}
+	return info, nil
 }
 
 func (s *pluginServer) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse, error) {
@@ -208,6 +224,9 @@ func (c *Conn) Info(ctx context.Context) (*Info, error) {
 		Name: resp.GetName(), Version: resp.GetVersion(), Kind: kindFromPB(resp.GetKind()),
 		ProtocolVersion: int(resp.GetProtocolVersion()), Capabilities: resp.GetCapabilities(),
 	}
+	if sf := resp.GetSecretFields(); sf != nil {
+		info.SecretFields = append([]string{}, sf.GetFields()...)
+	}
 	if resp.Tool != nil {
 		def, err := functionFromPB(resp.Tool)
 		if err != nil {
@@ -220,7 +239,9 @@ func (c *Conn) Info(ctx context.Context) (*Info, error) {
 
 // Attach starts the host's callback services on the broker and tells the
 // plugin where they are. They are served until the plugin's client is
-// closed.
+// closed. A plugin that does not call back (one written without the SDK
+// may leave Attach out) answers UNIMPLEMENTED: Attach returns
+// ErrUnimplemented then.
 func (c *Conn) Attach(ctx context.Context) error {
 	id := c.broker.NextId()
 	go c.broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
@@ -230,6 +251,9 @@ func (c *Conn) Attach(ctx context.Context) error {
 		return s
 	})
 	if _, err := c.plugin.Attach(ctx, &pb.AttachRequest{CallbackBrokerId: id}); err != nil {
+		if unimplemented(err) {
+			return ErrUnimplemented
+		}
 		return FromStatus(err)
 	}
 	return nil

@@ -27,7 +27,10 @@ var _ goplugin.GRPCPlugin = (*ToolPlugin)(nil)
 func (p *ToolPlugin) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Server) error {
 	ts := &toolServer{impl: p.Impl}
 	ps := newPluginServer(broker, func() (*pb.InfoResponse, error) {
-		info := baseInfo(p.Meta, KindTool, nil)
+		info, err := baseInfo(p.Meta, KindTool, nil, p.Impl)
+		if err != nil {
+			return nil, err
+		}
 		def, err := ts.definition()
 		if err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import * as live from './live.js';
 import * as history from './history.js';
 import * as definitions from './definitions.js';
 import * as agents from './agents.js';
+import * as plugins from './plugins.js';
 
 /** @type {Record<string, View>} */
 const VIEWS = {
@@ -21,6 +22,7 @@ const VIEWS = {
   compare: { module: history, section: 'view-history', title: 'Compare runs', nav: 'history' },
   definitions: { module: definitions, section: 'view-definitions', title: 'Definitions', nav: 'definitions' },
   agents: { module: agents, section: 'view-agents', title: 'Agents', nav: 'agents' },
+  plugins: { module: plugins, section: 'view-plugins', title: 'Plugins', nav: 'plugins' },
 };
 
 /** @type {View | null} */
@@ -188,7 +190,7 @@ function init() {
   });
   /** @type {HTMLElement} */ (document.getElementById('token-button')).addEventListener('click', tokenButton);
   /** @type {HTMLElement} */ (document.getElementById('model-chip')).addEventListener('click', checkModel);
-  for (const v of [live, history, definitions, agents]) v.mount(/** @type {HTMLElement} */ (document.getElementById(VIEWS[/** @type {string} */ (Object.keys(VIEWS).find((k) => VIEWS[k].module === v))].section)));
+  for (const v of [live, history, definitions, agents, plugins]) v.mount(/** @type {HTMLElement} */ (document.getElementById(VIEWS[/** @type {string} */ (Object.keys(VIEWS).find((k) => VIEWS[k].module === v))].section)));
   window.addEventListener('hashchange', route);
   route();
   live.startPolling();

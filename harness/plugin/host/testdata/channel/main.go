@@ -1,6 +1,9 @@
 // Command channel is the channel plugin of the host's tests: on start it
 // greets the agent, tells it what it answered, clears the conversation and
-// waits to be stopped; pushed requests are relayed to the agent.
+// waits to be stopped; pushed requests are relayed to the agent. It
+// declares api_key, secret and auth.password secret, unless its executable's name
+// ends in "-legacy": then it declares nothing, as a plugin built before
+// the declaration existed.
 package main
 
 import (
@@ -8,6 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin"
@@ -67,6 +73,14 @@ func (channel) Receive(ctx context.Context, run *harness.ChannelRun, req *harnes
 		return nil, err
 	}
 	return &harness.InboundResponse{Status: 202, Body: map[string]string{"reply": reply.Text}}, nil
+}
+
+// SecretFields declares the config keys that hold secrets.
+func (channel) SecretFields() []string {
+	if strings.HasSuffix(filepath.Base(os.Args[0]), "-legacy") {
+		return nil
+	}
+	return []string{"api_key", "secret", "auth.password"}
 }
 
 func main() { plugin.ServeChannel(channel{}) }
