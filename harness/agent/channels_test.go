@@ -14,6 +14,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
@@ -118,7 +119,7 @@ func (f *fakeChannel) lastRun() harness.ChannelRun {
 
 func (f *fakeChannel) waitRuns(t *testing.T, n int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d runs", n), func() bool {
+	harnesstest.Eventually(t, 0, fmt.Sprintf("%d runs", n), func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return len(f.runs) >= n && (f.active > 0 || f.failNext == 0 && f.endNow)
@@ -430,14 +431,14 @@ func TestChannelFailureBackoffAndRedaction(t *testing.T) {
 	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "fake", Config: map[string]any{"bot_token": botToken}})
 	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
 
-	eventually(t, "status error", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelError })
+	harnesstest.Eventually(t, 0, "status error", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelError })
 	got := e.channelStatus("a", c.ID)
 	if strings.Contains(got.LastError, "SECRET") || !strings.Contains(got.LastError, "401 Unauthorized") || !strings.Contains(got.LastError, agent.Mask) {
 		t.Errorf("last_error = %q, want the error with the token redacted", got.LastError)
 	}
 	// Three failures, then a run that lasts: status running again.
 	fake.waitRuns(t, 4)
-	eventually(t, "status running", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelRunning })
+	harnesstest.Eventually(t, 0, "status running", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelRunning })
 	fake.mu.Lock()
 	starts := append([]time.Time(nil), fake.starts...)
 	fake.mu.Unlock()
@@ -466,7 +467,7 @@ func TestChannelStopDuringBackoff(t *testing.T) {
 	e.createAgent("a", "")
 	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
 	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
-	eventually(t, "status error", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelError })
+	harnesstest.Eventually(t, 0, "status error", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelError })
 	done := make(chan struct{})
 	go func() {
 		e.svc.Supervisor().Stop(e.ctx, "a", c.ID)
@@ -489,7 +490,7 @@ func TestChannelRunEndsOnItsOwn(t *testing.T) {
 	e.createAgent("a", "")
 	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "fake"})
 	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
-	eventually(t, "status stopped", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelStopped })
+	harnesstest.Eventually(t, 0, "status stopped", func() bool { return e.channelStatus("a", c.ID).Status == harness.ChannelStopped })
 	e.reopen()
 	e.svc.Supervisor().Resume(e.ctx)
 	if fake.runCount() != 1 {
@@ -505,7 +506,7 @@ func TestChannelPanicIsAFailure(t *testing.T) {
 	e.createAgent("a", "")
 	c, _ := e.svc.Supervisor().Create(e.ctx, "a", harness.ChannelConfig{Type: "panicky"})
 	e.svc.Supervisor().Start(e.ctx, "a", c.ID)
-	eventually(t, "status error", func() bool {
+	harnesstest.Eventually(t, 0, "status error", func() bool {
 		st := e.channelStatus("a", c.ID)
 		return st.Status == harness.ChannelError && strings.Contains(st.LastError, "panicked")
 	})
@@ -633,7 +634,7 @@ func TestSecretsNeverReturned(t *testing.T) {
 	}
 	s, _ := e.svc.Supervisor().Start(ctx, "a", c.ID)
 	returned = append(returned, s)
-	eventually(t, "a failure", func() bool { return e.channelStatus("a", c.ID).LastError != "" })
+	harnesstest.Eventually(t, 0, "a failure", func() bool { return e.channelStatus("a", c.ID).LastError != "" })
 	fake.waitRuns(t, 2)
 	u, _ := e.svc.Supervisor().Update(ctx, "a", c.ID, func(x *harness.ChannelConfig) error { x.Name = "n"; return nil })
 	returned = append(returned, u)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
@@ -61,7 +62,7 @@ func TestChatResponseTooLarge(t *testing.T) {
 	if grown := after.TotalAlloc - before.TotalAlloc; grown > 32<<20 {
 		t.Fatalf("the call allocated %d MiB", grown>>20)
 	}
-	waitFor(t, func() bool { return srv.Stats().InFlight == 0 })
+	harnesstest.Eventually(t, 0, "no request in flight", func() bool { return srv.Stats().InFlight == 0 })
 	st := srv.Stats()
 	if st.ChatCompletions != 1 || st.Huge != 1 {
 		t.Fatalf("an answer too large was retried: %+v", st)
@@ -204,17 +205,6 @@ func TestLimitedBody(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// waitFor waits up to 5 s for cond.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5 s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 // chatResult is the parts of a chat completion answer the tests read.
@@ -530,7 +531,7 @@ func TestFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		waitFor(t, func() bool { return srv.Stats().InFlight == 0 })
+		harnesstest.Eventually(t, 0, "no request in flight", func() bool { return srv.Stats().InFlight == 0 })
 		if sent := srv.Stats().HugeBytesSent; sent < 1<<20 || sent > 256<<20 {
 			t.Fatalf("%d bytes written for a client that read 1 MiB", sent)
 		}
@@ -561,7 +562,7 @@ func TestFaults(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) < 90*time.Millisecond {
 			t.Fatalf("err %v after %v", err, time.Since(start))
 		}
-		waitFor(t, func() bool { return srv.Stats().Timeouts == 1 })
+		harnesstest.Eventually(t, 0, "one timeout", func() bool { return srv.Stats().Timeouts == 1 })
 		if got := text(t, post(t, srv.URL, ask("hi"))); got != "hi" {
 			t.Fatalf("then %q", got)
 		}
@@ -576,7 +577,7 @@ func TestFaults(t *testing.T) {
 			}
 			done <- err
 		}()
-		waitFor(t, func() bool { return srv.Stats().InFlight == 1 })
+		harnesstest.Eventually(t, 0, "one request in flight", func() bool { return srv.Stats().InFlight == 1 })
 		closed := make(chan struct{})
 		go func() { srv.Close(); close(closed) }()
 		select {
@@ -632,16 +633,5 @@ func TestJitter(t *testing.T) {
 	}
 	if len(distinct) < 40 {
 		t.Fatalf("only %d distinct latencies", len(distinct))
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
