@@ -129,10 +129,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	id := f.resume
 	if id != "" {
-		err = eng.Resume(ctx, id)
+		err = eng.Resume(context.WithoutCancel(ctx), id)
 	} else {
 		req.ModelName, req.Model, req.Domains = f.modelName, f.model, domains
-		id, err = eng.Start(ctx, req)
+		id, err = eng.Start(context.WithoutCancel(ctx), req)
 	}
 	if err != nil {
 		return err
