@@ -50,7 +50,7 @@ type Event struct {
 
 // DefaultEventBuffer is how many events a subscription, or a run's
 // StartRequest.OnEvent, holds for a receiver that is behind, by default.
-const DefaultEventBuffer = 4096
+const DefaultEventBuffer = 1024
 
 // SubscribeOptions configure a subscription.
 type SubscribeOptions struct {
