@@ -1,4 +1,5 @@
-// Package examples holds example definitions (examples/definitions) and,
-// as they land, example programs. Its test checks that the example
-// definitions load cleanly.
+// Package examples holds example definitions (examples/definitions) and
+// example programs: examples/embedder runs an embedded suite with the
+// library alone, examples/evaluator-plugin is a third-party evaluator
+// plugin. Its test checks that the example definitions load cleanly.
 package examples

@@ -25,4 +25,20 @@
 // Storage, the evaluation engine and the model client live in sub-packages
 // (harness/catalog, harness/store, harness/llm); this package imports none of
 // them and none of their dependencies.
+//
+// A program embeds an evaluation with those sub-packages alone: a suite in
+// an fs.FS loaded with catalog.Load, runs kept by store.OpenMemory and
+// runs.Open, and engine.Run, which returns when the run ends. The package
+// examples/embedder of this module is such a program, run by its tests.
+//
+// Importing these packages changes nothing else in the program: no init
+// function or package variable of theirs touches the default loggers, the
+// HTTP transport or ServeMux, the environment or another package's
+// settings. What dependencies register on import, they register as usual:
+// harness/store links the pure-Go SQLite driver (database/sql name
+// "sqlite"); the plugin packages link gRPC, whose golang.org/x/net/trace
+// adds /debug/requests and /debug/events to http.DefaultServeMux (they
+// answer local requests only; build with -tags grpcnotrace to leave them
+// out). Only plugin.Serve, which is a plugin process's whole main, sets
+// that process's default logger.
 package harness

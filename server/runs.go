@@ -128,7 +128,7 @@ func (h *runHandler) start(ctx context.Context, in *startInput) (*startOutput, e
 		}
 		req.Retries = b.Retries
 	}
-	id, err := h.s.opts.Engine.Start(ctx, req)
+	id, err := h.s.opts.Engine.Start(context.WithoutCancel(ctx), req) // the run outlives the request
 	if err != nil {
 		return nil, h.s.problem(ctx, err)
 	}
@@ -138,7 +138,7 @@ func (h *runHandler) start(ctx context.Context, in *startInput) (*startOutput, e
 }
 
 func (h *runHandler) resume(ctx context.Context, in *runPath) (*resumeOutput, error) {
-	if err := h.s.opts.Engine.Resume(ctx, in.RunID); err != nil {
+	if err := h.s.opts.Engine.Resume(context.WithoutCancel(ctx), in.RunID); err != nil {
 		return nil, h.s.problem(ctx, err)
 	}
 	out := &resumeOutput{}

@@ -110,10 +110,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	id := f.resume
 	if id != "" {
-		err = a.engine.Resume(ctx, id)
+		err = a.engine.Resume(context.WithoutCancel(ctx), id)
 	} else {
 		req.ModelName, req.Model, req.Domains = f.modelName, f.model, domains
-		id, err = a.engine.Start(ctx, req)
+		id, err = a.engine.Start(context.WithoutCancel(ctx), req)
 	}
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/uptrace/bun"
 
@@ -33,11 +34,17 @@ type Options struct {
 	Registry *harness.Registry
 }
 
-// Catalog is the definitions store: files on disk, cached in the database.
+// Catalog is the definitions store: files on disk, cached in the database
+// (Open), or a read-only set of definitions read from a file system and
+// kept in memory (Load).
 type Catalog struct {
 	dir string
 	db  *bun.DB
 	reg *harness.Registry
+	// src and mem are set by Load: the file system the definitions come
+	// from, and the definitions read from it. Reads use mem instead of db.
+	src fs.FS
+	mem atomic.Pointer[memDefs]
 
 	// mu serialises writes and guards the fields below.
 	mu sync.Mutex
@@ -118,7 +125,7 @@ func checkDir(dir string, create bool) error {
 	return nil
 }
 
-// Dir returns the definitions directory.
+// Dir returns the definitions directory; "" for a catalog made by Load.
 func (c *Catalog) Dir() string { return c.dir }
 
 // Registry returns the registry the catalog validates against.
@@ -166,6 +173,9 @@ func wrapNotFound(err error, kind, id string) error {
 
 // Domains lists every domain, ordered by id.
 func (c *Catalog) Domains(ctx context.Context) ([]harness.Domain, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.domainList()
+	}
 	var rows []domainRow
 	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list domains: %w", err)
@@ -179,6 +189,9 @@ func (c *Catalog) Domains(ctx context.Context) ([]harness.Domain, error) {
 
 // Domain returns one domain, or an error wrapping harness.ErrNotFound.
 func (c *Catalog) Domain(ctx context.Context, id string) (harness.Domain, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.domain(id)
+	}
 	return getDomain(ctx, c.db, id)
 }
 
@@ -198,7 +211,13 @@ func (c *Catalog) Level(ctx context.Context, domainID string, level int) (harnes
 	if _, err := c.Domain(ctx, domainID); err != nil {
 		return harness.LevelConfig{}, err
 	}
-	l, err := getLevel(ctx, c.db, domainID, level)
+	var l harness.LevelConfig
+	var err error
+	if m := c.mem.Load(); m != nil {
+		l, err = m.level(domainID, level)
+	} else {
+		l, err = getLevel(ctx, c.db, domainID, level)
+	}
 	// A default configuration lists no tools: [], as a stored one does.
 	l.Tools = nonNil(l.Tools)
 	return l, err
@@ -219,6 +238,9 @@ func getLevel(ctx context.Context, db bun.IDB, domainID string, level int) (harn
 // Levels lists the level configurations of a domain (every level that has
 // a file), ascending; an empty domainID lists those of all domains.
 func (c *Catalog) Levels(ctx context.Context, domainID string) ([]harness.LevelConfig, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.levelList(domainID)
+	}
 	var rows []levelRow
 	q := c.db.NewSelect().Model(&rows).Order("domain_id", "level")
 	if domainID != "" {
@@ -244,6 +266,9 @@ type TestFilter struct {
 // Tests lists the tests that match f, ordered by domain, level and their
 // order in the level's file.
 func (c *Catalog) Tests(ctx context.Context, f TestFilter) ([]harness.Test, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.testList(f)
+	}
 	return listTests(ctx, c.db, f)
 }
 
@@ -268,6 +293,9 @@ func listTests(ctx context.Context, db bun.IDB, f TestFilter) ([]harness.Test, e
 
 // Test returns one test, or an error wrapping harness.ErrNotFound.
 func (c *Catalog) Test(ctx context.Context, id string) (harness.Test, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.test(id)
+	}
 	var row testRow
 	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
 	if err := wrapNotFound(err, "test", id); err != nil {
@@ -278,6 +306,9 @@ func (c *Catalog) Test(ctx context.Context, id string) (harness.Test, error) {
 
 // Evaluators lists every evaluator record, ordered by id.
 func (c *Catalog) Evaluators(ctx context.Context) ([]harness.EvaluatorConfig, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.evaluatorList()
+	}
 	var rows []evaluatorRow
 	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list evaluators: %w", err)
@@ -292,6 +323,9 @@ func (c *Catalog) Evaluators(ctx context.Context) ([]harness.EvaluatorConfig, er
 // Evaluator returns one evaluator record, or an error wrapping
 // harness.ErrNotFound.
 func (c *Catalog) Evaluator(ctx context.Context, id string) (harness.EvaluatorConfig, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.evaluator(id)
+	}
 	var row evaluatorRow
 	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
 	if err := wrapNotFound(err, "evaluator", id); err != nil {
@@ -302,6 +336,9 @@ func (c *Catalog) Evaluator(ctx context.Context, id string) (harness.EvaluatorCo
 
 // Tools lists every tool record, ordered by id.
 func (c *Catalog) Tools(ctx context.Context) ([]harness.ToolDefinition, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.toolList()
+	}
 	var rows []toolRow
 	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list tools: %w", err)
@@ -319,6 +356,9 @@ func (c *Catalog) Tools(ctx context.Context) ([]harness.ToolDefinition, error) {
 
 // Tool returns one tool record, or an error wrapping harness.ErrNotFound.
 func (c *Catalog) Tool(ctx context.Context, id string) (harness.ToolDefinition, error) {
+	if m := c.mem.Load(); m != nil {
+		return m.tool(id)
+	}
 	var row toolRow
 	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
 	if err := wrapNotFound(err, "tool", id); err != nil {

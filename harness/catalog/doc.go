@@ -30,4 +30,15 @@
 //
 // A Catalog is safe for concurrent use: writes are serialised, reads run
 // in parallel against the cache.
+//
+// # Without a database
+//
+// Load reads the same layout from any fs.FS (an embed.FS narrowed with
+// fs.Sub, os.DirFS, a testing/fstest.MapFS) into a read-only Catalog that
+// keeps the definitions in memory: no database, nothing to close. Its
+// files are read by the same code, with the same strict rules and
+// per-file errors; its reads return what a database-backed catalog
+// returns; its writes fail with an error wrapping ErrReadOnly. It is what
+// a program that embeds a suite gives the engine as its
+// Options.Definitions, which only needs Export.
 package catalog

@@ -2,10 +2,12 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"testing/fstest"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
@@ -73,4 +75,40 @@ func ExampleCatalog_Sync() {
 	// Output:
 	// evaluators loaded: 1
 	// evaluators/broken.yaml
+}
+
+// Load reads definitions from any fs.FS (an embed.FS, os.DirFS, a
+// fstest.MapFS) into a read-only catalog that needs no database. Files
+// are as strict as in a definitions directory: a file that does not load
+// is reported with its line and key, and the others load.
+func ExampleLoad() {
+	ctx := context.Background()
+	suite := fstest.MapFS{
+		"domains/math/domain.yaml": {Data: []byte("name: Math\n")},
+		"domains/math/level-1.yaml": {Data: []byte(`tests:
+  - id: add
+    prompt: What is 2 + 3?
+    expected: {answer: "5", type: numeric}
+`)},
+		"domains/math/level-2.yaml": {Data: []byte(`tests:
+  - id: mul
+    prompt: What is 6 * 7?
+    expected: {answer: "42", typo: numeric}
+`)},
+	}
+	defs, res, err := catalog.Load(ctx, suite, catalog.LoadOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("tests loaded:", res.Loaded.Tests)
+	for _, fe := range res.Errors {
+		fmt.Printf("%s:%d: key %q\n", fe.File, fe.Line, fe.Key)
+	}
+
+	_, err = defs.CreateDomain(ctx, harness.Domain{ID: "geo", Name: "Geography"})
+	fmt.Println(errors.Is(err, catalog.ErrReadOnly), errors.Is(err, harness.ErrConflict))
+	// Output:
+	// tests loaded: 1
+	// domains/math/level-2.yaml:4: key "typo"
+	// true true
 }

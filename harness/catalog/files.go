@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -260,7 +258,7 @@ func (r *refSet) HasTool(id string) bool      { return r.tools[id] }
 // validated on its own, in dependency order (evaluators, tools, domains,
 // levels); a file that fails is reported and contributes nothing, and the
 // files that depend on it fail in turn.
-func readDir(root string, reg *harness.Registry) (*loaded, error) {
+func readDir(root fs.FS, reg *harness.Registry) (*loaded, error) {
 	out := &loaded{hashes: map[string]string{}}
 	refs := newRefSet()
 	v := harness.Validator{Registry: reg, Refs: refs}
@@ -268,7 +266,7 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 		out.errs = append(out.errs, fileErrors(rel, data, err)...)
 	}
 	read := func(rel string) ([]byte, bool) {
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		data, err := fs.ReadFile(root, rel)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			fail(rel, nil, errors.New("file is missing"))
@@ -334,7 +332,7 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 		out.hashes[rel] = hashOf(data)
 	}
 
-	entries, err := os.ReadDir(filepath.Join(root, domainsDir))
+	entries, err := fs.ReadDir(root, domainsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read definitions: %w", err)
 	}
@@ -352,7 +350,7 @@ func readDir(root string, reg *harness.Registry) (*loaded, error) {
 		if len(levels) == 0 {
 			// A folder with no definition file at all (notes left behind
 			// by a deleted domain, say) is not a domain.
-			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(drel))); errors.Is(err, fs.ErrNotExist) {
+			if _, err := fs.Stat(root, drel); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 		}
@@ -453,8 +451,8 @@ func checkFileID(id *string, want string) error {
 
 // yamlFiles lists the .yaml files directly under root/dir, sorted, as
 // relative slash paths. Hidden files are ignored.
-func yamlFiles(root, dir string) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(root, dir))
+func yamlFiles(root fs.FS, dir string) ([]string, error) {
+	entries, err := fs.ReadDir(root, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -471,8 +469,8 @@ func yamlFiles(root, dir string) ([]string, error) {
 }
 
 // levelFiles lists the level numbers of a domain directory, ascending.
-func levelFiles(root, domainID string) ([]int, error) {
-	entries, err := os.ReadDir(filepath.Join(root, domainsDir, domainID))
+func levelFiles(root fs.FS, domainID string) ([]int, error) {
+	entries, err := fs.ReadDir(root, domainDir(domainID))
 	if err != nil {
 		return nil, fmt.Errorf("read definitions: %w", err)
 	}
@@ -540,7 +538,7 @@ func render(s *harness.Snapshot) (map[string][]byte, error) {
 }
 
 // layoutFiles lists every file of the layout present under root.
-func layoutFiles(root string) ([]string, error) {
+func layoutFiles(root fs.FS) ([]string, error) {
 	var out []string
 	for _, dir := range []string{evaluatorsDir, toolsDir} {
 		files, err := yamlFiles(root, dir)
@@ -549,7 +547,7 @@ func layoutFiles(root string) ([]string, error) {
 		}
 		out = append(out, files...)
 	}
-	entries, err := os.ReadDir(filepath.Join(root, domainsDir))
+	entries, err := fs.ReadDir(root, domainsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read definitions: %w", err)
 	}
@@ -557,7 +555,7 @@ func layoutFiles(root string) ([]string, error) {
 		if !ent.IsDir() || strings.HasPrefix(ent.Name(), ".") {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(root, domainsDir, ent.Name(), domainFile)); err == nil {
+		if _, err := fs.Stat(root, domainPath(ent.Name())); err == nil {
 			out = append(out, domainPath(ent.Name()))
 		}
 		levels, err := levelFiles(root, ent.Name())

@@ -242,7 +242,7 @@ func TestFileRoundTrip(t *testing.T) {
 // catalog's form and checks that this form is stable and means the same.
 func TestHandWrittenFilesRoundTrip(t *testing.T) {
 	root := filepath.Join("testdata", "definitions")
-	l, err := readDir(root, testRegistry(t))
+	l, err := readDir(os.DirFS(root), testRegistry(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestHandWrittenFilesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout, err := layoutFiles(root)
+	layout, err := layoutFiles(os.DirFS(root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestHandWrittenFilesRoundTrip(t *testing.T) {
 	for rel, data := range files {
 		writeFile(t, dir, rel, string(data))
 	}
-	l2, err := readDir(dir, testRegistry(t))
+	l2, err := readDir(os.DirFS(dir), testRegistry(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,15 +38,20 @@ type SyncResult struct {
 // to decode or validate is reported in the result and loads nothing; the
 // other files load. The error is for failures of the directory or the
 // database as a whole.
+//
+// On a catalog made by Load, Sync reads its file system again.
 func (c *Catalog) Sync(ctx context.Context) (*SyncResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.src != nil {
+		return c.syncMem(ctx)
+	}
 	// A multi-file change that failed half-way through in this process is
 	// finished first: the files then hold all of it.
 	if err := finishPending(c.dir); err != nil {
 		return nil, fmt.Errorf("sync: %w", err)
 	}
-	l, err := readDir(c.dir, c.reg)
+	l, err := readDir(os.DirFS(c.dir), c.reg)
 	if err != nil {
 		return nil, fmt.Errorf("sync: %w", err)
 	}
@@ -105,11 +110,11 @@ func Check(dir string, reg *harness.Registry) (*CheckResult, error) {
 	if reg == nil {
 		reg = harness.NewRegistry()
 	}
-	l, err := readDir(dir, reg)
+	l, err := readDir(os.DirFS(dir), reg)
 	if err != nil {
 		return nil, err
 	}
-	files, err := layoutFiles(dir)
+	files, err := layoutFiles(os.DirFS(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +151,9 @@ type ImportResult struct {
 // (wrapping harness.ErrInvalid) names each offending field, such as
 // "tests[3].expected.type".
 func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) (*ImportResult, error) {
+	if err := c.writable("import"); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	result, err := c.imported(ctx, in, merge)
@@ -164,7 +172,7 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 		changes = append(changes, change{rel: rel, data: files[rel]})
 	}
 	if !merge {
-		present, err := layoutFiles(c.dir)
+		present, err := layoutFiles(os.DirFS(c.dir))
 		if err != nil {
 			return nil, err
 		}
@@ -196,6 +204,9 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 // CheckImport validates in as Import would, without writing anything: nil
 // when Import would accept it.
 func (c *Catalog) CheckImport(ctx context.Context, in *harness.Snapshot, merge bool) error {
+	if err := c.writable("import"); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, err := c.imported(ctx, in, merge)

@@ -149,6 +149,9 @@ func upsert(ctx context.Context, tx bun.IDB, row any, conflict string) error {
 // CreateDomain validates and stores a new domain. A duplicate id is an
 // error wrapping harness.ErrConflict; invalid input wraps ErrInvalid.
 func (c *Catalog) CreateDomain(ctx context.Context, d harness.Domain) (harness.Domain, error) {
+	if err := c.writable("create domain"); err != nil {
+		return harness.Domain{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.validator().Domain(&d); err != nil {
@@ -177,6 +180,9 @@ func (c *Catalog) writeDomain(ctx context.Context, d harness.Domain) error {
 // UpdateDomain applies a change to a stored domain and stores the result.
 // apply must not change the id.
 func (c *Catalog) UpdateDomain(ctx context.Context, id string, apply func(*harness.Domain) error) (harness.Domain, error) {
+	if err := c.writable("update domain"); err != nil {
+		return harness.Domain{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, err := getDomain(ctx, c.db, id)
@@ -197,12 +203,15 @@ func (c *Catalog) UpdateDomain(ctx context.Context, id string, apply func(*harne
 
 // DeleteDomain removes a domain with its level configurations and tests.
 func (c *Catalog) DeleteDomain(ctx context.Context, id string) error {
+	if err := c.writable("delete domain"); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.refs.domains[id] {
 		return notFound("domain", id)
 	}
-	levels, err := levelFiles(c.dir, id)
+	levels, err := levelFiles(os.DirFS(c.dir), id)
 	if err != nil {
 		return err
 	}
@@ -252,6 +261,9 @@ func containsRel(changes []change, rel string) bool {
 // configuration when the level has no file yet) and stores it. The domain
 // must exist.
 func (c *Catalog) UpdateLevel(ctx context.Context, domainID string, level int, apply func(*harness.LevelConfig) error) (harness.LevelConfig, error) {
+	if err := c.writable("update level"); err != nil {
+		return harness.LevelConfig{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.refs.domains[domainID] {
@@ -320,6 +332,9 @@ func (c *Catalog) levelChange(ctx context.Context, domainID string, level int, e
 // CreateTest validates and stores a new test at the end of its level. A
 // test without an id gets a generated one.
 func (c *Catalog) CreateTest(ctx context.Context, t harness.Test) (harness.Test, error) {
+	if err := c.writable("create test"); err != nil {
+		return harness.Test{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t.ID == "" {
@@ -371,6 +386,9 @@ func withSlices(t harness.Test) harness.Test {
 // change of domain_id or level moves the test to the end of that level.
 // apply must not change the id.
 func (c *Catalog) UpdateTest(ctx context.Context, id string, apply func(*harness.Test) error) (harness.Test, error) {
+	if err := c.writable("update test"); err != nil {
+		return harness.Test{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, err := c.Test(ctx, id)
@@ -453,6 +471,9 @@ func (c *Catalog) move(ctx context.Context, old, t harness.Test) (harness.Test, 
 // MoveTest moves a test to the end of another level, possibly of another
 // domain. An unknown target domain is an error wrapping ErrInvalid.
 func (c *Catalog) MoveTest(ctx context.Context, id, domainID string, level int) (harness.Test, error) {
+	if err := c.writable("move test"); err != nil {
+		return harness.Test{}, err
+	}
 	return c.UpdateTest(ctx, id, func(t *harness.Test) error {
 		t.DomainID, t.Level = domainID, level
 		return nil
@@ -461,6 +482,9 @@ func (c *Catalog) MoveTest(ctx context.Context, id, domainID string, level int) 
 
 // DeleteTest removes a test from its level.
 func (c *Catalog) DeleteTest(ctx context.Context, id string) error {
+	if err := c.writable("delete test"); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k, ok := c.tests[id]
@@ -494,6 +518,9 @@ func (c *Catalog) DeleteTest(ctx context.Context, id string) error {
 
 // CreateEvaluator validates and stores a new evaluator record.
 func (c *Catalog) CreateEvaluator(ctx context.Context, e harness.EvaluatorConfig) (harness.EvaluatorConfig, error) {
+	if err := c.writable("create evaluator"); err != nil {
+		return harness.EvaluatorConfig{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.validator().Evaluator(&e); err != nil {
@@ -522,6 +549,9 @@ func (c *Catalog) writeEvaluator(ctx context.Context, e harness.EvaluatorConfig)
 // UpdateEvaluator applies a change to a stored evaluator record and stores
 // the result. apply must not change the id.
 func (c *Catalog) UpdateEvaluator(ctx context.Context, id string, apply func(*harness.EvaluatorConfig) error) (harness.EvaluatorConfig, error) {
+	if err := c.writable("update evaluator"); err != nil {
+		return harness.EvaluatorConfig{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, err := c.Evaluator(ctx, id)
@@ -543,6 +573,9 @@ func (c *Catalog) UpdateEvaluator(ctx context.Context, id string, apply func(*ha
 // DeleteEvaluator removes an evaluator record. One still named by a domain
 // or a test is an error wrapping harness.ErrConflict.
 func (c *Catalog) DeleteEvaluator(ctx context.Context, id string) error {
+	if err := c.writable("delete evaluator"); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.refs.evaluators[id] {
@@ -582,6 +615,9 @@ func (c *Catalog) DeleteEvaluator(ctx context.Context, id string) error {
 
 // CreateTool validates and stores a new tool record.
 func (c *Catalog) CreateTool(ctx context.Context, t harness.ToolDefinition) (harness.ToolDefinition, error) {
+	if err := c.writable("create tool"); err != nil {
+		return harness.ToolDefinition{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.validator().Tool(&t); err != nil {
@@ -614,6 +650,9 @@ func (c *Catalog) writeTool(ctx context.Context, t harness.ToolDefinition) error
 // UpdateTool applies a change to a stored tool record and stores the
 // result. apply must not change the id.
 func (c *Catalog) UpdateTool(ctx context.Context, id string, apply func(*harness.ToolDefinition) error) (harness.ToolDefinition, error) {
+	if err := c.writable("update tool"); err != nil {
+		return harness.ToolDefinition{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, err := c.Tool(ctx, id)
@@ -635,6 +674,9 @@ func (c *Catalog) UpdateTool(ctx context.Context, id string, apply func(*harness
 // DeleteTool removes a tool record. One still listed by a test or a level
 // is an error wrapping harness.ErrConflict.
 func (c *Catalog) DeleteTool(ctx context.Context, id string) error {
+	if err := c.writable("delete tool"); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.refs.tools[id] {

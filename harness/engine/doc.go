@@ -4,10 +4,48 @@
 // response scored by the test's evaluator, and every finished result
 // written to the runs store at once.
 //
-// Lifecycle: New, then Start (one run; a second Start while running is
-// harness.ErrConflict), and Stop (cancel the requests in flight, keep what
-// finished) or Reset (give up on a stuck run at once). Status, Matrix and
-// PollLogs report progress; Options.OnEvent lets a program watch a run
-// without HTTP. New marks runs that a dead process left "running" as
-// "interrupted".
+// # Lifecycle
+//
+// New builds an engine over Options.Definitions (anything with Export: a
+// catalog from catalog.Open, or catalog.Load for definitions in an fs.FS
+// with no database), Options.Runs (a runs.Store; store.OpenMemory gives a
+// database that lives in memory) and Options.Client. It marks runs that a
+// dead process left "running" as "interrupted". The engine then runs one
+// evaluation at a time:
+//
+//   - Run(ctx, req) starts a run and blocks until it ends, returning its
+//     final runs.Info. It is the call for a program that wants a score.
+//   - Start(ctx, req) starts a run and returns its id at once; the run
+//     goes on in the background. Resume(ctx, id) runs again what a
+//     finished run left undone.
+//   - Stop cancels the requests in flight and keeps what finished (status
+//     stopped); Reset gives up on a stuck run at once (status aborted).
+//
+// A second run while one is active is harness.ErrConflict.
+//
+// A run lives until it ends, Stop or Reset, or until the context given to
+// Run, Start or Resume is done: cancelling it stops the run as Stop does,
+// and Run returns the final info with ctx.Err(). A caller whose context is
+// shorter than the run should be (an HTTP request's) passes
+// context.WithoutCancel(ctx) or a context of the program's lifetime.
+//
+// # Watching a run
+//
+// Status, Matrix and PollLogs/ReadLogs report progress on demand. Events
+// report it as it happens, each with the run's progress (Done of Total),
+// in three ways:
+//
+//   - StartRequest.OnEvent receives the events of that run only, on a
+//     goroutine of its own; Run returns after it has handled the last.
+//   - Subscribe(ctx, opts) returns a channel of the events of every run
+//     (or of one), until ctx is done.
+//   - Options.OnEvent is called synchronously for every event of every
+//     run; it must return quickly.
+//
+// None of them can hold up a run but Options.OnEvent: a subscriber that
+// falls behind loses its oldest waiting events, never the newest, and is
+// told how many (Event.Dropped).
+//
+// The program in examples/embedder runs an embedded suite this way, end to
+// end.
 package engine

@@ -78,38 +78,13 @@ type Options struct {
 	// dropped (default 10,000).
 	LogQueue int
 	// OnEvent, when set, is called for every event of every run, from the
-	// engine's goroutines, one event at a time. It must not block for long.
+	// engine's goroutines, one event at a time, before the event goes to
+	// subscribers; the run waits for it, sometimes with the engine's lock
+	// held. It must return quickly and must not call the Engine's methods.
+	// Subscribe, and a run's StartRequest.OnEvent, have neither limit.
 	OnEvent func(Event)
 	// Logger receives operational errors; nil means slog.Default().
 	Logger *slog.Logger
-}
-
-// EventKind says what an Event reports.
-type EventKind string
-
-// The event kinds.
-const (
-	EventRunStarted   EventKind = "run_started"
-	EventTestFinished EventKind = "test_finished"
-	EventCellFinished EventKind = "cell_finished"
-	EventLog          EventKind = "log"
-	EventRunFinished  EventKind = "run_finished"
-)
-
-// Event is something that happened in a run.
-type Event struct {
-	Kind   EventKind
-	RunID  string
-	Domain string
-	Level  int
-	// Result is set for EventTestFinished.
-	Result *runs.Result
-	// Cell is set for EventCellFinished.
-	Cell *runs.Cell
-	// Line is set for EventLog.
-	Line string
-	// Info is set for EventRunStarted and EventRunFinished.
-	Info *runs.Info
 }
 
 // StartRequest starts a run.
@@ -125,15 +100,27 @@ type StartRequest struct {
 	// Retries, when not nil, is the number of retries of a failed model
 	// request in this run (default Options.Retries).
 	Retries *int
+	// OnEvent, when set, receives this run's events, from EventRunStarted
+	// to EventRunFinished, in order, on a goroutine of its own: a slow
+	// OnEvent never holds up the run. When it falls more than
+	// DefaultEventBuffer events behind, the oldest waiting ones are
+	// discarded (see Subscribe); the last, EventRunFinished, always comes.
+	// Run returns after OnEvent has handled it.
+	OnEvent func(Event)
 }
 
 // Engine runs one evaluation at a time.
 type Engine struct {
-	opts    Options
-	log     *slog.Logger
-	regex   harness.Evaluator
-	logs    *logQueue
+	opts  Options
+	log   *slog.Logger
+	regex harness.Evaluator
+	logs  *logQueue
+	// eventMu serialises events and guards subs.
 	eventMu sync.Mutex
+	subs    map[*subscriber]struct{}
+	// running counts the runs whose goroutines have not returned: after a
+	// Reset, a run's calls may outlive it.
+	running sync.WaitGroup
 
 	mu      sync.Mutex
 	current *run
@@ -381,37 +368,87 @@ func plan(snap *harness.Snapshot, domains []string) ([]string, []*cell, []job, e
 	return domains, cells, jobs, nil
 }
 
-// Start begins a run and returns its id. A run already active is an error
-// wrapping harness.ErrConflict; unknown domains, a run with no tests or
-// bounds out of range wrap harness.ErrInvalid.
+// Start begins a run and returns its id at once; the run goes on in the
+// background. A run already active is an error wrapping
+// harness.ErrConflict; unknown domains, a run with no tests or bounds out
+// of range wrap harness.ErrInvalid.
+//
+// The run lives until it ends, Stop or Reset ends it, or ctx is done:
+// cancelling ctx stops the run as Stop does (status stopped, finished
+// results kept). A caller whose ctx ends before the run should (an HTTP
+// handler's request context, say) passes context.WithoutCancel(ctx) or a
+// context of the program's lifetime. The run's calls see ctx's values.
 //
 // The definitions the run uses are stored with it (once per distinct
 // content), so that the run can be understood and resumed after the
 // files change.
 func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
-	timeout, retries, err := e.bounds(req.Timeout, req.Retries)
+	r, err := e.start(ctx, req)
 	if err != nil {
 		return "", err
+	}
+	return r.info.RunID, nil
+}
+
+// Run starts a run as Start does and waits for it to end. It returns the
+// run's final info: its status, counts and score (see runs.Info; Complete
+// says whether every test finished with none in error, Error why a run
+// that the caller did not stop was stopped).
+//
+// Cancelling ctx stops the run as Stop does: requests in flight are
+// cancelled and leave no result, finished results are kept, the status is
+// stopped. Run then returns the final info with ctx.Err(). The error is
+// otherwise nil whenever the run started, however it ended (completed,
+// stopped by Stop or by a failing endpoint, aborted by Reset): read
+// info.Status and info.Complete. An error with an empty info means the
+// run did not start, for the reasons Start gives.
+//
+// With req.OnEvent set, Run returns after OnEvent has handled the run's
+// EventRunFinished.
+func (e *Engine) Run(ctx context.Context, req StartRequest) (runs.Info, error) {
+	r, err := e.start(ctx, req)
+	if err != nil {
+		return runs.Info{}, err
+	}
+	<-r.over
+	<-r.delivered
+	r.mu.Lock()
+	byCtx := r.ctxStopped
+	r.mu.Unlock()
+	if byCtx {
+		return r.final, ctx.Err()
+	}
+	return r.final, nil
+}
+
+// start begins a run and returns it.
+func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	timeout, retries, err := e.bounds(req.Timeout, req.Retries)
+	if err != nil {
+		return nil, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current != nil {
-		return "", fmt.Errorf("run %s is active; stop it first: %w", e.current.info.RunID, harness.ErrConflict)
+		return nil, fmt.Errorf("run %s is active; stop it first: %w", e.current.info.RunID, harness.ErrConflict)
 	}
 	snap, err := e.opts.Definitions.Export(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	domains, cells, jobs, err := plan(snap, req.Domains)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if len(jobs) == 0 {
-		return "", harness.Invalid("domains", "the selected domains have no tests")
+		return nil, harness.Invalid("domains", "the selected domains have no tests")
 	}
 	hash, err := e.opts.Runs.SaveDefinitions(ctx, snap)
 	if err != nil {
-		return "", fmt.Errorf("store the run's definitions: %w", err)
+		return nil, fmt.Errorf("store the run's definitions: %w", err)
 	}
 	label := req.ModelName
 	if label == "" {
@@ -436,13 +473,13 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		keys[i] = runs.CellKey{Domain: c.domain, Level: c.level, Tests: c.tests}
 	}
 	if err := e.opts.Runs.CreateRun(ctx, info, keys); err != nil {
-		return "", err
+		return nil, err
 	}
-	r := e.newRun(info, now, cells, jobs, timeout, retries)
-	e.begin(r)
+	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
+	e.begin(r, req.OnEvent)
 	r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
-	go r.execute()
-	return info.RunID, nil
+	r.launch(ctx)
+	return r, nil
 }
 
 // bounds checks a run's request bounds and fills in the defaults.
@@ -464,12 +501,14 @@ func (e *Engine) bounds(timeout time.Duration, retries *int) (time.Duration, int
 	return timeout, n, ve.Err()
 }
 
-// newRun builds a run's live state.
-func (e *Engine) newRun(info runs.Info, now time.Time, cells []*cell, jobs []job, timeout time.Duration, retries int) *run {
-	runCtx, cancel := context.WithCancel(context.Background())
+// newRun builds a run's live state. Its calls see the values of ctx, not
+// its cancellation: launch ties the two.
+func (e *Engine) newRun(ctx context.Context, info runs.Info, now time.Time, cells []*cell, jobs []job, timeout time.Duration, retries int) *run {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &run{
 		e: e, info: info, started: now, cells: cells, jobs: jobs, ctx: runCtx, cancel: cancel,
-		done_: make(chan struct{}), cellOf: map[cellKey]*cell{}, timeout: timeout, retries: retries,
+		done_: make(chan struct{}), over: make(chan struct{}), delivered: make(chan struct{}),
+		cellOf: map[cellKey]*cell{}, timeout: timeout, retries: retries,
 	}
 	for _, c := range cells {
 		r.cellOf[cellKey{c.domain, c.level}] = c
@@ -481,8 +520,10 @@ func (e *Engine) newRun(info runs.Info, now time.Time, cells []*cell, jobs []job
 }
 
 // begin makes r the current run: its log file is opened (appended to, for
-// a resumed run), the poll queue cleared. e.mu must be held.
-func (e *Engine) begin(r *run) {
+// a resumed run), the poll queue cleared, onEvent (the request's, may be
+// nil) subscribed to its events, and EventRunStarted sent. e.mu must be
+// held.
+func (e *Engine) begin(r *run, onEvent func(Event)) {
 	if e.opts.LogDir != "" {
 		if err := os.MkdirAll(e.opts.LogDir, 0o755); err == nil {
 			r.logFile, _ = os.OpenFile(e.logPath(r.info.RunID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -490,8 +531,15 @@ func (e *Engine) begin(r *run) {
 	}
 	e.current, e.lastRun = r, r.info.RunID
 	e.logs.clear()
+	r.reported = r.total.done
+	if onEvent != nil {
+		r.own = e.subscribe(r.info.RunID, 0)
+		go deliver(r.own, onEvent, r.delivered)
+	} else {
+		close(r.delivered)
+	}
 	info := r.info
-	e.emit(Event{Kind: EventRunStarted, RunID: info.RunID, Info: &info})
+	e.emit(r, Event{Kind: EventRunStarted, Info: &info})
 }
 
 // Resume runs again, into the same run and with the definitions the run
@@ -499,12 +547,17 @@ func (e *Engine) begin(r *run) {
 // or ended in error: a stopped, interrupted or aborted run, or one whose
 // endpoint failed. The errors' results are replaced; passed and failed
 // results are kept, never duplicated. The run is running again and ends
-// as any run does.
+// as any run does; as with Start, it lives until then, Stop or Reset, or
+// until ctx is done (which stops it). Subscribe with the run's id to get
+// its events.
 //
 // Errors: harness.ErrConflict while a run is active, harness.ErrNotFound
 // for an unknown run, harness.ErrInvalid when nothing is left to run or
 // the run stored no definitions (it was made by an older version).
 func (e *Engine) Resume(ctx context.Context, runID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current != nil {
@@ -556,7 +609,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 		return err
 	}
 	now := time.Now()
-	r := e.newRun(reopened, now, cells, left, timeout, retries)
+	r := e.newRun(ctx, reopened, now, cells, left, timeout, retries)
 	r.priorMS = info.TotalDurationMS
 	// The live state starts from the results kept.
 	for _, res := range kept {
@@ -574,9 +627,9 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 			c.settle()
 		}
 	}
-	e.begin(r)
+	e.begin(r, nil)
 	r.logRun("run %s resumed: %d of %d tests left to run", runID, len(left), len(jobs))
-	go r.execute()
+	r.launch(ctx)
 	return nil
 }
 
@@ -612,11 +665,14 @@ func (e *Engine) Reset() string {
 		return ""
 	}
 	r.stop(runs.StatusAborted)
-	// Record the abort now: the run's goroutines record it again when they
-	// return, but a call that ignores cancellation may never return.
-	r.end()
+	r.untie()
+	// Record and announce the abort now: the run's goroutines record it
+	// again when they return, but a call that ignores cancellation may
+	// never return.
+	info := r.end()
 	r.logRun("engine reset: run %s aborted", r.info.RunID)
 	r.finishLog()
+	r.announce(info)
 	return r.info.RunID
 }
 
@@ -654,15 +710,6 @@ func (e *Engine) LogFile(runID string) string {
 		return ""
 	}
 	return e.logPath(runID)
-}
-
-func (e *Engine) emit(ev Event) {
-	if e.opts.OnEvent == nil {
-		return
-	}
-	e.eventMu.Lock()
-	defer e.eventMu.Unlock()
-	e.opts.OnEvent(ev)
 }
 
 // evaluatorFor returns the implementation of an evaluator type.

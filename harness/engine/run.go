@@ -146,8 +146,26 @@ type run struct {
 	unreachable   int  // tests in a row that found the endpoint unreachable
 	answered      bool // the endpoint answered at least once
 	storeFailures int  // batches in a row that lost a result
+	reported      int  // tests finished and reported: the Done of events
+	ending        bool // every job is done: a stop no longer changes the status
+	ctxStopped    bool // the caller's context stopped the run
 
 	endMu sync.Mutex // serialises end
+
+	// untie stops the caller's context from stopping the run (launch).
+	untie func() bool
+	// own is the subscriber of StartRequest.OnEvent, nil without one;
+	// delivered is closed when it has handled the run's last event (at
+	// once without one). Guarded by e.eventMu: announced, set when
+	// EventRunFinished is sent, after which the run sends nothing.
+	own       *subscriber
+	delivered chan struct{}
+	announced bool
+	// over is closed once the run's end is recorded and announced; final
+	// is the run's info then.
+	over     chan struct{}
+	overOnce sync.Once
+	final    runs.Info
 }
 
 func (r *run) stop(status string) { r.stopWith(status, "") }
@@ -161,6 +179,37 @@ func (r *run) stopWith(status, why string) {
 	}
 	r.mu.Unlock()
 	r.cancel()
+}
+
+// launch ties the run to the caller's context (cancelling it stops the
+// run, as Stop does) and starts executing it.
+func (r *run) launch(ctx context.Context) {
+	r.untie = context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		if r.endStatus == "" && !r.ending {
+			r.endStatus, r.ctxStopped = runs.StatusStopped, true
+		}
+		r.mu.Unlock()
+		r.cancel()
+	})
+	r.e.running.Add(1)
+	go func() {
+		defer r.e.running.Done()
+		r.execute()
+	}()
+}
+
+// emit sends an event of the run.
+func (r *run) emit(ev Event) { r.e.emit(r, ev) }
+
+// announce sends the run's last event, EventRunFinished with its final
+// info, once, and lets Run return.
+func (r *run) announce(info runs.Info) {
+	r.overOnce.Do(func() {
+		r.final = info
+		r.emit(Event{Kind: EventRunFinished, Info: &info})
+		close(r.over)
+	})
 }
 
 // logRun writes a run-level line. It names the run's first cell, so that
@@ -178,7 +227,7 @@ func (r *run) logf(domain string, level int, format string, args ...any) {
 
 func (r *run) line(s string) {
 	if r.write(s, false) {
-		r.e.emit(Event{Kind: EventLog, RunID: r.info.RunID, Line: s})
+		r.emit(Event{Kind: EventLog, Line: s})
 	}
 }
 
@@ -216,7 +265,7 @@ func (r *run) write(s string, last bool) bool {
 // finishLog sends EVAL_COMPLETE once and closes the log file.
 func (r *run) finishLog() {
 	if r.write(EvalComplete, true) {
-		r.e.emit(Event{Kind: EventLog, RunID: r.info.RunID, Line: EvalComplete})
+		r.emit(Event{Kind: EventLog, Line: EvalComplete})
 	}
 }
 
@@ -466,6 +515,9 @@ func (r *run) tally(batch []runs.Result) ([]runs.CellUpdate, []*runs.Cell) {
 // report logs a stored result and sends its event, and its cell's when
 // settled is the cell's final state.
 func (r *run) report(res *runs.Result, settled *runs.Cell) {
+	r.mu.Lock()
+	r.reported++
+	r.mu.Unlock()
 	detail := ""
 	if msg, ok := res.Details["error"].(string); ok && res.Status == runs.TestError {
 		detail = ": " + msg
@@ -473,11 +525,11 @@ func (r *run) report(res *runs.Result, settled *runs.Cell) {
 	r.logf(res.Domain, res.Level, "%s %s (score %.2f, %d ms)%s", res.TestID, res.Status, res.Score, res.DurationMS, detail)
 	// The writer reuses its batch: the event gets its own copy.
 	out := *res
-	r.e.emit(Event{Kind: EventTestFinished, RunID: r.info.RunID, Domain: res.Domain, Level: res.Level, Result: &out})
+	r.emit(Event{Kind: EventTestFinished, Domain: res.Domain, Level: res.Level, Result: &out})
 	if settled != nil {
 		r.logf(res.Domain, res.Level, "level %s: %s, %d passed, %d failed, %d errors of %d",
 			settled.Status, scoreText(settled.Score), settled.Passed, settled.Failed, settled.Errors, settled.Tests)
-		r.e.emit(Event{Kind: EventCellFinished, RunID: r.info.RunID, Domain: res.Domain, Level: res.Level, Cell: settled})
+		r.emit(Event{Kind: EventCellFinished, Domain: res.Domain, Level: res.Level, Cell: settled})
 	}
 }
 
@@ -491,6 +543,10 @@ func scoreText(s *float64) string {
 
 // finish records the run's end and puts the engine back to idle.
 func (r *run) finish() {
+	r.mu.Lock()
+	r.ending = true
+	r.mu.Unlock()
+	r.untie()
 	info := r.end()
 	verdict := "complete"
 	if !info.Complete {
@@ -509,7 +565,7 @@ func (r *run) finish() {
 	}
 	r.e.mu.Unlock()
 	r.finishLog()
-	r.e.emit(Event{Kind: EventRunFinished, RunID: info.RunID, Info: &info})
+	r.announce(info)
 }
 
 // end stores the run's end: its status, counts and totals so far, and the

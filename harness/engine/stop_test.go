@@ -213,6 +213,10 @@ func TestResetStuckModel(t *testing.T) {
 	if got := f.eng.Reset(); got != id {
 		t.Errorf("reset returned %q", got)
 	}
+	// The reset announces the run's end at once, aborted.
+	if info, _ := f.wait(t, id); info.Status != runs.StatusAborted {
+		t.Errorf("run finished event after reset: %+v", info)
+	}
 	if f.eng.Running() {
 		t.Error("running after reset")
 	}
@@ -227,11 +231,14 @@ func TestResetStuckModel(t *testing.T) {
 	if info, _ := f.wait(t, again); info.Status != runs.StatusCompleted {
 		t.Errorf("run after reset: %+v", info)
 	}
-	// The stuck calls come back: the old run ends, still aborted, and
-	// stores no error for them.
+	// The stuck calls come back: the old run ends, still aborted, stores
+	// no error for them and sends no more events.
 	close(stuck.release)
-	if info, _ := f.wait(t, id); info.Status != runs.StatusAborted {
-		t.Errorf("old run finished as %+v", info)
+	engine.WaitRuns(f.eng)
+	for len(f.events) > 0 {
+		if ev := <-f.events; ev.RunID == id {
+			t.Errorf("event of the reset run after its end: %+v", ev)
+		}
 	}
 	if info, _ := f.runs.Run(ctx, id); info.Status != runs.StatusAborted {
 		t.Errorf("old run stored as %+v", info)

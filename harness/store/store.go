@@ -9,6 +9,10 @@
 // database written by an older Gauntlet opens and keeps its data, and one
 // written by a newer Gauntlet is refused with ErrSchemaTooNew rather than
 // misread. Close the DB when every store on it is done.
+//
+// OpenMemory (or Open with ":memory:") gives a private database that lives
+// in memory until Close, for a program or a test that wants a run's score
+// and no file.
 package store
 
 import (
@@ -31,9 +35,24 @@ var ErrSchemaTooNew = sqldb.ErrSchemaTooNew
 
 // Open opens the database named by a URL: "sqlite:///abs/path.db",
 // "sqlite://relative/path.db", or a bare file path. The file's directory
-// is created if needed.
+// is created if needed. ":memory:" (also "sqlite://:memory:") opens a
+// fresh in-memory database, as OpenMemory does, rather than a file of
+// that name.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
 	return sqldb.Open(ctx, rawURL)
+}
+
+// OpenMemory opens a fresh, private database that lives in memory until
+// Close, for a program that wants a run's score and no file: every store
+// works on it as on a file database, concurrent use included. Each call
+// gives a database of its own.
+//
+//	db, err := store.OpenMemory(ctx)
+//	...
+//	defer db.Close()
+//	history, err := runs.Open(ctx, db)
+func OpenMemory(ctx context.Context) (*DB, error) {
+	return sqldb.OpenMemory(ctx)
 }
 
 // Version returns the schema version of a component ("catalog", "runs",

@@ -15,7 +15,9 @@ package sqldb
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -34,6 +36,9 @@ const BusyTimeoutMS = 5000
 // the harness packages (Bun), so that bun is no part of the public API.
 type DB struct {
 	b *bun.DB
+	// keep, for an in-memory database, is a connection held open for the
+	// DB's life: the database lives as long as one connection to it does.
+	keep *sql.Conn
 }
 
 // Wrap makes a DB of a bun handle.
@@ -42,16 +47,29 @@ func Wrap(b *bun.DB) *DB { return &DB{b: b} }
 // Bun returns the bun handle of db.
 func Bun(db *DB) *bun.DB { return db.b }
 
-// Close closes the database. Stores opened on it must not be used after.
-func (db *DB) Close() error { return db.b.Close() }
+// Close closes the database; an in-memory one is gone after. Stores opened
+// on it must not be used after.
+func (db *DB) Close() error {
+	if db.keep != nil {
+		db.keep.Close()
+	}
+	return db.b.Close()
+}
+
+// Memory is the URL that names a fresh in-memory database.
+const Memory = ":memory:"
 
 // Ping checks that the database answers: an error after Close.
 func (db *DB) Ping(ctx context.Context) error { return db.b.PingContext(ctx) }
 
 // Open opens the database named by a URL: "sqlite:///abs/path.db",
 // "sqlite://relative/path.db", or a bare file path. The file's directory is
-// created if needed.
+// created if needed. Memory (":memory:", also "sqlite://:memory:") opens
+// a fresh in-memory database, as OpenMemory does.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
+	if rawURL == Memory || rawURL == "sqlite://"+Memory {
+		return OpenMemory(ctx)
+	}
 	path, err := sqlitePath(rawURL)
 	if err != nil {
 		return nil, err
@@ -92,4 +110,27 @@ func sqlitePath(rawURL string) (string, error) {
 		return "", fmt.Errorf("open database: %q names no file", rawURL)
 	}
 	return path, nil
+}
+
+// OpenMemory opens a fresh database that lives in memory, private to the
+// returned DB, until Close. It behaves as a file database does for every
+// store (several connections, transactions, a busy timeout; SQLite's
+// memdb VFS), without WAL, which memory needs not.
+func OpenMemory(ctx context.Context) (*DB, error) {
+	var b [8]byte
+	rand.Read(b[:])
+	// A name starting with "/" makes memdb share the database between the
+	// pool's connections; the random part keeps each DB its own.
+	dsn := "file:/gauntlet-" + hex.EncodeToString(b[:]) + "?vfs=memdb&_pragma=busy_timeout(" + fmt.Sprint(BusyTimeoutMS) +
+		")&_pragma=foreign_keys(1)&_txlock=immediate"
+	conn, err := sql.Open(sqliteshim.ShimName, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open in-memory database: %w", err)
+	}
+	keep, err := conn.Conn(ctx)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open in-memory database: %w", err)
+	}
+	return &DB{b: bun.NewDB(conn, sqlitedialect.New()), keep: keep}, nil
 }
