@@ -16,6 +16,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -181,18 +182,6 @@ func (f *fixture) count(t testing.TB, table, runID string) int {
 		t.Fatal(err)
 	}
 	return int(n)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // ----- generated definitions -----
@@ -624,7 +613,7 @@ func TestStartErrors(t *testing.T) {
 	if st.Status != "running" || st.RunID == nil || *st.RunID != id || st.TotalTests != 4 || st.ModelName == nil || *st.ModelName != "default" {
 		t.Errorf("status while running: %+v", st)
 	}
-	waitFor(t, "a test in flight", 5*time.Second, func() bool { return f.mock.Stats().InFlight > 0 })
+	harnesstest.Eventually(t, 5*time.Second, "a test in flight", func() bool { return f.mock.Stats().InFlight > 0 })
 	if st := f.eng.Status(); st.CurrentDomain == nil || *st.CurrentDomain != "slow" || st.CurrentLevel == nil || *st.CurrentLevel != 1 {
 		t.Errorf("status current cell: %v %v", ptr(st.CurrentDomain), ptr(st.CurrentLevel))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -121,7 +122,7 @@ func TestInterruptedRun(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	waitFor(t, "stored results", 30*time.Second, func() bool {
+	harnesstest.Eventually(t, 30*time.Second, "stored results", func() bool {
 		st, err := rs.Stats(ctx, id)
 		return err == nil && st.TotalTests >= 4
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
@@ -142,7 +143,7 @@ func TestRunCancel(t *testing.T) {
 	}()
 	// Two answered, and two requests in flight that no answer is coming
 	// for: the even ones.
-	waitFor(t, "both slots hanging", 10*time.Second, func() bool {
+	harnesstest.Eventually(t, 10*time.Second, "both slots hanging", func() bool {
 		st := f.mock.Stats()
 		return st.Statuses[200] >= 2 && st.InFlight == conc && st.ChatCompletions-st.Statuses[200] == conc
 	})
@@ -159,7 +160,7 @@ func TestRunCancel(t *testing.T) {
 	}
 	// The endpoint sees the hung requests end when their connections
 	// close, a moment after Run returns.
-	waitFor(t, "the hung requests given up on", 10*time.Second, func() bool {
+	harnesstest.Eventually(t, 10*time.Second, "the hung requests given up on", func() bool {
 		st := f.mock.Stats()
 		return st.Timeouts > 0 && st.InFlight == 0
 	})
@@ -242,7 +243,7 @@ func TestStartContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a result", 10*time.Second, func() bool { return f.eng.Status().Progress > 0 })
+	harnesstest.Eventually(t, 10*time.Second, "a result", func() bool { return f.eng.Status().Progress > 0 })
 	cancel()
 	info, _ := f.wait(t, id)
 	if info.Status != runs.StatusStopped || info.DoneTests == 0 || info.DoneTests == 30 || info.Error != "" {
@@ -255,7 +256,7 @@ func TestStartContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := info.DoneTests
-	waitFor(t, "a resumed result", 10*time.Second, func() bool { return f.eng.Status().Progress > before })
+	harnesstest.Eventually(t, 10*time.Second, "a resumed result", func() bool { return f.eng.Status().Progress > before })
 	rcancel()
 	resumed, _ := f.wait(t, id)
 	if resumed.Status != runs.StatusStopped || resumed.DoneTests <= before || resumed.DoneTests == 30 {
@@ -291,7 +292,7 @@ func TestRunReset(t *testing.T) {
 		}
 		done <- info
 	}()
-	waitFor(t, "stuck calls", 5*time.Second, func() bool {
+	harnesstest.Eventually(t, 5*time.Second, "stuck calls", func() bool {
 		stuck.mu.Lock()
 		defer stuck.mu.Unlock()
 		return stuck.stuck == 0

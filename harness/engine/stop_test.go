@@ -11,6 +11,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
@@ -37,7 +38,7 @@ func TestStopMidRun(t *testing.T) {
 			t.Fatal("no results")
 		}
 	}
-	waitFor(t, "both slots in flight", 5*time.Second, func() bool { return f.mock.Stats().InFlight == conc })
+	harnesstest.Eventually(t, 5*time.Second, "both slots in flight", func() bool { return f.mock.Stats().InFlight == conc })
 
 	start := time.Now()
 	stopped, err := f.eng.Stop(10 * time.Second)
@@ -131,7 +132,7 @@ func TestReset(t *testing.T) {
 		llm: llmtest.Options{Timeouts: llmtest.Schedule{First: conc}}})
 	ctx := context.Background()
 	id := f.start(t, engine.StartRequest{})
-	waitFor(t, "hung requests", 5*time.Second, func() bool { return f.mock.Stats().InFlight == conc })
+	harnesstest.Eventually(t, 5*time.Second, "hung requests", func() bool { return f.mock.Stats().InFlight == conc })
 
 	start := time.Now()
 	if got := f.eng.Reset(); got != id {
@@ -147,7 +148,7 @@ func TestReset(t *testing.T) {
 	if running || len(lines) == 0 || lines[len(lines)-1] != engine.EvalComplete {
 		t.Errorf("logs after reset: running=%v %q", running, lines)
 	}
-	waitFor(t, "the run recorded aborted", 5*time.Second, func() bool {
+	harnesstest.Eventually(t, 5*time.Second, "the run recorded aborted", func() bool {
 		info, err := f.runs.Run(ctx, id)
 		return err == nil && info.Status == runs.StatusAborted
 	})
@@ -205,7 +206,7 @@ func TestResetStuckModel(t *testing.T) {
 		model: func(m harness.ChatModel) harness.ChatModel { stuck.inner = m; return stuck }})
 	ctx := context.Background()
 	id := f.start(t, engine.StartRequest{})
-	waitFor(t, "stuck calls", 5*time.Second, func() bool {
+	harnesstest.Eventually(t, 5*time.Second, "stuck calls", func() bool {
 		stuck.mu.Lock()
 		defer stuck.mu.Unlock()
 		return stuck.stuck == 0
