@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
@@ -179,13 +180,7 @@ func TestAgentsSurviveRestart(t *testing.T) {
 	}
 	// The update is confirmed (a later getUpdates carried its offset), so
 	// the next server does not see it again.
-	deadline := time.Now().Add(30 * time.Second)
-	for tg.Pending() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the update was never confirmed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	harnesstest.Eventually(t, 30*time.Second, "the update confirmed", func() bool { return tg.Pending() == 0 })
 
 	first.stop(t)
 	if polls := tg.ActivePolls(); polls != 0 {
@@ -193,12 +188,8 @@ func TestAgentsSurviveRestart(t *testing.T) {
 	}
 
 	second := startServe(t, args)
-	deadline = time.Now().Add(30 * time.Second)
-	for second.channelStatus(t, "tg_bot", ch.ID) != "running" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the channel did not come back running:\n%s", second.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !harnesstest.Within(30*time.Second, func() bool { return second.channelStatus(t, "tg_bot", ch.ID) == "running" }) {
+		t.Fatalf("the channel did not come back running:\n%s", second.logs.String())
 	}
 	tg.SendUserMessage(5, 5, "second message")
 	sent, err = tg.WaitSent(ctx, 2)

@@ -16,23 +16,17 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin"
 )
 
 // waitFiles waits until dir holds n files.
 func waitFiles(t *testing.T, dir string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	harnesstest.Eventually(t, 10*time.Second, fmt.Sprintf("%d calls to arrive", n), func() bool {
 		entries, _ := os.ReadDir(dir)
-		if len(entries) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d calls arrived", len(entries), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(entries) >= n
+	})
 }
 
 // SIGKILL the plugin with calls in flight: each is retried once, alone,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 // binDir holds the test plugins, built once per test binary.
@@ -146,15 +147,8 @@ func status(t testing.TB, m *Manager, name string) Status {
 // waitGone fails the test unless every pid is gone within a few seconds.
 func waitGone(t testing.TB, pids ...int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("process %d still runs", pid)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		harnesstest.Eventually(t, 5*time.Second, fmt.Sprintf("process %d gone", pid), func() bool { return !alive(pid) })
 	}
 }
 

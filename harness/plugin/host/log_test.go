@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 // recorder is a slog.Handler that keeps the records.
@@ -76,15 +78,10 @@ func TestPluginLogs(t *testing.T) {
 		{"INFO via the log package", "plugin=gauntlet-evaluator-testeval"},
 		{"INFO plugins: started", "version=1.2.3"},
 	} {
-		deadline := time.Now().Add(5 * time.Second)
-		for !rec.find(want...) {
-			if time.Now().After(deadline) {
-				rec.mu.Lock()
-				t.Errorf("no record with %q in:\n%s", want, strings.Join(*rec.recs, "\n"))
-				rec.mu.Unlock()
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !harnesstest.Within(5*time.Second, func() bool { return rec.find(want...) }) {
+			rec.mu.Lock()
+			t.Errorf("no record with %q in:\n%s", want, strings.Join(*rec.recs, "\n"))
+			rec.mu.Unlock()
 		}
 	}
 }
