@@ -129,7 +129,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	// Channels: creation, bad configs, updates with the mask and with new
 	// secrets.
 	expect(do(http.MethodGet, "/api/agents/bot/channels", nil), http.StatusOK)
-	tgc := expect(do(http.MethodPost, "/api/agents/bot/channels", map[string]any{"type": "telegram", "name": "TG",
+	tgc := expect(do(http.MethodPost, "/api/agents/bot/channels", map[string]any{"type": "telegram_extra", "name": "TG",
 		"config": map[string]any{"bot_token": botToken, "api_url": tg.URL, "password": password}}), http.StatusCreated).object(t)
 	tgID := tgc["id"].(string)
 	hkc := expect(do(http.MethodPost, "/api/agents/bot/channels", map[string]any{"type": "webhook",

@@ -87,6 +87,6 @@
 //
 // # Settings
 //
-// The evaluator record needs no config; any key is refused by
-// ValidateConfig. extraction_regex and uses_pass2 are not used.
+// The evaluator record needs no config (Config has no fields); any key is
+// refused by ValidateConfig. extraction_regex and uses_pass2 are not used.
 package jsonschema
