@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/dlclark/regexp2"
 )
 
 var (
@@ -33,21 +31,6 @@ func ValidAgentID(id string) bool { return agentIDPattern.MatchString(id) }
 
 // ValidColor reports whether c is a #RRGGBB colour.
 func ValidColor(c string) bool { return colorPattern.MatchString(c) }
-
-// CompileRegex compiles a pattern as the evaluators do: regexp2 in its RE2
-// compatibility mode (so (?P<name>...) and RE2's classes mean what they do
-// in Go), else in its default .NET mode, a superset with look-around and
-// backreferences. A pattern accepted on write also works at run time.
-func CompileRegex(pattern string) (*regexp2.Regexp, error) {
-	re, err := regexp2.Compile(pattern, regexp2.RE2)
-	if err == nil {
-		return re, nil
-	}
-	if re, err2 := regexp2.Compile(pattern, regexp2.None); err2 == nil {
-		return re, nil
-	}
-	return nil, err
-}
 
 // TextProblem says why s cannot be stored as text: "contains a NUL
 // character" or "is not valid UTF-8"; "" when s is fine. A NUL cuts the

@@ -79,7 +79,7 @@ func TestChannelsCRUD(t *testing.T) {
 
 	t.Run("create masks the secrets its type declares", func(t *testing.T) {
 		c := e.createChannel("bot", map[string]any{
-			"type": "webhook", "name": "Hook",
+			"type": "webhook_extra", "name": "Hook", // a webhook whose config takes other keys, as a plugin's may
 			"config": map[string]any{
 				"secret": "first-secret", "api_key": "k-123", "password": "p-456", "refresh_token": "t-789",
 				"plain": "visible", "count": 3.0, "empty_token": "",
@@ -100,7 +100,7 @@ func TestChannelsCRUD(t *testing.T) {
 		if !jsonEqual(t, c["config"], want) {
 			t.Errorf("config %v\nwant   %v", c["config"], want)
 		}
-		if c["agent_id"] != "bot" || c["type"] != "webhook" || c["name"] != "Hook" || c["status"] != "stopped" || c["last_error"] != "" || hookID == "" {
+		if c["agent_id"] != "bot" || c["type"] != "webhook_extra" || c["name"] != "Hook" || c["status"] != "stopped" || c["last_error"] != "" || hookID == "" {
 			t.Errorf("record %v", c)
 		}
 		checkCreatedAt(t, c["created_at"])
@@ -133,6 +133,7 @@ func TestChannelsCRUD(t *testing.T) {
 			{map[string]any{"type": "telegram", "config": map[string]any{"bot_token": "1:abc", "api_url": "ftp://x"}}, "body.config.api_url"},
 			{map[string]any{"type": "webhook", "config": map[string]any{}}, "body.config.secret"},
 			{map[string]any{"type": "webhook", "config": map[string]any{"secret": mask}}, "body.config.secret"},
+			{map[string]any{"type": "webhook", "config": map[string]any{"secret": "s", "callback": "https://example.com/"}}, "body.config.callback"},
 		}
 		for _, c := range cases {
 			mustProblem(t, e.post("/api/agents/bot/channels", c.body), http.StatusUnprocessableEntity, c.location)
@@ -151,7 +152,7 @@ func TestChannelsCRUD(t *testing.T) {
 		cfg := c["config"].(map[string]any)
 		cfg["plain"] = "changed"
 		got := must(t, e.put("/api/agents/bot/channels/"+hookID, map[string]any{"name": "Renamed", "config": cfg}), http.StatusOK).object(t)
-		if got["name"] != "Renamed" || got["type"] != "webhook" || got["created_at"] != c["created_at"] {
+		if got["name"] != "Renamed" || got["type"] != "webhook_extra" || got["created_at"] != c["created_at"] {
 			t.Errorf("record %v", got)
 		}
 		if gc := got["config"].(map[string]any); gc["plain"] != "changed" || gc["secret"] != mask {

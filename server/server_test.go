@@ -816,6 +816,16 @@ func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *store.DB,
 	if err := reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: o.Logger})); err != nil {
 		t.Fatal(err)
 	}
+	// Types whose config takes keys of its own, as a plugin's may, for the
+	// masking tests: the built-in types refuse unknown keys.
+	hook := webhook.New(webhook.Options{Logger: o.Logger})
+	if err := reg.RegisterChannel("webhook_extra", extraKeysReceiver{extraKeys{hook, []string{"secret", "callback_url"}}, hook}); err != nil {
+		t.Fatal(err)
+	}
+	tgx := telegram.New(telegram.Options{Logger: o.Logger, PollTimeout: 2 * time.Second})
+	if err := reg.RegisterChannel("telegram_extra", extraKeys{tgx, []string{"bot_token", "api_url"}}); err != nil {
+		t.Fatal(err)
+	}
 	svc, err := agent.Open(ctx, agent.Options{
 		DB: db, DataDir: e.dataDir, Tools: cat, Registry: reg, Client: model, Model: agentModel,
 		RetryBaseDelay: 50 * time.Millisecond, RetryMaxDelay: 500 * time.Millisecond, Logger: o.Logger,
@@ -907,4 +917,37 @@ func messagesText(req *llmtest.Request) string {
 		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
 	}
 	return b.String()
+}
+
+// extraKeys is a built-in channel type whose config may hold keys the
+// type does not know, as a plugin's channel type may: its own keys are
+// checked as the type checks them, the others are taken as they are. It
+// runs as the type it wraps, which ignores unknown keys when it runs.
+type extraKeys struct {
+	harness.Channel
+	own []string
+}
+
+func (c extraKeys) ValidateChannelConfig(cfg map[string]any) error {
+	own := map[string]any{}
+	for _, k := range c.own {
+		if v, ok := cfg[k]; ok {
+			own[k] = v
+		}
+	}
+	return c.Channel.(harness.ChannelConfigValidator).ValidateChannelConfig(own)
+}
+
+// SecretFields declares the wrapped type's secret keys, as the type does.
+func (c extraKeys) SecretFields() []string {
+	if d, ok := c.Channel.(harness.ConfigSecrets); ok {
+		return d.SecretFields()
+	}
+	return nil
+}
+
+// extraKeysReceiver is extraKeys for a type that receives webhooks.
+type extraKeysReceiver struct {
+	extraKeys
+	harness.Receiver
 }

@@ -14,6 +14,12 @@
 //     of a fake such as package telegramtest; default
 //     https://api.telegram.org.
 //
+// Config declares these. ValidateChannelConfig decodes a record's config
+// into it with harness.DecodeConfig before the record is stored, so a key
+// it has no field for is refused, with the nearest known key as a
+// suggestion. Run reads a stored record the same way but ignores unknown
+// keys, so that a channel saved by another version still starts.
+//
 // # Lifecycle
 //
 // Run checks the token with getMe (a refused token ends Run at once with an

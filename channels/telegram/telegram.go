@@ -112,12 +112,14 @@ func New(opts Options) *Channel {
 	return c
 }
 
-// ValidateChannelConfig checks a telegram channel's config: bot_token is
-// required, and api_url, when set, must be an http or https URL. Errors
-// are *harness.ValidationError naming "config.bot_token" or
-// "config.api_url"; they never quote the token.
+// ValidateChannelConfig checks a telegram channel's config before it is
+// stored: it decodes into a Config with harness.DecodeConfig, so bot_token
+// is required, api_url, when set, must be an http or https URL, and any
+// other key is an error. Errors are *harness.ValidationError naming
+// "config.bot_token", "config.api_url" or the unknown key; they never
+// quote the token.
 func (c *Channel) ValidateChannelConfig(config map[string]any) error {
-	_, err := parseConfig(config)
+	_, err := parseConfig(config, true)
 	return err
 }
 
@@ -129,7 +131,7 @@ func (c *Channel) Run(ctx context.Context, run *harness.ChannelRun) error {
 	if run == nil || run.Host == nil {
 		return errors.New("telegram: run has no channel host")
 	}
-	cfg, err := parseConfig(run.Channel.Config)
+	cfg, err := parseConfig(run.Channel.Config, false)
 	if err != nil {
 		return err
 	}
@@ -137,56 +139,68 @@ func (c *Channel) Run(ctx context.Context, run *harness.ChannelRun) error {
 	return r.run(ctx)
 }
 
+// Config is the config of a telegram channel record.
+type Config struct {
+	// BotToken is the bot's token, as @BotFather gives it
+	// ("123456:ABC-DEF..."). Required. A secret: the API returns it
+	// masked, and it never appears in errors or logs.
+	BotToken string `json:"bot_token"`
+	// APIURL is the Bot API server, for a self-hosted one: an absolute
+	// http or https URL without query or fragment. Empty means
+	// DefaultAPIURL.
+	APIURL string `json:"api_url,omitempty"`
+}
+
+// Validate checks the settings' values: BotToken is set and holds no
+// white space, control character, /, ?, # or % (a real token is digits, a
+// colon and [A-Za-z0-9_-]; these characters would also break the request
+// path), and APIURL, when set, is an absolute http or https URL without
+// query or fragment. Field names are relative to the config ("bot_token").
+// harness.DecodeConfig calls it.
+func (c *Config) Validate() error {
+	ve := &harness.ValidationError{}
+	switch {
+	case strings.TrimSpace(c.BotToken) == "":
+		ve.Add("bot_token", "is required")
+	case strings.ContainsFunc(c.BotToken, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune("/?#%", r)
+	}):
+		ve.Add("bot_token", "must not contain spaces or the characters / ? # %%")
+	}
+	if v := strings.TrimSpace(c.APIURL); v != "" {
+		u, err := url.Parse(v)
+		switch {
+		case err != nil || u.Host == "":
+			ve.Add("api_url", "must be an absolute http or https URL")
+		case u.Scheme != "http" && u.Scheme != "https":
+			ve.Add("api_url", "must use http or https")
+		case u.RawQuery != "" || u.Fragment != "":
+			ve.Add("api_url", "must not have a query or fragment")
+		}
+	}
+	return ve.Err()
+}
+
+// config is a channel's Config, ready to run.
 type config struct {
 	token  string
 	apiURL string
 }
 
-func parseConfig(m map[string]any) (config, error) {
-	var cfg config
-	ve := &harness.ValidationError{}
-
-	switch v := m["bot_token"].(type) {
-	case nil:
-		ve.Add("config.bot_token", "is required")
-	case string:
-		switch {
-		case strings.TrimSpace(v) == "":
-			ve.Add("config.bot_token", "is required")
-		case strings.ContainsFunc(v, func(r rune) bool {
-			return unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune("/?#%", r)
-		}):
-			// A real token is digits, a colon and [A-Za-z0-9_-]; these
-			// characters would also break the request path.
-			ve.Add("config.bot_token", "must not contain spaces or the characters / ? # %%")
-		default:
-			cfg.token = v
-		}
-	default:
-		ve.Add("config.bot_token", "must be a string")
+// parseConfig reads a channel record's config: strict (an unknown key is
+// an error) when the record is checked before it is stored, lenient when a
+// stored record is run, so that a channel saved by another version, with
+// a key this one does not know, still starts.
+func parseConfig(m map[string]any, strict bool) (config, error) {
+	var c Config
+	if err := (harness.ConfigDecoder{IgnoreUnknown: !strict}).Decode(m, &c); err != nil {
+		return config{}, err
 	}
-
-	cfg.apiURL = DefaultAPIURL
-	switch v := m["api_url"].(type) {
-	case nil:
-	case string:
-		if v = strings.TrimSpace(v); v != "" {
-			u, err := url.Parse(v)
-			switch {
-			case err != nil || u.Host == "":
-				ve.Add("config.api_url", "must be an absolute http or https URL")
-			case u.Scheme != "http" && u.Scheme != "https":
-				ve.Add("config.api_url", "must use http or https")
-			case u.RawQuery != "" || u.Fragment != "":
-				ve.Add("config.api_url", "must not have a query or fragment")
-			default:
-				cfg.apiURL = strings.TrimRight(v, "/")
-			}
-		}
-	default:
-		ve.Add("config.api_url", "must be a string")
+	cfg := config{token: c.BotToken, apiURL: DefaultAPIURL}
+	if v := strings.TrimSpace(c.APIURL); v != "" {
+		cfg.apiURL = strings.TrimRight(v, "/")
 	}
-	return cfg, ve.Err()
+	return cfg, nil
 }
 
 // redactor removes the bot token from text that may quote it: URLs in

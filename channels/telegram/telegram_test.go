@@ -579,6 +579,8 @@ func TestValidateChannelConfig(t *testing.T) {
 		{"api_url relative", map[string]any{"bot_token": testToken, "api_url": "api.example.com"}, "config.api_url"},
 		{"api_url ftp", map[string]any{"bot_token": testToken, "api_url": "ftp://example.com"}, "config.api_url"},
 		{"api_url not a string", map[string]any{"bot_token": testToken, "api_url": true}, "config.api_url"},
+		{"unknown key", map[string]any{"bot_token": testToken, "chat_id": 7}, "config.chat_id"},
+		{"key in another case", map[string]any{"bot_token": testToken, "API_URL": "http://x"}, "config.API_URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := ch.ValidateChannelConfig(tc.config)
@@ -597,6 +599,62 @@ func TestValidateChannelConfig(t *testing.T) {
 			}
 			assertNoSecret(t, "error", err.Error())
 		})
+	}
+}
+
+func TestValidateChannelConfigMessages(t *testing.T) {
+	ch := telegram.New(telegram.Options{})
+	for _, tc := range []struct {
+		config map[string]any
+		want   string
+	}{
+		{map[string]any{}, "config.bot_token: is required"},
+		{map[string]any{"bot_token": 12345}, "config.bot_token: must be a string, not a number"},
+		{map[string]any{"bot_token": "1:a/b"}, "config.bot_token: must not contain spaces or the characters / ? # %"},
+		{map[string]any{"bot_token": testToken, "api_url": "ftp://x"}, "config.api_url: must use http or https"},
+		{map[string]any{"bot_token": testToken, "api_url": "http://x/?q"}, "config.api_url: must not have a query or fragment"},
+		{map[string]any{"bot_token": testToken, "apiurl": "http://x"}, `config.apiurl: unknown setting (did you mean "api_url"?)`},
+	} {
+		err := ch.ValidateChannelConfig(tc.config)
+		if err == nil || err.Error() != "invalid: "+tc.want {
+			t.Errorf("ValidateChannelConfig(%v) = %v, want %q", tc.config, err, tc.want)
+		}
+	}
+}
+
+// A stored channel whose config has a key this version does not know
+// still runs: only a write refuses the key.
+func TestRunIgnoresUnknownKeys(t *testing.T) {
+	srv := telegramtest.NewServer(testToken)
+	defer srv.Close()
+	cfg := map[string]any{"bot_token": testToken, "api_url": srv.URL, "from_a_newer_version": true}
+	ch := telegram.New(telegram.Options{
+		Logger: slog.New(slog.DiscardHandler), PollTimeout: 3 * time.Second, MinPollInterval: 50 * time.Millisecond,
+	})
+	if err := ch.ValidateChannelConfig(cfg); err == nil || !strings.Contains(err.Error(), "config.from_a_newer_version: unknown setting") {
+		t.Errorf("ValidateChannelConfig = %v, want the unknown key refused", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ch.Run(ctx, &harness.ChannelRun{
+			Channel: harness.ChannelConfig{ID: "tg1", AgentID: "helper", Type: "telegram", Config: cfg},
+			Host:    &fakeHost{},
+		})
+	}()
+	srv.SendUserMessage(42, 42, "hello")
+	_, err := srv.WaitSent(ctxTimeout(t, 5*time.Second), 1)
+	cancel()
+	if err != nil {
+		t.Fatalf("no reply: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancellation")
 	}
 }
 

@@ -12,6 +12,12 @@
 //   - callback_url (optional): an http or https URL. When set, replies are
 //     POSTed there instead of being returned in the response.
 //
+// Config declares these. ValidateChannelConfig decodes a record's config
+// into it with harness.DecodeConfig before the record is stored, so a key
+// it has no field for is refused, with the nearest known key as a
+// suggestion. Run and Receive read a stored record the same way but ignore
+// unknown keys, so that a channel saved by another version still works.
+//
 // # Requests
 //
 // The server hands POST /api/channels/{channel_id}/webhook to Receive

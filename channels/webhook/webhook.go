@@ -175,52 +175,63 @@ func New(opts Options) *Channel {
 	return c
 }
 
-// ValidateChannelConfig checks a webhook channel's config: secret is a
-// required, non-empty string, and callback_url, when set, an http or https
-// URL. Errors are *harness.ValidationError naming "config.secret" or
-// "config.callback_url".
+// ValidateChannelConfig checks a webhook channel's config before it is
+// stored: it decodes into a Config with harness.DecodeConfig, so secret is
+// a required, non-empty string, callback_url, when set, an http or https
+// URL, and any other key is an error. Errors are *harness.ValidationError
+// naming "config.secret", "config.callback_url" or the unknown key.
 func (c *Channel) ValidateChannelConfig(config map[string]any) error {
-	_, err := parseConfig(config)
+	_, err := parseConfig(config, true)
 	return err
 }
 
+// Config is the config of a webhook channel record.
+type Config struct {
+	// Secret is the key both sides sign bodies with (HMAC-SHA256).
+	// Required. A secret: the API returns it masked, and it is never
+	// logged nor put in an error.
+	Secret string `json:"secret"`
+	// CallbackURL, when set, is the absolute http or https URL replies are
+	// POSTed to, signed with Secret, instead of being returned in the
+	// response.
+	CallbackURL string `json:"callback_url,omitempty"`
+}
+
+// Validate checks the settings' values: Secret is not empty and
+// CallbackURL, when set, is an absolute http or https URL. Field names are
+// relative to the config ("secret"). harness.DecodeConfig calls it.
+func (c *Config) Validate() error {
+	ve := &harness.ValidationError{}
+	if c.Secret == "" {
+		ve.Add("secret", "is required")
+	}
+	if v := strings.TrimSpace(c.CallbackURL); v != "" {
+		u, err := url.Parse(v)
+		switch {
+		case err != nil || u.Host == "":
+			ve.Add("callback_url", "must be an absolute http or https URL")
+		case u.Scheme != "http" && u.Scheme != "https":
+			ve.Add("callback_url", "must use http or https")
+		}
+	}
+	return ve.Err()
+}
+
+// config is a channel's Config, ready to use.
 type config struct {
 	secret      string
 	callbackURL string
 }
 
-func parseConfig(m map[string]any) (config, error) {
-	var cfg config
-	ve := &harness.ValidationError{}
-	switch v := m["secret"].(type) {
-	case nil:
-		ve.Add("config.secret", "is required")
-	case string:
-		if v == "" {
-			ve.Add("config.secret", "is required")
-		}
-		cfg.secret = v
-	default:
-		ve.Add("config.secret", "must be a string")
-	}
-	switch v := m["callback_url"].(type) {
-	case nil:
-	case string:
-		if v = strings.TrimSpace(v); v != "" {
-			u, err := url.Parse(v)
-			switch {
-			case err != nil || u.Host == "":
-				ve.Add("config.callback_url", "must be an absolute http or https URL")
-			case u.Scheme != "http" && u.Scheme != "https":
-				ve.Add("config.callback_url", "must use http or https")
-			default:
-				cfg.callbackURL = v
-			}
-		}
-	default:
-		ve.Add("config.callback_url", "must be a string")
-	}
-	return cfg, ve.Err()
+// parseConfig reads a channel record's config: strict (an unknown key is
+// an error) when the record is checked before it is stored, lenient when a
+// stored record is used, so that a channel saved by another version, with
+// a key this one does not know, still works. The secret is returned even
+// when the config has another problem.
+func parseConfig(m map[string]any, strict bool) (config, error) {
+	var c Config
+	err := (harness.ConfigDecoder{IgnoreUnknown: !strict}).Decode(m, &c)
+	return config{secret: c.Secret, callbackURL: strings.TrimSpace(c.CallbackURL)}, err
 }
 
 // Run validates the channel's config and blocks until ctx is cancelled.
@@ -230,7 +241,7 @@ func (c *Channel) Run(ctx context.Context, run *harness.ChannelRun) error {
 	if run == nil {
 		return errors.New("webhook: no channel run")
 	}
-	if _, err := parseConfig(run.Channel.Config); err != nil {
+	if _, err := parseConfig(run.Channel.Config, false); err != nil {
 		return err
 	}
 	id := run.Channel.ID
@@ -263,7 +274,10 @@ func (c *Channel) Receive(ctx context.Context, run *harness.ChannelRun, req *har
 	}
 	log := c.log.With(channelAttrs(run.Channel)...)
 
-	secret, _ := run.Channel.Config["secret"].(string)
+	// The signature is checked before anything else is said about the
+	// config.
+	cfg, cfgErr := parseConfig(run.Channel.Config, false)
+	secret := cfg.secret
 	if secret == "" {
 		return nil, fmt.Errorf("webhook channel has no secret configured: %w", harness.ErrUnauthorized)
 	}
@@ -280,10 +294,9 @@ func (c *Channel) Receive(ctx context.Context, run *harness.ChannelRun, req *har
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := parseConfig(run.Channel.Config)
-	if err != nil {
+	if cfgErr != nil {
 		// Only callback_url can be wrong here: the secret worked.
-		return nil, fmt.Errorf("webhook channel misconfigured: %s", err.Error())
+		return nil, fmt.Errorf("webhook channel misconfigured: %s", cfgErr.Error())
 	}
 	in := &harness.InboundMessage{UserID: msg.UserID, Text: msg.Message}
 

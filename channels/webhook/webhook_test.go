@@ -184,6 +184,22 @@ func TestReceiveReply(t *testing.T) {
 	}
 }
 
+// A stored channel whose config has a key this version does not know
+// still works: only a write refuses the key.
+func TestReceiveIgnoresUnknownKeys(t *testing.T) {
+	ch := newChannel(t, webhook.Options{})
+	cfg := map[string]any{"secret": secret, "from_a_newer_version": true}
+	if err := ch.ValidateChannelConfig(cfg); err == nil || !strings.Contains(err.Error(), "config.from_a_newer_version: unknown setting") {
+		t.Errorf("ValidateChannelConfig = %v, want the unknown key refused", err)
+	}
+	run := channelRun(&fakeHost{}, cfg)
+	startRun(t, ch, run)
+	resp, err := ch.Receive(context.Background(), run, signed(`{"user_id":"alice","message":"hello"}`))
+	if err != nil || resp.Status != 200 {
+		t.Fatalf("Receive = %+v, %v", resp, err)
+	}
+}
+
 func TestReceiveUnauthorized(t *testing.T) {
 	ch := newChannel(t, webhook.Options{})
 	host := &fakeHost{}
@@ -546,6 +562,7 @@ func TestValidateChannelConfig(t *testing.T) {
 		{"ftp callback", map[string]any{"secret": "x", "callback_url": "ftp://example.com/"}, []string{"config.callback_url"}},
 		{"callback not a string", map[string]any{"secret": "x", "callback_url": 1}, []string{"config.callback_url"}},
 		{"both", map[string]any{"callback_url": "nope"}, []string{"config.secret", "config.callback_url"}},
+		{"unknown key", map[string]any{"secret": "x", "callback": "https://example.com/"}, []string{"config.callback"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := ch.ValidateChannelConfig(tc.config)
@@ -567,6 +584,25 @@ func TestValidateChannelConfig(t *testing.T) {
 				t.Errorf("fields %v, want %v", got, tc.fields)
 			}
 		})
+	}
+}
+
+func TestValidateChannelConfigMessages(t *testing.T) {
+	ch := webhook.New(webhook.Options{})
+	for _, tc := range []struct {
+		config map[string]any
+		want   string
+	}{
+		{map[string]any{}, "config.secret: is required"},
+		{map[string]any{"secret": 7}, "config.secret: must be a string, not a number"},
+		{map[string]any{"secret": "x", "callback_url": "/hook"}, "config.callback_url: must be an absolute http or https URL"},
+		{map[string]any{"secret": "x", "callback_url": "ftp://example.com/"}, "config.callback_url: must use http or https"},
+		{map[string]any{"secret": "x", "callback": "https://example.com/"}, `config.callback: unknown setting (did you mean "callback_url"?)`},
+	} {
+		err := ch.ValidateChannelConfig(tc.config)
+		if err == nil || err.Error() != "invalid: "+tc.want {
+			t.Errorf("ValidateChannelConfig(%v) = %v, want %q", tc.config, err, tc.want)
+		}
 	}
 }
 

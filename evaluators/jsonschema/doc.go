@@ -38,12 +38,14 @@
 //
 // # Finding the JSON
 //
-// The value validated is the first of: the whole trimmed response, when it
-// is one JSON value; the body of the first ``` fenced block that parses
-// (```json or any other info string); the first {...} or [...] in the text
-// that parses (the first 64 candidate positions are tried). A response with
-// no JSON scores 0, with the reason in details; that is a failed test, not
-// an error.
+// The value validated is the one harness/textjson's Find gives, the first
+// of: the whole trimmed response, when it is one JSON value; the body of
+// the first ``` fenced block that parses (```json or any other info
+// string; blocks nested in a longer fence are tried too); the first {...}
+// or [...] in the text that parses (the first 64 candidate positions are
+// tried). The work is linear in the response's length, whatever it holds.
+// A response with no JSON scores 0, with the reason in details; that is a
+// failed test, not an error.
 //
 // # Checks and the partial score
 //
@@ -85,6 +87,6 @@
 //
 // # Settings
 //
-// The evaluator record needs no config; any key is refused by
-// ValidateConfig. extraction_regex and uses_pass2 are not used.
+// The evaluator record needs no config (Config has no fields); any key is
+// refused by ValidateConfig. extraction_regex and uses_pass2 are not used.
 package jsonschema

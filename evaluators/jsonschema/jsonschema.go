@@ -3,7 +3,6 @@ package jsonschema
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
@@ -62,23 +61,17 @@ func CheckExpected(exp harness.Expected) error {
 	return nil
 }
 
-// ValidateConfig checks an evaluator record of this type. The evaluator
-// has no settings of its own: config must be empty. extraction_regex and
+// Config is the config of an evaluator record of type json_schema. The
+// evaluator has no settings, since each test's expected answer holds its
+// schema: the config must be empty or absent.
+type Config struct{}
+
+// ValidateConfig checks an evaluator record of this type: its config
+// decodes into a Config with harness.DecodeConfig, so any key is an error
+// naming it ("config.strict: unknown setting"). extraction_regex and
 // uses_pass2 are ignored. It implements harness.ConfigValidator.
 func (e *Evaluator) ValidateConfig(cfg harness.EvaluatorConfig) error {
-	if len(cfg.Config) == 0 {
-		return nil
-	}
-	ve := &harness.ValidationError{}
-	keys := make([]string, 0, len(cfg.Config))
-	for k := range cfg.Config {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		ve.Add("config."+k, "unknown setting: the %s evaluator has no settings", Type)
-	}
-	return ve.Err()
+	return harness.DecodeConfig(cfg.Config, &Config{})
 }
 
 // Evaluate finds the JSON value of req.Response and validates it against

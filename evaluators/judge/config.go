@@ -1,10 +1,6 @@
 package judge
 
 import (
-	"encoding/json"
-	"reflect"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
@@ -18,132 +14,62 @@ const DefaultPassScore = 0.5
 // OpenAI API.
 const MaxTemperature = 2.0
 
-// The settings of an evaluator record's config.
-const (
-	keyRubric      = "rubric"
-	keyJudgeModel  = "judge_model"
-	keyCascade     = "cascade"
-	keyPassScore   = "pass_score"
-	keyTemperature = "temperature"
-)
-
-var knownKeys = []string{keyCascade, keyJudgeModel, keyPassScore, keyRubric, keyTemperature}
-
-// settings is an evaluator record's config, parsed.
-type settings struct {
-	rubric      string
-	judgeModel  string
-	cascade     bool
-	passScore   float64
-	temperature *float64
+// Config is the config of an evaluator record of type judge: its
+// settings, as the record's config object holds them. ValidateConfig
+// decodes a record's config into it with harness.DecodeConfig, so a key
+// it has no field for is an error when the record is written.
+type Config struct {
+	// Rubric says what a good response does; required, and not blank. It
+	// goes to the judge with the test's prompt, the expected answer and
+	// its type (or a note that there is none), the tool calls the model
+	// made, and the response.
+	Rubric string `json:"rubric"`
+	// JudgeModel is the model name sent to the judge model. Empty: the
+	// judge is asked for Options.Model when Options.Client is set, else
+	// for the run's model name.
+	JudgeModel string `json:"judge_model,omitempty"`
+	// Cascade runs the built-in regex evaluator first (harness/regexeval,
+	// with the record's extraction_regex and uses_pass2) and asks the
+	// judge only when it does not pass the test. Default false.
+	Cascade bool `json:"cascade,omitempty"`
+	// PassScore is the judge score from which a test passes, from 0 to 1;
+	// DefaultPassScore when absent.
+	PassScore float64 `json:"pass_score"`
+	// Temperature is the judge requests' temperature, from 0 to
+	// MaxTemperature. Nil: none is sent, and the endpoint's default
+	// applies.
+	Temperature *float64 `json:"temperature,omitempty"`
 }
 
-// parseSettings reads an evaluator record's config. Errors are a
-// *harness.ValidationError with fields such as "config.rubric".
-func parseSettings(cfg map[string]any) (settings, error) {
-	s := settings{passScore: DefaultPassScore}
+// Validate checks the settings' values: Rubric is not blank, PassScore is
+// from 0 to 1 and Temperature, when set, from 0 to MaxTemperature. Field
+// names are relative to the config ("rubric"). harness.DecodeConfig calls
+// it.
+func (c *Config) Validate() error {
 	ve := &harness.ValidationError{}
-
-	switch v, ok := cfg[keyRubric]; {
-	case !ok || v == nil:
-		ve.Add("config."+keyRubric, "is required: say what a good response must do")
-	default:
-		str, isStr := v.(string)
-		switch {
-		case !isStr:
-			ve.Add("config."+keyRubric, "must be a string, not %s", typeName(v))
-		case strings.TrimSpace(str) == "":
-			ve.Add("config."+keyRubric, "is required: say what a good response must do")
-		default:
-			s.rubric = strings.TrimSpace(str)
-		}
+	if strings.TrimSpace(c.Rubric) == "" {
+		ve.Add("rubric", "is required: say what a good response must do")
 	}
-
-	if v, ok := cfg[keyJudgeModel]; ok && v != nil {
-		str, isStr := v.(string)
-		if !isStr {
-			ve.Add("config."+keyJudgeModel, "must be a string, not %s", typeName(v))
-		}
-		s.judgeModel = strings.TrimSpace(str)
+	if !(c.PassScore >= 0 && c.PassScore <= 1) {
+		ve.Add("pass_score", "must be between 0 and 1, not %v", c.PassScore)
 	}
-
-	if v, ok := cfg[keyCascade]; ok && v != nil {
-		b, isBool := v.(bool)
-		if !isBool {
-			ve.Add("config."+keyCascade, "must be true or false, not %s", typeName(v))
-		}
-		s.cascade = b
+	if t := c.Temperature; t != nil && !(*t >= 0 && *t <= MaxTemperature) {
+		ve.Add("temperature", "must be between 0 and %v, not %v", MaxTemperature, *t)
 	}
-
-	if v, ok := cfg[keyPassScore]; ok && v != nil {
-		f, isNum := number(v)
-		switch {
-		case !isNum:
-			ve.Add("config."+keyPassScore, "must be a number, not %s", typeName(v))
-		case !(f >= 0 && f <= 1):
-			ve.Add("config."+keyPassScore, "must be between 0 and 1, not %v", f)
-		default:
-			s.passScore = f
-		}
-	}
-
-	if v, ok := cfg[keyTemperature]; ok && v != nil {
-		f, isNum := number(v)
-		switch {
-		case !isNum:
-			ve.Add("config."+keyTemperature, "must be a number, not %s", typeName(v))
-		case !(f >= 0 && f <= MaxTemperature):
-			ve.Add("config."+keyTemperature, "must be between 0 and %v, not %v", MaxTemperature, f)
-		default:
-			s.temperature = &f
-		}
-	}
-
-	unknown := make([]string, 0)
-	for k := range cfg {
-		if !slices.Contains(knownKeys, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	sort.Strings(unknown)
-	for _, k := range unknown {
-		ve.Add("config."+k, "unknown setting (known: %s)", strings.Join(knownKeys, ", "))
-	}
-	return s, ve.Err()
+	return ve.Err()
 }
 
-// number reads a number as JSON, YAML or Go code may give it. NaN and
-// infinities are numbers here: range checks reject them.
-func number(v any) (float64, bool) {
-	var f float64
-	switch n := v.(type) {
-	case json.Number:
-		x, err := n.Float64()
-		if err != nil {
-			return 0, false
-		}
-		f = x
-	case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		f = reflect.ValueOf(n).Convert(reflect.TypeFor[float64]()).Float()
-	default:
-		return 0, false
+// parseConfig reads an evaluator record's config: strict (an unknown key
+// is an error) when the record is checked before it is stored, lenient
+// when a stored record is used, so that a record written by another
+// version, with a key this one does not know, still runs. Errors are a
+// *harness.ValidationError naming fields such as "config.rubric".
+func parseConfig(cfg map[string]any, strict bool) (Config, error) {
+	c := Config{PassScore: DefaultPassScore}
+	if err := (harness.ConfigDecoder{IgnoreUnknown: !strict}).Decode(cfg, &c); err != nil {
+		return Config{}, err
 	}
-	return f, true
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	if _, ok := number(v); ok {
-		return "a number"
-	}
-	return reflect.TypeOf(v).String()
+	c.Rubric = strings.TrimSpace(c.Rubric)
+	c.JudgeModel = strings.TrimSpace(c.JudgeModel)
+	return c, nil
 }

@@ -52,10 +52,14 @@
 //   - temperature: the judge requests' temperature (0 to 2). Unset, none is
 //     sent. 0 gives the most repeatable verdicts on most endpoints.
 //
-// ValidateConfig checks these when a record is written: a missing rubric,
-// a value of the wrong type or out of range, an unknown key, or an
-// extraction_regex that does not compile is a *harness.ValidationError
-// naming the field ("config.rubric").
+// Config declares these settings; its fields say the same. ValidateConfig
+// decodes a record's config into it with harness.DecodeConfig when the
+// record is written: a missing rubric, a value of the wrong type or out of
+// range, an unknown key (with the nearest known one as a suggestion), or
+// an extraction_regex that does not compile is a *harness.ValidationError
+// naming the field ("config.rubric"). Evaluate reads the stored record
+// the same way but ignores unknown keys, so that a record written by
+// another version still runs.
 //
 // # Rubric tests
 //

@@ -95,15 +95,16 @@ func New(opts Options) *Evaluator {
 	}
 }
 
-// ValidateConfig checks an evaluator record of this type: config.rubric
-// is a non-empty string; judge_model a string; cascade a boolean;
-// pass_score a number from 0 to 1; temperature a number from 0 to 2; no
-// other key. extraction_regex, used when cascading, must compile. Errors
-// are a *harness.ValidationError naming fields such as "config.rubric". It
+// ValidateConfig checks an evaluator record of this type: its config
+// decodes into a Config with harness.DecodeConfig (config.rubric is a
+// non-empty string; judge_model a string; cascade a boolean; pass_score a
+// number from 0 to 1; temperature a number from 0 to 2; no other key), and
+// extraction_regex, used when cascading, compiles. Errors are a
+// *harness.ValidationError naming fields such as "config.rubric". It
 // implements harness.ConfigValidator.
 func (e *Evaluator) ValidateConfig(cfg harness.EvaluatorConfig) error {
 	ve := &harness.ValidationError{}
-	_, err := parseSettings(cfg.Config)
+	_, err := parseConfig(cfg.Config, true)
 	ve.Merge("", err)
 	ve.Merge("", e.regex.ValidateConfig(cfg))
 	return ve.Err()
@@ -136,12 +137,14 @@ func (e *Evaluator) ValidateConfig(cfg harness.EvaluatorConfig) error {
 //
 // Evaluate returns an error wrapping harness.ErrInvalid when the record's
 // config is invalid or there is no judge model, and an error when a judge
-// request fails.
+// request fails. A config key Config has no field for is ignored here (it
+// is refused when the record is written), so that a record stored by
+// another version still runs.
 func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness.EvalResult, error) {
 	if req == nil {
 		return nil, fmt.Errorf("judge: nil request: %w", harness.ErrInvalid)
 	}
-	s, err := parseSettings(req.Evaluator.Config)
+	s, err := parseConfig(req.Evaluator.Config, false)
 	if err != nil {
 		return nil, fmt.Errorf("judge: evaluator %s: %w", req.Evaluator.ID, err)
 	}
@@ -153,11 +156,11 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 	details := map[string]any{
 		"extracted_answer": req.Response,
 		"pass2_used":       false,
-		"pass_score":       s.passScore,
+		"pass_score":       s.PassScore,
 	}
 	var usage harness.Usage
 	// A rubric test has nothing for the regex evaluator to check.
-	if s.cascade && req.Test.Expected.Type != ExpectedType {
+	if s.Cascade && req.Test.Expected.Type != ExpectedType {
 		res, err := e.regex.Evaluate(ctx, req)
 		switch {
 		case ctx.Err() != nil:
@@ -182,7 +185,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 			}
 		}
 	}
-	if s.cascade {
+	if s.Cascade {
 		details["cascade"] = CascadeJudged
 	}
 
@@ -205,23 +208,23 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 	details["judge_model"] = judgeModel
 	details["judge_verdict"] = v.Text
 	details["judge_attempts"] = a.attempts
-	res := &harness.EvalResult{Score: v.Score, Passed: v.Score >= s.passScore, Details: details, Usage: usage}
+	res := &harness.EvalResult{Score: v.Score, Passed: v.Score >= s.PassScore, Details: details, Usage: usage}
 	if !res.Passed {
-		details["reason"] = fmt.Sprintf("judge score %v is below pass_score %v", v.Score, s.passScore)
+		details["reason"] = fmt.Sprintf("judge score %v is below pass_score %v", v.Score, s.PassScore)
 	}
 	return res, nil
 }
 
 // target picks the judge model and the model name sent to it.
-func (e *Evaluator) target(req *harness.EvalRequest, s settings) (harness.ChatModel, string) {
+func (e *Evaluator) target(req *harness.EvalRequest, s Config) (harness.ChatModel, string) {
 	if e.model != nil {
-		if s.judgeModel != "" {
-			return e.model, s.judgeModel
+		if s.JudgeModel != "" {
+			return e.model, s.JudgeModel
 		}
 		return e.model, e.modelName
 	}
-	if s.judgeModel != "" {
-		return req.Client, s.judgeModel
+	if s.JudgeModel != "" {
+		return req.Client, s.JudgeModel
 	}
 	return req.Client, req.Model
 }
@@ -237,15 +240,15 @@ type answer struct {
 
 // ask asks the judge for a verdict, once more with RetryPrompt when the
 // first reply holds none.
-func (e *Evaluator) ask(ctx context.Context, model harness.ChatModel, name string, s settings,
+func (e *Evaluator) ask(ctx context.Context, model harness.ChatModel, name string, s Config,
 	req *harness.EvalRequest) (answer, error) {
-	msgs := messages(s.rubric, req)
+	msgs := messages(s.Rubric, req)
 	var (
 		a       answer
 		replies []string
 	)
 	for a.attempts = 1; ; a.attempts++ {
-		resp, err := model.Chat(ctx, &harness.ChatRequest{Model: name, Messages: msgs, Temperature: s.temperature})
+		resp, err := model.Chat(ctx, &harness.ChatRequest{Model: name, Messages: msgs, Temperature: s.Temperature})
 		if err == nil && resp == nil {
 			err = errors.New("empty response")
 		}

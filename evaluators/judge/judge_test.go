@@ -102,6 +102,9 @@ func TestEvaluateScores(t *testing.T) {
 		{"custom pass score", "Score: 0.8", cfg("pass_score", 0.85), 0.8, false},
 		{"pass score zero passes anything", "Score: 0", cfg("pass_score", 0), 0, true},
 		{"json verdict", `{"score": 1, "reasoning": "Names Paris."}`, cfg(), 1, true},
+		// A key this version does not know is refused when the record is
+		// written, but a stored record that has one still runs.
+		{"unknown key in a stored record", "Score: 0.8", cfg("pass_score", 0.85, "from_a_newer_version", true), 0.8, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -569,6 +572,8 @@ func TestValidateConfig(t *testing.T) {
 		{"bad extraction regex", withRegex(cfg("cascade", true), "(", false), []string{"extraction_regex"}},
 		{"several at once", harness.EvaluatorConfig{Config: map[string]any{"pass_score": 9, "cascade": 1}},
 			[]string{"config.rubric", "config.cascade", "config.pass_score"}},
+		{"temperature null is unset", cfg("temperature", nil), nil},
+		{"temperature as text", cfg("temperature", "0"), []string{"config.temperature"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -589,6 +594,31 @@ func TestValidateConfig(t *testing.T) {
 				t.Errorf("error does not match harness.ErrInvalid")
 			}
 		})
+	}
+}
+
+// The messages say what is wrong, and suggest the known key for a typo.
+func TestValidateConfigMessages(t *testing.T) {
+	ev := judge.New(judge.Options{})
+	tests := []struct {
+		ec   harness.EvaluatorConfig
+		want string
+	}{
+		{harness.EvaluatorConfig{}, "config.rubric: is required: say what a good response must do"},
+		{cfg("rubric", 3), "config.rubric: must be a string, not a number"},
+		{cfg("cascade", "yes"), "config.cascade: must be true or false, not a string"},
+		{cfg("pass_score", "0.5"), "config.pass_score: must be a number, not a string"},
+		{cfg("pass_score", 1.5), "config.pass_score: must be between 0 and 1, not 1.5"},
+		{cfg("temperature", 3), "config.temperature: must be between 0 and 2, not 3"},
+		{cfg("passscore", 0.5), `config.passscore: unknown setting (did you mean "pass_score"?)`},
+		{cfg("judge", "gpt-4o"), `config.judge: unknown setting (did you mean "judge_model"?)`},
+		{cfg("zzzz", 1), "config.zzzz: unknown setting (known: cascade, judge_model, pass_score, rubric, temperature)"},
+	}
+	for _, tt := range tests {
+		err := ev.ValidateConfig(tt.ec)
+		if err == nil || err.Error() != "invalid: "+tt.want {
+			t.Errorf("ValidateConfig(%v) = %v, want %q", tt.ec.Config, err, tt.want)
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gauntlet-eval/gauntlet/harness/textjson"
 )
 
 // Verdict is a judge's verdict, read from its reply by ParseVerdict.
@@ -22,9 +24,6 @@ type Verdict struct {
 
 // Grade letters and their scores. Modifiers are ignored: B+ and B- are B.
 var grades = map[byte]float64{'A': 1, 'B': 0.75, 'C': 0.5, 'D': 0.25, 'F': 0}
-
-// maxJSONStarts bounds the positions tried for a JSON verdict.
-const maxJSONStarts = 64
 
 // ParseVerdict reads a judge's verdict from its reply. It accepts:
 //
@@ -60,27 +59,22 @@ func ParseVerdict(reply string) (Verdict, bool) {
 }
 
 // jsonVerdict finds the last JSON object of the reply that holds a
-// verdict. Nested objects are not candidates of their own.
+// verdict, among the objects textjson.Objects finds (nested objects are
+// not candidates of their own).
 func jsonVerdict(s string) (Verdict, bool) {
 	var best Verdict
 	found := false
-	for i, tries := 0, 0; i < len(s) && tries < maxJSONStarts; i++ {
-		if s[i] != '{' {
-			continue
-		}
-		tries++
-		dec := json.NewDecoder(strings.NewReader(s[i:]))
+	for o := range textjson.Objects(s) {
+		dec := json.NewDecoder(strings.NewReader(o.Text))
 		dec.UseNumber()
 		var obj map[string]any
 		if dec.Decode(&obj) != nil {
 			continue
 		}
-		end := i + int(dec.InputOffset())
 		if v, ok := objectVerdict(obj); ok {
-			v.Text = s[i:end]
+			v.Text = o.Text
 			best, found = v, true
 		}
-		i = end - 1
 	}
 	return best, found
 }

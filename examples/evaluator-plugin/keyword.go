@@ -10,14 +10,8 @@ import (
 
 // Keyword is the "keyword" evaluator type: the score is the share of the
 // expected keywords found in the response, and the response passes when
-// that share reaches pass_threshold.
-//
-// Its config, in the evaluator record:
-//
-//	keywords        the keywords (strings); when absent, the test's
-//	                expected answer, split on commas
-//	case_sensitive  match case exactly (default false)
-//	pass_threshold  the share needed to pass, in (0, 1] (default 1: all)
+// that share reaches pass_threshold. Its settings, in the evaluator
+// record's config, are those of Config.
 //
 // It keeps no state, so it is safe for concurrent use.
 type Keyword struct{}
@@ -27,63 +21,54 @@ var (
 	_ harness.ConfigValidator = Keyword{}
 )
 
-type config struct {
-	keywords      []string
-	caseSensitive bool
-	threshold     float64
+// Config is the config of an evaluator record of type keyword. It is
+// decoded with harness.DecodeConfig, which reports a value of the wrong
+// type or an unknown key, and calls Validate for the rest.
+type Config struct {
+	// Keywords are the keywords to look for. When absent, the test's
+	// expected answer, split on commas, gives them.
+	Keywords []string `json:"keywords,omitempty"`
+	// CaseSensitive matches case exactly (default false).
+	CaseSensitive bool `json:"case_sensitive,omitempty"`
+	// PassThreshold is the share of the keywords a response needs to pass,
+	// more than 0 and at most 1 (default 1: all of them).
+	PassThreshold float64 `json:"pass_threshold"`
 }
 
-// parseConfig reads and checks an evaluator record's config; its errors
-// name the offending fields.
-func parseConfig(m map[string]any) (config, error) {
-	cfg := config{threshold: 1}
+// Validate checks the values: no keyword is blank, and PassThreshold is
+// in (0, 1]. Field names are relative to the config.
+func (c *Config) Validate() error {
 	ve := &harness.ValidationError{}
-	switch v := m["keywords"].(type) {
-	case nil:
-	case []any:
-		for i, k := range v {
-			s, ok := k.(string)
-			if !ok || strings.TrimSpace(s) == "" {
-				ve.Add(fmt.Sprintf("config.keywords[%d]", i), "must be a non-empty string")
-				continue
-			}
-			cfg.keywords = append(cfg.keywords, strings.TrimSpace(s))
+	for i, k := range c.Keywords {
+		if strings.TrimSpace(k) == "" {
+			ve.Add(fmt.Sprintf("keywords[%d]", i), "must be a non-empty string")
 		}
-	case []string: // from Go code rather than JSON
-		for i, s := range v {
-			if strings.TrimSpace(s) == "" {
-				ve.Add(fmt.Sprintf("config.keywords[%d]", i), "must be a non-empty string")
-				continue
-			}
-			cfg.keywords = append(cfg.keywords, strings.TrimSpace(s))
-		}
-	default:
-		ve.Add("config.keywords", "must be a list of strings")
 	}
-	switch v := m["case_sensitive"].(type) {
-	case nil:
-	case bool:
-		cfg.caseSensitive = v
-	default:
-		ve.Add("config.case_sensitive", "must be true or false")
+	if !(c.PassThreshold > 0 && c.PassThreshold <= 1) {
+		ve.Add("pass_threshold", "must be more than 0 and at most 1")
 	}
-	switch v := m["pass_threshold"].(type) {
-	case nil:
-	case float64:
-		if !(v > 0 && v <= 1) {
-			ve.Add("config.pass_threshold", "must be more than 0 and at most 1")
-		}
-		cfg.threshold = v
-	default:
-		ve.Add("config.pass_threshold", "must be a number")
+	return ve.Err()
+}
+
+// parseConfig reads an evaluator record's config: strict (an unknown key
+// is an error) when the record is checked before it is stored, lenient
+// when a stored record is used to score. Its errors name the offending
+// fields ("config.keywords[1]").
+func parseConfig(m map[string]any, strict bool) (Config, error) {
+	cfg := Config{PassThreshold: 1}
+	if err := (harness.ConfigDecoder{IgnoreUnknown: !strict}).Decode(m, &cfg); err != nil {
+		return Config{}, err
 	}
-	return cfg, ve.Err()
+	for i, k := range cfg.Keywords {
+		cfg.Keywords[i] = strings.TrimSpace(k)
+	}
+	return cfg, nil
 }
 
 // ValidateConfig checks an evaluator record of type keyword before it is
 // stored.
 func (Keyword) ValidateConfig(e harness.EvaluatorConfig) error {
-	_, err := parseConfig(e.Config)
+	_, err := parseConfig(e.Config, true)
 	return err
 }
 
@@ -95,11 +80,11 @@ func (Keyword) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cfg, err := parseConfig(req.Evaluator.Config)
+	cfg, err := parseConfig(req.Evaluator.Config, false)
 	if err != nil {
 		return nil, err
 	}
-	keywords := cfg.keywords
+	keywords := cfg.Keywords
 	if len(keywords) == 0 {
 		for _, k := range strings.Split(req.Test.Expected.Answer, ",") {
 			if k = strings.TrimSpace(k); k != "" {
@@ -112,13 +97,13 @@ func (Keyword) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness
 	}
 
 	response := req.Response
-	if !cfg.caseSensitive {
+	if !cfg.CaseSensitive {
 		response = strings.ToLower(response)
 	}
 	found, missing := []string{}, []string{}
 	for _, k := range keywords {
 		needle := k
-		if !cfg.caseSensitive {
+		if !cfg.CaseSensitive {
 			needle = strings.ToLower(k)
 		}
 		if strings.Contains(response, needle) {
@@ -130,7 +115,7 @@ func (Keyword) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness
 	score := float64(len(found)) / float64(len(keywords))
 	return &harness.EvalResult{
 		Score:  score,
-		Passed: score >= cfg.threshold,
+		Passed: score >= cfg.PassThreshold,
 		Details: map[string]any{
 			"found":            found,
 			"missing":          missing,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,22 @@ func TestValidateConfig(t *testing.T) {
 	var ve *harness.ValidationError
 	if !errors.As(err, &ve) || len(ve.Fields) != 2 || ve.Fields[0].Field != "config.keywords[1]" || ve.Fields[1].Field != "config.pass_threshold" {
 		t.Errorf("ValidateConfig: %v", err)
+	}
+	err = Keyword{}.ValidateConfig(harness.EvaluatorConfig{Config: map[string]any{"pass_treshold": 0.6}})
+	if err == nil || err.Error() != `invalid: config.pass_treshold: unknown setting (did you mean "pass_threshold"?)` {
+		t.Errorf("ValidateConfig of a typo: %v", err)
+	}
+	// Keywords from Go code, and integral thresholds from YAML, decode.
+	if err := (Keyword{}).ValidateConfig(harness.EvaluatorConfig{Config: map[string]any{"keywords": []string{"a"}, "pass_threshold": 1}}); err != nil {
+		t.Errorf("ValidateConfig: %v", err)
+	}
+}
+
+// A stored record with a key this version does not know still scores.
+func TestEvaluateIgnoresUnknownKeys(t *testing.T) {
+	res, err := Keyword{}.Evaluate(context.Background(), request("Blue", map[string]any{"keywords": []any{"blue"}, "newer": true}))
+	if err != nil || !res.Passed {
+		t.Errorf("Evaluate = %+v, %v", res, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/textjson"
 )
 
 // The expected answer types this evaluator scores.
@@ -404,48 +405,19 @@ func parseBigInt(s string) *big.Int {
 	return b
 }
 
-// maxJSONStarts bounds the positions findJSON tries, so that a long text
-// full of brackets costs linear time, not quadratic.
-const maxJSONStarts = 64
-
-// findJSON reads a JSON value from an answer: the whole answer, else the
-// first ``` fenced block that is JSON, else the first object or array found
-// in the text. Numbers become float64.
+// findJSON reads the JSON value of an answer, as textjson.Find finds it:
+// the whole answer, else the first ``` fenced block that is JSON, else the
+// first object or array amid the text. Numbers become float64.
 func findJSON(s string) (any, bool) {
+	found, ok := textjson.Find(s)
+	if !ok {
+		return nil, false
+	}
 	var v any
-	if json.Unmarshal([]byte(s), &v) == nil {
-		return v, true
+	if json.Unmarshal([]byte(found.Text), &v) != nil {
+		return nil, false
 	}
-	for rest := s; ; {
-		_, after, ok := strings.Cut(rest, "```")
-		if !ok {
-			break
-		}
-		body, tail, closed := strings.Cut(after, "```")
-		if !closed {
-			break
-		}
-		// Drop the info string: ```json
-		if nl := strings.IndexByte(body, '\n'); nl >= 0 && !strings.ContainsAny(body[:nl], "{[") {
-			body = body[nl+1:]
-		}
-		if json.Unmarshal([]byte(strings.TrimSpace(body)), &v) == nil {
-			return v, true
-		}
-		rest = tail
-	}
-	for i, tries := 0, 0; i < len(s) && tries < maxJSONStarts; i++ {
-		if s[i] != '{' && s[i] != '[' {
-			continue
-		}
-		tries++
-		dec := json.NewDecoder(strings.NewReader(s[i:]))
-		if err := dec.Decode(&v); err == nil {
-			return v, true
-		}
-		v = nil
-	}
-	return nil, false
+	return v, true
 }
 
 // Compare scores answer against an expected answer with the rules of the

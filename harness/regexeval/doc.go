@@ -26,8 +26,9 @@
 // always extract "" at the end of the text. An empty extraction_regex makes
 // the whole trimmed response the answer.
 //
-// A pattern the standard library's regexp accepts runs there, in linear
-// time. Any other pattern (look-arounds, back-references, atomic groups,
+// Patterns are compiled by harness.CompileRegex's rules, the same that
+// check them when a record is written. A pattern the standard library's
+// regexp accepts runs there, in linear time. Any other pattern (look-arounds, back-references, atomic groups,
 // \Z...) runs on github.com/dlclark/regexp2 with a match timeout
 // (Options.MatchTimeout): a timeout makes Evaluate return an error wrapping
 // ErrMatchTimeout, so the test is an error, not a failure. regexp2 runs in its RE2 compatibility mode, so \d, \w,
@@ -56,8 +57,8 @@
 // (exact, also beyond 2^53), choice ("B", "(b)", "B) Paris"), contains
 // (case-insensitive), regex (the expected answer is a pattern searched in
 // the answer), boolean (yes/no/true/false, alone or leading the answer),
-// json (semantic equality; the first JSON value of the answer, in a ```
-// fence or amid text), and tool_call (the model called the function
+// json (semantic equality; the answer's JSON value as harness/textjson
+// finds it: the whole answer, a ``` fenced block, or amid text), and tool_call (the model called the function
 // expected.answer with arguments that include expected.arguments). Scores
 // are 1 or 0. For numeric, integer, choice and boolean answers, Markdown
 // emphasis or code marks and a LaTeX \boxed{} around the answer are

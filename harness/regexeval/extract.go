@@ -1,7 +1,6 @@
 package regexeval
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,15 +9,18 @@ import (
 	"time"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
 // ErrMatchTimeout reports that a regexp2 match ran past the match timeout.
 // Extract and Evaluate return an error wrapping it: a timeout says nothing
-// about the model's answer, so the test is an error, never a failure.
-var ErrMatchTimeout = errors.New("regex match timed out")
+// about the model's answer, so the test is an error, never a failure. It
+// is harness.ErrMatchTimeout.
+var ErrMatchTimeout = harness.ErrMatchTimeout
 
 // defaultMatchTimeout bounds a regexp2 match when Options.MatchTimeout is 0.
-const defaultMatchTimeout = time.Second
+const defaultMatchTimeout = harness.DefaultMatchTimeout
 
 // maxCached bounds a pattern cache. Patterns come from evaluator records and
 // regex-typed expected answers, so a real catalogue stays far below it; past
@@ -27,52 +29,36 @@ const maxCached = 4096
 
 // Engine names, as recorded in details.regex_engine.
 const (
-	engineStdlib  = "stdlib"
-	engineRegexp2 = "regexp2"
+	engineStdlib  = harness.RegexEngineStdlib
+	engineRegexp2 = harness.RegexEngineRegexp2
 )
 
-// pattern is a compiled pattern on one of the two engines: the standard
-// library when the pattern is RE2, else regexp2.
+// pattern is a compiled pattern (harness.CompileRegex's rules: the
+// standard library when the pattern is RE2, else regexp2) and the group it
+// extracts.
 type pattern struct {
-	std *regexp.Regexp
-	re2 *regexp2.Regexp
+	re *harness.Regex
 	// group is the submatch to extract: the named group "answer", else the
 	// first unnamed group, else the first group, else 0 (the whole match).
-	// The numbering is regexp2's (.NET: unnamed groups first, then named
-	// ones), which the stdlib path reproduces, so both engines extract the
-	// same group.
-	group   int
-	timeout time.Duration
+	// The numbering is the engine's; the rule picks the same group on both
+	// (regexp2 numbers unnamed groups before named ones, and the first
+	// unnamed group is picked on the standard library too).
+	group int
 }
 
-func (p *pattern) engine() string {
-	if p.std != nil {
-		return engineStdlib
-	}
-	return engineRegexp2
-}
+func (p *pattern) engine() string { return p.re.Engine() }
 
-// compile compiles expr with the standard library when it accepts the
-// pattern (linear-time matching, no timeout needed), else with regexp2 in
-// its RE2 compatibility mode, so that \d, \s, \w, $ and [[:alpha:]] mean
-// the same on both engines.
+// compile compiles expr by harness.RegexOptions' rules and picks the
+// group to extract.
 func compile(expr string, timeout time.Duration, forceRegexp2 bool) (*pattern, error) {
-	if !forceRegexp2 {
-		if re, err := regexp.Compile(expr); err == nil {
-			return &pattern{std: re, group: stdGroup(re)}, nil
-		}
-	}
-	re, err := regexp2.Compile(expr, regexp2.RE2)
+	re, err := harness.RegexOptions{MatchTimeout: timeout, ForceRegexp2: forceRegexp2}.Compile(expr)
 	if err != nil {
-		// The RE2 mode only adds syntax; this is a safety net so that
-		// everything harness.CompileRegex accepts on write also runs.
-		var err2 error
-		if re, err2 = regexp2.Compile(expr, regexp2.None); err2 != nil {
-			return nil, fmt.Errorf("invalid pattern: %w", err)
-		}
+		return nil, fmt.Errorf("invalid pattern: %w", err)
 	}
-	re.MatchTimeout = timeout
-	return &pattern{re2: re, group: re2Group(re), timeout: timeout}, nil
+	if std := re.Stdlib(); std != nil {
+		return &pattern{re: re, group: stdGroup(std)}, nil
+	}
+	return &pattern{re: re, group: re2Group(re.Regexp2())}, nil
 }
 
 func stdGroup(re *regexp.Regexp) int {
@@ -110,66 +96,22 @@ func re2Group(re *regexp2.Regexp) int {
 // match) are skipped: with "last match wins", a pattern that can match the
 // empty string would otherwise always extract "" at the end of the text.
 func (p *pattern) extract(text string) (string, bool, error) {
-	if p.std != nil {
-		locs := p.std.FindAllStringSubmatchIndex(text, -1)
-		for i := len(locs) - 1; i >= 0; i-- {
-			s, e := locs[i][2*p.group], locs[i][2*p.group+1]
-			if s < 0 {
-				continue
-			}
-			if v := strings.TrimSpace(text[s:e]); v != "" {
-				return v, true, nil
-			}
-		}
-		return "", false, nil
-	}
-	// regexp2's timeout bounds one match call; the deadline bounds the scan
-	// over all matches.
-	deadline := time.Now().Add(p.timeout)
 	var last string
 	found := false
-	m, err := p.re2.FindStringMatch(text)
-	for m != nil && err == nil {
-		if g := m.GroupByNumber(p.group); g != nil && len(g.Captures) > 0 {
-			if v := strings.TrimSpace(g.String()); v != "" {
-				last, found = v, true
-			}
+	err := p.re.Matches(text, p.group, func(s string, ok bool) bool {
+		if v := strings.TrimSpace(s); ok && v != "" {
+			last, found = v, true
 		}
-		if time.Now().After(deadline) {
-			return "", false, p.timeoutError()
-		}
-		m, err = p.re2.FindNextMatch(m)
-	}
+		return true
+	})
 	if err != nil {
-		return "", false, p.matchError(err)
+		return "", false, err
 	}
 	return last, found, nil
 }
 
 // match reports whether the pattern matches anywhere in text.
-func (p *pattern) match(text string) (bool, error) {
-	if p.std != nil {
-		return p.std.MatchString(text), nil
-	}
-	ok, err := p.re2.MatchString(text)
-	if err != nil {
-		return false, p.matchError(err)
-	}
-	return ok, nil
-}
-
-func (p *pattern) timeoutError() error {
-	return fmt.Errorf("%w after %v (regexp2)", ErrMatchTimeout, p.timeout)
-}
-
-// matchError maps a regexp2 error, whose text quotes the whole input, to a
-// short one.
-func (p *pattern) matchError(err error) error {
-	if strings.HasPrefix(err.Error(), "match timeout") {
-		return p.timeoutError()
-	}
-	return fmt.Errorf("regexp2: %w", err)
-}
+func (p *pattern) match(text string) (bool, error) { return p.re.MatchString(text) }
 
 // cache holds compiled patterns. It is safe for concurrent use.
 type cache struct {
