@@ -34,14 +34,14 @@ type channelHandler struct {
 
 // apiChannel is a channel as the API returns it.
 type apiChannel struct {
-	ID        string         `json:"id"`
-	AgentID   string         `json:"agent_id"`
-	Type      string         `json:"type" doc:"telegram, webhook, or a channel plugin's type."`
-	Name      string         `json:"name"`
-	Config    map[string]any `json:"config" doc:"The type's settings; secrets (keys named like token, secret, password or key) are \"********\"."`
-	Status    string         `json:"status" enum:"stopped,running,error" doc:"error: the channel failed; last_error says why, and it is retried with backoff."`
-	LastError string         `json:"last_error" doc:"The last failure; empty when none."`
-	CreatedAt string         `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
+	ID        string           `json:"id"`
+	AgentID   string           `json:"agent_id"`
+	Type      string           `json:"type" doc:"telegram, webhook, or a channel plugin's type."`
+	Name      string           `json:"name"`
+	Config    map[string]any   `json:"config" doc:"The type's settings; secrets (keys named like token, secret, password or key) are \"********\"."`
+	Status    apiChannelStatus `json:"status"`
+	LastError string           `json:"last_error" doc:"The last failure; empty when none."`
+	CreatedAt string           `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
 }
 
 func toAPIChannel(c harness.ChannelConfig) apiChannel {
@@ -51,22 +51,22 @@ func toAPIChannel(c harness.ChannelConfig) apiChannel {
 	}
 	return apiChannel{
 		ID: c.ID, AgentID: c.AgentID, Type: c.Type, Name: c.Name, Config: cfg,
-		Status: string(c.Status), LastError: c.LastError, CreatedAt: c.CreatedAt,
+		Status: apiChannelStatus(c.Status), LastError: c.LastError, CreatedAt: c.CreatedAt,
 	}
 }
 
 // apiChannelState is the answer of start-channel and stop-channel: the
 // channel with success.
 type apiChannelState struct {
-	Success   bool           `json:"success" doc:"True: the request was carried out; status says how the channel is."`
-	ID        string         `json:"id"`
-	AgentID   string         `json:"agent_id"`
-	Type      string         `json:"type"`
-	Name      string         `json:"name"`
-	Config    map[string]any `json:"config" doc:"Secrets are \"********\"."`
-	Status    string         `json:"status" enum:"stopped,running,error"`
-	LastError string         `json:"last_error"`
-	CreatedAt string         `json:"created_at"`
+	Success   bool             `json:"success" doc:"True: the request was carried out; status says how the channel is."`
+	ID        string           `json:"id"`
+	AgentID   string           `json:"agent_id"`
+	Type      string           `json:"type"`
+	Name      string           `json:"name"`
+	Config    map[string]any   `json:"config" doc:"Secrets are \"********\"."`
+	Status    apiChannelStatus `json:"status"`
+	LastError string           `json:"last_error"`
+	CreatedAt string           `json:"created_at"`
 }
 
 func toAPIChannelState(c harness.ChannelConfig) apiChannelState {

@@ -65,7 +65,7 @@ type apiRunInfo struct {
 	CompletedAt     *string              `json:"completed_at" doc:"YYYY-MM-DD HH:MM:SS, UTC; null while the run is running."`
 	ModelName       string               `json:"model_name" doc:"The run's label."`
 	Model           string               `json:"model" doc:"The endpoint model the run used."`
-	Status          string               `json:"status" enum:"running,completed,stopped,interrupted,aborted" doc:"interrupted: the process died during the run. aborted: reset."`
+	Status          apiRunStatus         `json:"status"`
 	OverallScore    *float64             `json:"overall_score" doc:"Mean score over the scored tests (passed and failed); null when none was scored."`
 	TotalTokens     int                  `json:"total_tokens"`
 	TotalDurationMS int64                `json:"total_duration_ms"`
@@ -83,7 +83,7 @@ type apiRunInfo struct {
 func toAPIRunInfo(i runs.Info) apiRunInfo {
 	out := apiRunInfo{
 		RunID: i.RunID, StartedAt: i.StartedAt, CompletedAt: i.CompletedAt, ModelName: i.ModelName, Model: i.Model,
-		Status: i.Status, OverallScore: i.OverallScore, TotalTokens: i.TotalTokens, TotalDurationMS: i.TotalDurationMS,
+		Status: apiRunStatus(i.Status), OverallScore: i.OverallScore, TotalTokens: i.TotalTokens, TotalDurationMS: i.TotalDurationMS,
 		TotalTests: i.TotalTests, DoneTests: i.DoneTests, Passed: i.Passed, Failed: i.Failed, Errors: i.Errors,
 		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains),
 	}
@@ -165,11 +165,11 @@ type apiCellResults struct {
 
 // apiLastRun is the answer of get-last-run-id.
 type apiLastRun struct {
-	RunID       string  `json:"run_id"`
-	ModelName   string  `json:"model_name"`
-	StartedAt   string  `json:"started_at"`
-	CompletedAt *string `json:"completed_at" doc:"Null while the run is running."`
-	Status      string  `json:"status" enum:"running,completed,stopped,interrupted,aborted"`
+	RunID       string       `json:"run_id"`
+	ModelName   string       `json:"model_name"`
+	StartedAt   string       `json:"started_at"`
+	CompletedAt *string      `json:"completed_at" doc:"Null while the run is running."`
+	Status      apiRunStatus `json:"status"`
 }
 
 // apiRunList is the answer of list-runs.
@@ -357,7 +357,7 @@ func (h *historyHandler) lastID(ctx context.Context, _ *struct{}) (*lastRunOutpu
 	}
 	return &lastRunOutput{Body: apiLastRun{
 		RunID: last.RunID, ModelName: last.ModelName, StartedAt: last.StartedAt,
-		CompletedAt: last.CompletedAt, Status: last.Status,
+		CompletedAt: last.CompletedAt, Status: apiRunStatus(last.Status),
 	}}, nil
 }
 

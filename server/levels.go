@@ -26,27 +26,27 @@ type levelHandler struct {
 
 // apiLevel is a level's configuration as the API returns it.
 type apiLevel struct {
-	DomainID         string   `json:"domain_id"`
-	Level            int      `json:"level"`
-	SystemPrompt     string   `json:"system_prompt" doc:"Level-specific instructions."`
-	SystemPromptMode string   `json:"system_prompt_mode" enum:"append,prepend,replace" doc:"How the level's prompt combines with the domain's: append (after it, a blank line between), prepend (before it) or replace (alone)."`
-	PassThreshold    float64  `json:"pass_threshold" minimum:"0" maximum:"1" doc:"Mean score at which the level's cell is passed."`
-	Tools            []string `json:"tools" doc:"Tool ids offered to the model for every test of the level."`
+	DomainID         string              `json:"domain_id"`
+	Level            int                 `json:"level"`
+	SystemPrompt     string              `json:"system_prompt" doc:"Level-specific instructions."`
+	SystemPromptMode apiSystemPromptMode `json:"system_prompt_mode"`
+	PassThreshold    float64             `json:"pass_threshold" minimum:"0" maximum:"1" doc:"Mean score at which the level's cell is passed."`
+	Tools            []string            `json:"tools" doc:"Tool ids offered to the model for every test of the level."`
 }
 
 func toAPILevel(l harness.LevelConfig) apiLevel {
 	return apiLevel{
 		DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
-		SystemPromptMode: string(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: nonNil(l.Tools),
+		SystemPromptMode: apiSystemPromptMode(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: nonNil(l.Tools),
 	}
 }
 
 // apiLevelUpdate is the body of update-level: the fields present change.
 type apiLevelUpdate struct {
-	SystemPrompt     *string  `json:"system_prompt,omitempty" doc:"Level-specific instructions."`
-	SystemPromptMode *string  `json:"system_prompt_mode,omitempty" enum:"append,prepend,replace" doc:"How the level's prompt combines with the domain's. A new level's is append."`
-	PassThreshold    *float64 `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed, 0 to 1. A new level's is 0.5."`
-	Tools            []string `json:"tools,omitempty" doc:"Tool ids offered to the model for every test of the level; the list replaces the current one."`
+	SystemPrompt     *string              `json:"system_prompt,omitempty" doc:"Level-specific instructions."`
+	SystemPromptMode *apiSystemPromptMode `json:"system_prompt_mode,omitempty"`
+	PassThreshold    *float64             `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed, 0 to 1. A new level's is 0.5."`
+	Tools            []string             `json:"tools,omitempty" doc:"Tool ids offered to the model for every test of the level; the list replaces the current one."`
 }
 
 func (b *apiLevelUpdate) apply(l *harness.LevelConfig) {
@@ -63,12 +63,12 @@ func (b *apiLevelUpdate) apply(l *harness.LevelConfig) {
 // apiLevelImport is a level configuration in an import body. An absent
 // mode or pass threshold is the default, as in a level file.
 type apiLevelImport struct {
-	DomainID         string   `json:"domain_id,omitempty" api:"required"`
-	Level            *int     `json:"level,omitempty" api:"required" doc:"0 to 1000."`
-	SystemPrompt     string   `json:"system_prompt,omitempty"`
-	SystemPromptMode string   `json:"system_prompt_mode,omitempty" enum:"append,prepend,replace" doc:"Default append."`
-	PassThreshold    *float64 `json:"pass_threshold,omitempty" doc:"0 to 1; default 0.5."`
-	Tools            []string `json:"tools,omitempty"`
+	DomainID         string              `json:"domain_id,omitempty" api:"required"`
+	Level            *int                `json:"level,omitempty" api:"required" doc:"0 to 1000."`
+	SystemPrompt     string              `json:"system_prompt,omitempty"`
+	SystemPromptMode apiSystemPromptMode `json:"system_prompt_mode,omitempty"`
+	PassThreshold    *float64            `json:"pass_threshold,omitempty" doc:"0 to 1; default 0.5."`
+	Tools            []string            `json:"tools,omitempty"`
 }
 
 func (b *apiLevelImport) config() harness.LevelConfig {

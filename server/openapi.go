@@ -272,11 +272,34 @@ func finishAPI(api huma.API) {
 	}
 	schemas := reg.Map()
 	for name, s := range schemas {
+		t := reg.TypeFromRef(schemaPrefix + name)
 		switch w.side[name] {
 		case 0:
 			delete(schemas, name)
 		case sideRequest:
-			documentRequired(s, reg.TypeFromRef(schemaPrefix+name))
+			documentRequired(s, t)
+			arraysNotNull(s, t)
+		case sideResponse:
+			arraysNotNull(s, t)
+		}
+	}
+}
+
+// arraysNotNull says that the array fields of t are never null, unless
+// tagged nullable:"true": huma documents every slice as nullable, but the
+// answers send [] (see nonNil), and a request's null is the same as the
+// field's absence. Generated clients then have plain slices.
+func arraysNotNull(s *huma.Schema, t reflect.Type) {
+	if t == nil || t.Kind() != reflect.Struct {
+		return
+	}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		if p := s.Properties[name]; p != nil && p.Type == huma.TypeArray && f.Tag.Get("nullable") != "true" {
+			p.Nullable = false
 		}
 	}
 }
@@ -305,6 +328,7 @@ func documentRequired(s *huma.Schema, t reflect.Type) {
 const (
 	sideRequest = 1 + iota
 	sideResponse
+	sideBoth // scalar schemas only
 )
 
 // schemaWalk visits every schema reachable from a request or a response.
@@ -319,16 +343,21 @@ func (w *schemaWalk) walk(s *huma.Schema, side int) {
 		return
 	}
 	if name, ok := strings.CutPrefix(s.Ref, schemaPrefix); ok {
+		target := w.reg.Map()[name]
 		switch w.side[name] {
-		case side:
+		case side, sideBoth:
 			return
 		case 0:
 			w.side[name] = side
 		default:
-			w.conflicts = append(w.conflicts, name)
-			return
+			if target != nil && target.Type == huma.TypeObject {
+				w.conflicts = append(w.conflicts, name)
+				return
+			}
+			// An enumeration or another scalar: the same on both sides.
+			w.side[name] = sideBoth
 		}
-		w.walk(w.reg.Map()[name], side)
+		w.walk(target, side)
 		return
 	}
 	if _, isBool := s.AdditionalProperties.(bool); isBool && s.Type == huma.TypeObject {
@@ -365,6 +394,53 @@ func nullable(s *huma.Schema) *huma.Schema {
 		s = &huma.Schema{Not: &huma.Schema{Type: "null"}}
 	}
 	return &huma.Schema{AnyOf: []*huma.Schema{s, {Type: "null"}}}
+}
+
+// Enumerations used by several schemas are named schemas of their own, so
+// that a generated client has one type for each (a Go string type, a
+// TypeScript union) whichever operation it comes from.
+
+// apiSystemPromptMode is how a level's system prompt combines with its
+// domain's.
+type apiSystemPromptMode string
+
+// Schema refers to the SystemPromptMode schema.
+func (apiSystemPromptMode) Schema(r huma.Registry) *huma.Schema {
+	return namedEnum(r, "SystemPromptMode", "How a level's system prompt combines with its domain's: "+
+		"append (after it, a blank line between; the default), prepend (before it) or replace (alone).",
+		"append", "prepend", "replace")
+}
+
+// apiRunStatus is a stored run's status.
+type apiRunStatus string
+
+// Schema refers to the RunStatus schema.
+func (apiRunStatus) Schema(r huma.Registry) *huma.Schema {
+	return namedEnum(r, "RunStatus", "A run's status. interrupted: the process died during the run. aborted: reset.",
+		"running", "completed", "stopped", "interrupted", "aborted")
+}
+
+// apiChannelStatus is a channel's state.
+type apiChannelStatus string
+
+// Schema refers to the ChannelStatus schema.
+func (apiChannelStatus) Schema(r huma.Registry) *huma.Schema {
+	return namedEnum(r, "ChannelStatus", "A channel's state. error: the channel failed; last_error says why, and it is retried with backoff.",
+		"stopped", "running", "error")
+}
+
+// namedEnum registers a string enumeration under name, once, and returns a
+// reference to it.
+func namedEnum(r huma.Registry, name, description string, values ...string) *huma.Schema {
+	if r.Map()[name] == nil {
+		s := &huma.Schema{Type: huma.TypeString, Description: description}
+		for _, v := range values {
+			s.Enum = append(s.Enum, v)
+		}
+		s.PrecomputeMessages()
+		r.Map()[name] = s
+	}
+	return &huma.Schema{Ref: schemaPrefix + name}
 }
 
 // docMux is the mux huma registers its routes on. It serves the OpenAPI
