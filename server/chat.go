@@ -94,15 +94,19 @@ func (h *chatHandler) chatTurn(ctx context.Context, in *chatInput) (*chatOutput,
 		}
 		return nil, huma.NewError(http.StatusBadGateway, "the model endpoint failed: "+err.Error())
 	}
+	return &chatOutput{Body: toAPIChatReply(res)}, nil
+}
+
+func toAPIChatReply(res *agent.ChatResult) apiChatReply {
 	calls := res.ToolCalls
 	if calls == nil {
 		calls = []map[string]any{}
 	}
-	return &chatOutput{Body: apiChatReply{
+	return apiChatReply{
 		Success: true, Response: res.Response, SessionID: res.SessionID, ToolCalls: calls,
 		Usage:              apiTokenUsage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens},
 		ToolRoundsExceeded: res.ToolRoundsExceeded,
-	}}, nil
+	}
 }
 
 func (h *chatHandler) clear(ctx context.Context, in *clearInput) (*successOutput, error) {

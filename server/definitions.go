@@ -120,6 +120,10 @@ type apiImportResult struct {
 	Total    apiDefinitionCounts `json:"total"`
 }
 
+func toAPIImportResult(res *catalog.ImportResult) apiImportResult {
+	return apiImportResult{Success: true, Merge: res.Merge, Imported: toAPICounts(res.Imported), Total: toAPICounts(res.Total)}
+}
+
 // apiSyncFileError is a definition file a sync refused.
 type apiSyncFileError struct {
 	File  string `json:"file" doc:"Path relative to the definitions directory."`
@@ -234,9 +238,7 @@ func (h *definitionsHandler) importDefs(ctx context.Context, in *importInput) (*
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &importOutput{Body: apiImportResult{
-		Success: true, Merge: res.Merge, Imported: toAPICounts(res.Imported), Total: toAPICounts(res.Total),
-	}}, nil
+	return &importOutput{Body: toAPIImportResult(res)}, nil
 }
 
 func (h *definitionsHandler) sync(ctx context.Context, _ *struct{}) (*syncOutput, error) {

@@ -148,6 +148,14 @@ type apiRunStats struct {
 	TotalTests   int            `json:"total_tests"`
 }
 
+func toAPIStats(s runs.Stats) apiRunStats {
+	counts := s.StatusCounts
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	return apiRunStats{StatusCounts: counts, AvgScore: s.AvgScore, TotalTests: s.TotalTests}
+}
+
 // apiRunDetails is the answer of get-run.
 type apiRunDetails struct {
 	RunInfo     apiRunInfo      `json:"run_info"`
@@ -313,13 +321,8 @@ func (h *historyHandler) run(ctx context.Context, in *runPath) (*runDetailsOutpu
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	counts := stats.StatusCounts
-	if counts == nil {
-		counts = map[string]int{}
-	}
 	return &runDetailsOutput{Body: apiRunDetails{
-		RunInfo: toAPIRunInfo(info), TestResults: toAPIResults(results),
-		Stats: apiRunStats{StatusCounts: counts, AvgScore: stats.AvgScore, TotalTests: stats.TotalTests},
+		RunInfo: toAPIRunInfo(info), TestResults: toAPIResults(results), Stats: toAPIStats(stats),
 	}}, nil
 }
 
