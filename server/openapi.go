@@ -272,6 +272,9 @@ func finishAPI(api huma.API) {
 	}
 	schemas := reg.Map()
 	for name, s := range schemas {
+		if d := schemaDocs[name]; d != "" && s.Description == "" {
+			s.Description = d
+		}
 		t := reg.TypeFromRef(schemaPrefix + name)
 		switch w.side[name] {
 		case 0:

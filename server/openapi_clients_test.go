@@ -148,6 +148,11 @@ func TestOpenAPIForClients(t *testing.T) {
 				t.Errorf("schema %s is not used", name)
 			}
 		}
+		for name, s := range doc.schemas() {
+			if d, _ := s.(map[string]any)["description"].(string); d == "" {
+				t.Errorf("schema %s has no description", name)
+			}
+		}
 		for _, want := range []string{"RunInfo", "AgentDetail", "Success", "Problem", "Domain", "TestResult", "KBFile", "WebhookReply"} {
 			if doc.schemas()[want] == nil {
 				t.Errorf("no schema %s", want)
