@@ -64,7 +64,7 @@ func (f *fakeDomains) Domain(_ context.Context, id string) (harness.Domain, erro
 	return d, nil
 }
 
-func check(d harness.Domain) error {
+func checkFakeDomain(d harness.Domain) error {
 	ve := &harness.ValidationError{}
 	if d.ID == "" {
 		ve.Add("id", "is required")
@@ -78,7 +78,7 @@ func check(d harness.Domain) error {
 func (f *fakeDomains) CreateDomain(_ context.Context, d harness.Domain) (harness.Domain, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := check(d); err != nil {
+	if err := checkFakeDomain(d); err != nil {
 		return d, err
 	}
 	if _, dup := f.domains[d.ID]; dup {
@@ -98,7 +98,7 @@ func (f *fakeDomains) UpdateDomain(_ context.Context, id string, apply func(*har
 	if err := apply(&d); err != nil {
 		return d, err
 	}
-	if err := check(d); err != nil {
+	if err := checkFakeDomain(d); err != nil {
 		return d, err
 	}
 	f.domains[id] = d
@@ -195,9 +195,13 @@ func TestDomainHandlers(t *testing.T) {
 	})
 	t.Run("a wrong type is a 422 naming the field, and never echoes the body", func(t *testing.T) {
 		secret := strings.Repeat("s", 300)
-		p := decodeProblem(t, api.Put("/api/settings/domains/math", map[string]any{"name": 5, "description": secret}), http.StatusUnprocessableEntity)
+		r := api.Put("/api/settings/domains/math", map[string]any{"name": 5, "description": secret})
+		p := decodeProblem(t, r, http.StatusUnprocessableEntity)
 		if len(p.Errors) != 1 || p.Errors[0].Location != "body.name" {
 			t.Errorf("errors %+v", p.Errors)
+		}
+		if strings.Contains(r.Body.String(), secret) {
+			t.Errorf("the body is echoed: %s", r.Body)
 		}
 	})
 	t.Run("malformed JSON is a 400 that does not echo the body", func(t *testing.T) {
