@@ -3,7 +3,7 @@ package harness
 // Domain is an evaluation area: a named group of tests, organised by level,
 // scored by one evaluator unless a test overrides it.
 type Domain struct {
-	ID          string `json:"id" yaml:"id" doc:"Identifier chosen by the client at creation."`
+	ID          string `json:"id" yaml:"id"` // Identifier chosen by the client at creation.
 	Name        string `json:"name" yaml:"name"`
 	Description string `json:"description" yaml:"description,omitempty"`
 	// EvaluatorID names the evaluator that scores this domain's tests. Empty
@@ -44,9 +44,9 @@ type LevelConfig struct {
 	DomainID         string     `json:"domain_id"`
 	Level            int        `json:"level"`
 	SystemPrompt     string     `json:"system_prompt"`
-	SystemPromptMode PromptMode `json:"system_prompt_mode" enum:"append,prepend,replace"`
+	SystemPromptMode PromptMode `json:"system_prompt_mode"` // append, prepend, replace
 	// PassThreshold is the mean score at which the level's cell is passed.
-	PassThreshold float64 `json:"pass_threshold" minimum:"0" maximum:"1"`
+	PassThreshold float64 `json:"pass_threshold"` // 0 to 1
 	// Tools lists tool ids offered to the model for every test of the level.
 	Tools []string `json:"tools"`
 }

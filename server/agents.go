@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -10,17 +11,87 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 )
 
-type agentHandler struct{ s *Server }
+// agentStore is what the agent operations need: the agent service, or a
+// fake in tests.
+type agentStore interface {
+	List(ctx context.Context) ([]harness.Agent, error)
+	Get(ctx context.Context, id string) (*agent.Detail, error)
+	Create(ctx context.Context, a harness.Agent) (harness.Agent, error)
+	Update(ctx context.Context, id string, apply func(*harness.Agent) error) (harness.Agent, error)
+	Delete(ctx context.Context, id string) error
+	Tools(ctx context.Context, id string) ([]string, error)
+	SetTools(ctx context.Context, id string, toolIDs []string) ([]string, error)
+}
 
-type agentFields struct {
-	ID           *string          `json:"id,omitempty" doc:"Identifier: ^[a-zA-Z0-9_]+$. Required on creation."`
+var _ agentStore = (*agent.Service)(nil)
+
+type agentHandler struct {
+	problems
+	agents agentStore
+}
+
+// apiAgent is an agent as the API returns it.
+type apiAgent struct {
+	ID           string  `json:"id" doc:"^[a-zA-Z0-9_]+$, at most 128 characters."`
+	Name         string  `json:"name"`
+	Description  string  `json:"description"`
+	SystemPrompt string  `json:"system_prompt"`
+	Model        *string `json:"model" doc:"The agent's model; null means the configured one."`
+	CreatedAt    string  `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
+}
+
+func toAPIAgent(a harness.Agent) apiAgent {
+	return apiAgent{ID: a.ID, Name: a.Name, Description: a.Description, SystemPrompt: a.SystemPrompt, Model: a.Model, CreatedAt: a.CreatedAt}
+}
+
+// apiAgentDetail is an agent with its tools and channels: the answer of
+// get-agent.
+type apiAgentDetail struct {
+	ID           string       `json:"id"`
+	Name         string       `json:"name"`
+	Description  string       `json:"description"`
+	SystemPrompt string       `json:"system_prompt"`
+	Model        *string      `json:"model" doc:"The agent's model; null means the configured one."`
+	CreatedAt    string       `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
+	Tools        []string     `json:"tools" doc:"Ids of the tools assigned to the agent."`
+	Channels     []apiChannel `json:"channels"`
+}
+
+func toAPIAgentDetail(d *agent.Detail) apiAgentDetail {
+	out := apiAgentDetail{
+		ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
+		CreatedAt: d.CreatedAt, Tools: nonNil(d.Tools), Channels: make([]apiChannel, len(d.Channels)),
+	}
+	for i, c := range d.Channels {
+		out.Channels[i] = toAPIChannel(c)
+	}
+	return out
+}
+
+// apiAgentList is the answer of list-agents.
+type apiAgentList struct {
+	Agents []apiAgent `json:"agents" doc:"Oldest first."`
+}
+
+// apiAgentCreate is the body of create-agent.
+type apiAgentCreate struct {
+	ID           string  `json:"id,omitempty" api:"required" doc:"^[a-zA-Z0-9_]+$, at most 128 characters."`
+	Name         string  `json:"name,omitempty"`
+	Description  string  `json:"description,omitempty"`
+	SystemPrompt string  `json:"system_prompt,omitempty"`
+	Model        *string `json:"model,omitempty" doc:"The agent's model; absent means the configured one."`
+}
+
+// apiAgentUpdate is the body of update-agent: the fields present change.
+type apiAgentUpdate struct {
+	ID           *string          `json:"id,omitempty" doc:"If present, must equal the id in the path."`
 	Name         *string          `json:"name,omitempty"`
 	Description  *string          `json:"description,omitempty"`
 	SystemPrompt *string          `json:"system_prompt,omitempty"`
-	Model        optional[string] `json:"model,omitempty" doc:"Model name; null means the configured model."`
+	Model        optional[string] `json:"model,omitzero" doc:"The agent's model; null clears it: the configured one."`
 }
 
-func (f *agentFields) apply(a *harness.Agent) {
+func (f *apiAgentUpdate) apply(a *harness.Agent) {
 	set(&a.ID, f.ID)
 	set(&a.Name, f.Name)
 	set(&a.Description, f.Description)
@@ -30,147 +101,155 @@ func (f *agentFields) apply(a *harness.Agent) {
 	}
 }
 
+// apiAgentTools is an agent's tool list.
+type apiAgentTools struct {
+	Tools []string `json:"tools" doc:"Tool ids."`
+}
+
+// apiAgentToolsUpdate is the body of set-agent-tools.
+type apiAgentToolsUpdate struct {
+	Tools []string `json:"tools" required:"true" doc:"The whole list of tool ids; it replaces the current one."`
+}
+
 type agentPath struct {
 	AgentID string `path:"agent_id" doc:"Agent id."`
 }
 
 type agentOutput struct {
-	Body harness.Agent
+	Body apiAgent
 }
 
 type agentDetailOutput struct {
-	Body *agent.Detail
+	Body apiAgentDetail
 }
 
 type listAgentsOutput struct {
-	Body struct {
-		Agents []harness.Agent `json:"agents"`
-	}
+	Body apiAgentList
 }
 
 type createAgentInput struct {
-	Body agentFields
+	Body apiAgentCreate
 }
 
 type updateAgentInput struct {
 	AgentID string `path:"agent_id" doc:"Agent id."`
-	Body    agentFields
+	Body    apiAgentUpdate
 }
 
 type agentToolsOutput struct {
-	Body struct {
-		Tools []string `json:"tools" doc:"Tool ids."`
-	}
+	Body apiAgentTools
 }
 
 type setAgentToolsInput struct {
 	AgentID string `path:"agent_id" doc:"Agent id."`
-	Body    struct {
-		Tools []string `json:"tools" required:"true" doc:"The whole list of tool ids; it replaces the current one."`
-	}
+	Body    apiAgentToolsUpdate
 }
 
-func (h *agentHandler) register(api huma.API) {
-	tags := []string{"Agents"}
-	huma.Register(api, huma.Operation{
+// registerAgents registers the agent operations, the agent's tools
+// included.
+func registerAgents(api huma.API, agents agentStore, log *slog.Logger) {
+	h := &agentHandler{problems{log}, agents}
+	tags := []string{tagAgents}
+	register(api, huma.Operation{
 		OperationID: "list-agents", Method: http.MethodGet, Path: "/api/agents",
-		Summary: "List agents", Tags: tags,
+		Summary: "List agents", Tags: tags, Description: "Every agent, oldest first.",
 	}, h.list)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-agent", Method: http.MethodGet, Path: "/api/agents/{agent_id}",
 		Summary: "Get an agent with its tools and channels", Tags: tags,
+		Description: "Channel secrets are masked. 404 for an unknown id.",
+		Errors:      []int{http.StatusNotFound},
 	}, h.get)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "create-agent", Method: http.MethodPost, Path: "/api/agents",
 		Summary: "Create an agent", Tags: tags, DefaultStatus: http.StatusCreated,
+		Description: "409 when the id exists; 422 for an id that does not match ^[a-zA-Z0-9_]+$.",
+		Errors:      []int{http.StatusConflict},
 	}, h.create)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "update-agent", Method: http.MethodPut, Path: "/api/agents/{agent_id}",
 		Summary: "Update an agent", Tags: tags,
 		Description: "Changes any of name, description, system_prompt, model (null: the configured model); keeps the others.",
+		Errors:      []int{http.StatusNotFound},
 	}, h.update)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "delete-agent", Method: http.MethodDelete, Path: "/api/agents/{agent_id}",
 		Summary: "Delete an agent", Tags: tags,
 		Description: "Removes the agent, its channels (stopped first), sessions, messages and knowledge-base directory.",
+		Errors:      []int{http.StatusNotFound},
 	}, h.delete)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-agent-tools", Method: http.MethodGet, Path: "/api/agents/{agent_id}/tools",
-		Summary: "An agent's tools", Tags: tags,
+		Summary: "An agent's tools", Tags: tags, Description: "The ids of the tools assigned to the agent. 404 for an unknown agent.",
+		Errors: []int{http.StatusNotFound},
 	}, h.tools)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "set-agent-tools", Method: http.MethodPut, Path: "/api/agents/{agent_id}/tools",
 		Summary: "Replace an agent's tools", Tags: tags,
 		Description: "Replaces the whole list. An unknown tool id is a 422 and nothing changes.",
+		Errors:      []int{http.StatusNotFound},
 	}, h.setTools)
 }
 
 func (h *agentHandler) list(ctx context.Context, _ *struct{}) (*listAgentsOutput, error) {
-	as, err := h.s.opts.Agents.List(ctx)
+	as, err := h.agents.List(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &listAgentsOutput{}
-	out.Body.Agents = as
+	out := &listAgentsOutput{Body: apiAgentList{Agents: make([]apiAgent, len(as))}}
+	for i, a := range as {
+		out.Body.Agents[i] = toAPIAgent(a)
+	}
 	return out, nil
 }
 
 func (h *agentHandler) get(ctx context.Context, in *agentPath) (*agentDetailOutput, error) {
-	d, err := h.s.opts.Agents.Get(ctx, in.AgentID)
+	d, err := h.agents.Get(ctx, in.AgentID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &agentDetailOutput{Body: d}, nil
+	return &agentDetailOutput{Body: toAPIAgentDetail(d)}, nil
 }
 
 func (h *agentHandler) create(ctx context.Context, in *createAgentInput) (*agentOutput, error) {
-	var a harness.Agent
-	in.Body.apply(&a)
-	a, err := h.s.opts.Agents.Create(ctx, a)
+	b := in.Body
+	a, err := h.agents.Create(ctx, harness.Agent{ID: b.ID, Name: b.Name, Description: b.Description, SystemPrompt: b.SystemPrompt, Model: b.Model})
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &agentOutput{Body: a}, nil
+	return &agentOutput{Body: toAPIAgent(a)}, nil
 }
 
 func (h *agentHandler) update(ctx context.Context, in *updateAgentInput) (*agentOutput, error) {
-	a, err := h.s.opts.Agents.Update(ctx, in.AgentID, func(a *harness.Agent) error {
+	a, err := h.agents.Update(ctx, in.AgentID, func(a *harness.Agent) error {
 		in.Body.apply(a)
 		return nil
 	})
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &agentOutput{Body: a}, nil
+	return &agentOutput{Body: toAPIAgent(a)}, nil
 }
 
-func (h *agentHandler) delete(ctx context.Context, in *agentPath) (*ok, error) {
-	if err := h.s.opts.Agents.Delete(ctx, in.AgentID); err != nil {
-		return nil, h.s.problem(ctx, err)
+func (h *agentHandler) delete(ctx context.Context, in *agentPath) (*successOutput, error) {
+	if err := h.agents.Delete(ctx, in.AgentID); err != nil {
+		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }
 
 func (h *agentHandler) tools(ctx context.Context, in *agentPath) (*agentToolsOutput, error) {
-	ts, err := h.s.opts.Agents.Tools(ctx, in.AgentID)
+	ts, err := h.agents.Tools(ctx, in.AgentID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &agentToolsOutput{}
-	out.Body.Tools = ts
-	return out, nil
+	return &agentToolsOutput{Body: apiAgentTools{Tools: nonNil(ts)}}, nil
 }
 
 func (h *agentHandler) setTools(ctx context.Context, in *setAgentToolsInput) (*agentToolsOutput, error) {
-	tools := in.Body.Tools
-	if tools == nil {
-		tools = []string{}
-	}
-	ts, err := h.s.opts.Agents.SetTools(ctx, in.AgentID, tools)
+	ts, err := h.agents.SetTools(ctx, in.AgentID, nonNil(in.Body.Tools))
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &agentToolsOutput{}
-	out.Body.Tools = ts
-	return out, nil
+	return &agentToolsOutput{Body: apiAgentTools{Tools: nonNil(ts)}}, nil
 }

@@ -167,9 +167,6 @@ func locate(body []byte, off int) string {
 
 // writeBadText writes the 422 problem of a body with bad text at location.
 func writeBadText(w http.ResponseWriter, location, problem string) {
-	var se huma.StatusError = huma.Error422UnprocessableEntity("validation failed: "+location+": "+problem,
-		&huma.ErrorDetail{Location: location, Message: problem})
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(se.GetStatus())
-	jsonEncoder(w).Encode(se)
+	writeStatusError(w, huma.Error422UnprocessableEntity("validation failed: "+location+": "+problem,
+		&huma.ErrorDetail{Location: location, Message: problem}))
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -11,63 +12,109 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 )
 
-type chatHandler struct{ s *Server }
+// chatService is what the chat operations need of the agent service.
+type chatService interface {
+	Chat(ctx context.Context, agentID, userID, message string) (*agent.ChatResult, error)
+	Clear(ctx context.Context, agentID, userID string) error
+}
+
+var _ chatService = (*agent.Service)(nil)
+
+type chatHandler struct {
+	problems
+	chat chatService
+}
+
+// apiChatMessage is the body of chat.
+type apiChatMessage struct {
+	Message string `json:"message,omitempty" api:"required" doc:"The user's message; not blank."`
+	UserID  string `json:"user_id,omitempty" api:"required" doc:"External user identifier: each has its own conversation."`
+}
+
+// apiTokenUsage counts the tokens of model calls.
+type apiTokenUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// apiChatReply is the answer of chat.
+type apiChatReply struct {
+	Success            bool             `json:"success" doc:"True: the agent answered."`
+	Response           string           `json:"response" doc:"The agent's reply."`
+	SessionID          string           `json:"session_id" doc:"Names the conversation of the agent and the user."`
+	ToolCalls          []map[string]any `json:"tool_calls" doc:"The turn's tool calls, in order, each {name, arguments, output} (arguments and output as JSON when they are JSON, else as text)."`
+	Usage              apiTokenUsage    `json:"usage"`
+	ToolRoundsExceeded bool             `json:"tool_rounds_exceeded,omitempty" doc:"True when the model used every round of tool calls and was then asked for its answer without tools; absent otherwise."`
+}
+
+// apiChatClear is the body of clear-chat.
+type apiChatClear struct {
+	UserID string `json:"user_id,omitempty" api:"required" doc:"Whose conversation to clear."`
+}
 
 type chatInput struct {
 	AgentID string `path:"agent_id" doc:"Agent id."`
-	Body    struct {
-		Message string `json:"message" doc:"The user's message. Required."`
-		UserID  string `json:"user_id" doc:"External user identifier: each has its own conversation. Required."`
-	}
+	Body    apiChatMessage
 }
 
 type chatOutput struct {
-	Body struct {
-		Success bool `json:"success"`
-		*agent.ChatResult
-	}
+	Body apiChatReply
 }
 
 type clearInput struct {
 	AgentID string `path:"agent_id" doc:"Agent id."`
-	Body    struct {
-		UserID string `json:"user_id" doc:"Whose history to clear. Required."`
-	}
+	Body    apiChatClear
 }
 
-func (h *chatHandler) register(api huma.API) {
-	tags := []string{"Agent chat"}
-	huma.Register(api, huma.Operation{
+// registerChat registers the chat operations.
+func registerChat(api huma.API, chat chatService, log *slog.Logger) {
+	h := &chatHandler{problems{log}, chat}
+	tags := []string{tagChat}
+	register(api, huma.Operation{
 		OperationID: "chat", Method: http.MethodPost, Path: "/api/agents/{agent_id}/chat",
 		Summary: "Send a message to an agent", Tags: tags,
 		Description: "One conversation per (agent, user_id), kept across restarts. When the model endpoint fails, " +
 			"the answer is a 502 with success false and the reason; the user's message stays in the history.",
-	}, h.chat)
-	huma.Register(api, huma.Operation{
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusBadGateway},
+	}, h.chatTurn)
+	register(api, huma.Operation{
 		OperationID: "clear-chat", Method: http.MethodPost, Path: "/api/agents/{agent_id}/chat/clear",
 		Summary: "Clear one user's conversation", Tags: tags,
+		Description: "Forgets the conversation of the agent with that user. 404 for an unknown agent.",
+		Errors:      []int{http.StatusNotFound},
 	}, h.clear)
 }
 
-func (h *chatHandler) chat(ctx context.Context, in *chatInput) (*chatOutput, error) {
-	res, err := h.s.opts.Agents.Chat(ctx, in.AgentID, in.Body.UserID, in.Body.Message)
+func (h *chatHandler) chatTurn(ctx context.Context, in *chatInput) (*chatOutput, error) {
+	res, err := h.chat.Chat(ctx, in.AgentID, in.Body.UserID, in.Body.Message)
 	if err != nil {
 		if errors.Is(err, harness.ErrInvalid) || errors.Is(err, harness.ErrNotFound) || errors.Is(err, harness.ErrConflict) {
-			return nil, h.s.problem(ctx, err)
+			return nil, h.problem(ctx, err)
 		}
 		return nil, huma.NewError(http.StatusBadGateway, "the model endpoint failed: "+err.Error())
 	}
-	out := &chatOutput{}
-	out.Body.Success, out.Body.ChatResult = true, res
-	return out, nil
+	return &chatOutput{Body: toAPIChatReply(res)}, nil
 }
 
-func (h *chatHandler) clear(ctx context.Context, in *clearInput) (*ok, error) {
-	if in.Body.UserID == "" {
-		return nil, h.s.problem(ctx, harness.Invalid("user_id", "is required"))
+func toAPIChatReply(res *agent.ChatResult) apiChatReply {
+	calls := res.ToolCalls
+	if calls == nil {
+		calls = []map[string]any{}
 	}
-	if err := h.s.opts.Agents.Clear(ctx, in.AgentID, in.Body.UserID); err != nil {
-		return nil, h.s.problem(ctx, err)
+	return apiChatReply{
+		Success: true, Response: res.Response, SessionID: res.SessionID, ToolCalls: calls,
+		Usage:              apiTokenUsage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens},
+		ToolRoundsExceeded: res.ToolRoundsExceeded,
+	}
+}
+
+func (h *chatHandler) clear(ctx context.Context, in *clearInput) (*successOutput, error) {
+	if in.Body.UserID == "" {
+		return nil, h.problem(ctx, harness.Invalid("user_id", "is required"))
+	}
+	if err := h.chat.Clear(ctx, in.AgentID, in.Body.UserID); err != nil {
+		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }

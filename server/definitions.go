@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -15,142 +16,180 @@ import (
 // MaxImportBytes bounds an import body; other bodies are limited to 1 MiB.
 const MaxImportBytes = 64 << 20
 
-type definitionsHandler struct{ s *Server }
+// definitionsStore is what export, import and sync need of the catalog.
+type definitionsStore interface {
+	Export(ctx context.Context) (*harness.Snapshot, error)
+	Import(ctx context.Context, in *harness.Snapshot, merge bool) (*catalog.ImportResult, error)
+	CheckImport(ctx context.Context, in *harness.Snapshot, merge bool) error
+	Sync(ctx context.Context) (*catalog.SyncResult, error)
+	LastSync() *catalog.SyncResult
+}
 
-type exportOutput struct {
-	Body *harness.Snapshot
+var _ definitionsStore = (*catalog.Catalog)(nil)
+
+type definitionsHandler struct {
+	problems
+	store definitionsStore
+}
+
+// apiDefinitions is a whole set of definitions: the answer of export and of
+// a run's definitions.
+type apiDefinitions struct {
+	Domains    []apiDomain    `json:"domains"`
+	Levels     []apiLevel     `json:"levels"`
+	Tests      []apiTest      `json:"tests"`
+	Evaluators []apiEvaluator `json:"evaluators"`
+	Tools      []apiTool      `json:"tools"`
+}
+
+func toAPIDefinitions(s *harness.Snapshot) apiDefinitions {
+	out := apiDefinitions{
+		Domains: make([]apiDomain, len(s.Domains)), Levels: make([]apiLevel, len(s.Levels)),
+		Tests: toAPITests(s.Tests), Evaluators: toAPIEvaluators(s.Evaluators), Tools: toAPITools(s.Tools),
+	}
+	for i, d := range s.Domains {
+		out.Domains[i] = toAPIDomain(d)
+	}
+	for i, l := range s.Levels {
+		out.Levels[i] = toAPILevel(l)
+	}
+	return out
+}
+
+// apiDefinitionsImport is the body of import-definitions: the export's
+// shape plus merge.
+type apiDefinitionsImport struct {
+	// Merge defaults to true so that an import never wipes definitions
+	// by accident.
+	Merge      *bool                `json:"merge,omitempty" doc:"true (default): each definition replaces the one with the same id and the others stay. false: the import replaces every domain, level and test, and the evaluators and tools when their keys are present (an empty list removes them all); without those keys the current evaluators and tools stay."`
+	Domains    []apiDomainCreate    `json:"domains,omitempty"`
+	Levels     []apiLevelImport     `json:"levels,omitempty"`
+	Tests      []apiTestCreate      `json:"tests,omitempty"`
+	Evaluators []apiEvaluatorCreate `json:"evaluators,omitempty" doc:"Absent: the current evaluators stay, even with merge false."`
+	Tools      []apiToolCreate      `json:"tools,omitempty" doc:"Absent: the current tools stay, even with merge false."`
+}
+
+// snapshot returns the definitions of the import. Evaluators and tools are
+// nil when their keys are absent, and an empty list when present and
+// empty: with merge false, that is the difference between keeping them and
+// removing them all.
+func (b *apiDefinitionsImport) snapshot() *harness.Snapshot {
+	snap := &harness.Snapshot{}
+	for _, d := range b.Domains {
+		snap.Domains = append(snap.Domains, d.domain())
+	}
+	for _, l := range b.Levels {
+		snap.Levels = append(snap.Levels, l.config())
+	}
+	for _, t := range b.Tests {
+		snap.Tests = append(snap.Tests, t.test())
+	}
+	if b.Evaluators != nil {
+		snap.Evaluators = make([]harness.EvaluatorConfig, len(b.Evaluators))
+		for i, e := range b.Evaluators {
+			snap.Evaluators[i] = e.evaluator()
+		}
+	}
+	if b.Tools != nil {
+		snap.Tools = make([]harness.ToolDefinition, len(b.Tools))
+		for i, t := range b.Tools {
+			snap.Tools[i] = t.tool()
+		}
+	}
+	return snap
+}
+
+// apiDefinitionCounts counts definitions of each kind.
+type apiDefinitionCounts struct {
+	Domains    int `json:"domains"`
+	Levels     int `json:"levels"`
+	Tests      int `json:"tests"`
+	Evaluators int `json:"evaluators"`
+	Tools      int `json:"tools"`
+}
+
+func toAPICounts(c catalog.Counts) apiDefinitionCounts {
+	return apiDefinitionCounts{Domains: c.Domains, Levels: c.Levels, Tests: c.Tests, Evaluators: c.Evaluators, Tools: c.Tools}
+}
+
+// apiImportResult is the answer of import-definitions.
+type apiImportResult struct {
+	Success  bool                `json:"success" doc:"True: the import was stored."`
+	Merge    bool                `json:"merge" doc:"Whether the import merged or replaced."`
+	Imported apiDefinitionCounts `json:"imported"`
+	Total    apiDefinitionCounts `json:"total"`
+}
+
+func toAPIImportResult(res *catalog.ImportResult) apiImportResult {
+	return apiImportResult{Success: true, Merge: res.Merge, Imported: toAPICounts(res.Imported), Total: toAPICounts(res.Total)}
+}
+
+// apiSyncFileError is a definition file a sync refused.
+type apiSyncFileError struct {
+	File  string `json:"file" doc:"Path relative to the definitions directory."`
+	Line  int    `json:"line,omitempty" doc:"Line of the error, from 1; absent when the error is about the whole file."`
+	Key   string `json:"key,omitempty" doc:"For a key the format does not know: the key."`
+	Error string `json:"error" doc:"What is wrong, with the nearest known key as a suggestion for an unknown one."`
+}
+
+// apiSyncResult is the answer of sync-definitions and get-sync-result.
+type apiSyncResult struct {
+	Success bool                `json:"success" doc:"False when some files were refused; see errors."`
+	Loaded  apiDefinitionCounts `json:"loaded"`
+	Errors  []apiSyncFileError  `json:"errors" doc:"The files that did not load: each loads nothing, the others load."`
+}
+
+func toAPISyncResult(res *catalog.SyncResult) apiSyncResult {
+	out := apiSyncResult{Success: len(res.Errors) == 0, Loaded: toAPICounts(res.Loaded), Errors: make([]apiSyncFileError, len(res.Errors))}
+	for i, e := range res.Errors {
+		out.Errors[i] = apiSyncFileError{File: e.File, Line: e.Line, Key: e.Key, Error: e.Error}
+	}
+	return out
+}
+
+type definitionsOutput struct {
+	Body apiDefinitions
 }
 
 type importInput struct {
-	Body struct {
-		// Merge defaults to true so that an import never wipes definitions
-		// by accident.
-		Merge      *bool                     `json:"merge,omitempty" doc:"true (default): each definition replaces the one with the same id and the others stay. false: the import replaces every domain, level and test, and the evaluators and tools when their keys are present (an empty list removes them all); without those keys the current evaluators and tools stay."`
-		Domains    []importDomain            `json:"domains,omitempty"`
-		Levels     []importLevel             `json:"levels,omitempty"`
-		Tests      []importTest              `json:"tests,omitempty"`
-		Evaluators []harness.EvaluatorConfig `json:"evaluators,omitempty"`
-		Tools      []harness.ToolDefinition  `json:"tools,omitempty"`
-	}
-}
-
-// importDomain is a domain in an import body. Its fields are those of
-// harness.Domain, but an absent enabled means true, as on creation and in a
-// domain file, rather than false.
-type importDomain struct {
-	ID           string `json:"id"`
-	Name         string `json:"name"`
-	Description  string `json:"description"`
-	EvaluatorID  string `json:"evaluator_id"`
-	Enabled      *bool  `json:"enabled,omitempty" doc:"Default true."`
-	SystemPrompt string `json:"system_prompt"`
-	Icon         string `json:"icon"`
-	Color        string `json:"color" doc:"Hex colour #RRGGBB."`
-}
-
-func (d importDomain) domain() harness.Domain {
-	return harness.Domain{
-		ID: d.ID, Name: d.Name, Description: d.Description, EvaluatorID: d.EvaluatorID,
-		Enabled: d.Enabled == nil || *d.Enabled, SystemPrompt: d.SystemPrompt, Icon: d.Icon, Color: d.Color,
-	}
-}
-
-// importLevel is a level configuration in an import body. Its fields are
-// those of harness.LevelConfig, but an absent pass_threshold means the
-// default (0.5), as in a level file, rather than 0 (every cell passed).
-type importLevel struct {
-	DomainID         string   `json:"domain_id" doc:"Required."`
-	Level            *int     `json:"level,omitempty" doc:"Required."`
-	SystemPrompt     string   `json:"system_prompt"`
-	SystemPromptMode string   `json:"system_prompt_mode" doc:"append (default), prepend or replace."`
-	PassThreshold    *float64 `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed (default 0.5)."`
-	Tools            []string `json:"tools"`
-}
-
-func (l importLevel) config() harness.LevelConfig {
-	out := harness.LevelConfig{
-		DomainID: l.DomainID, SystemPrompt: l.SystemPrompt,
-		SystemPromptMode: harness.PromptMode(l.SystemPromptMode),
-		PassThreshold:    harness.DefaultPassThreshold, Tools: l.Tools,
-	}
-	if l.Level != nil {
-		out.Level = *l.Level
-	}
-	if l.PassThreshold != nil {
-		out.PassThreshold = *l.PassThreshold
-	}
-	return out
-}
-
-// importTest is a test in an import body. Its fields are those of
-// harness.Test, but level is required, as on creation: a test without one
-// would otherwise land in level 0 unnoticed.
-type importTest struct {
-	ID          string           `json:"id" doc:"Generated when absent."`
-	DomainID    string           `json:"domain_id" doc:"Required."`
-	Level       *int             `json:"level,omitempty" doc:"Required."`
-	Name        string           `json:"name"`
-	Prompt      string           `json:"prompt"`
-	Expected    harness.Expected `json:"expected"`
-	EvaluatorID string           `json:"evaluator_id"`
-	Tools       []string         `json:"tools"`
-}
-
-func (t importTest) test() harness.Test {
-	out := harness.Test{
-		ID: t.ID, DomainID: t.DomainID, Name: t.Name, Prompt: t.Prompt,
-		Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools,
-	}
-	if t.Level != nil {
-		out.Level = *t.Level
-	}
-	return out
+	Body apiDefinitionsImport
 }
 
 type importOutput struct {
-	Body struct {
-		Success bool `json:"success"`
-		*catalog.ImportResult
-	}
+	Body apiImportResult
 }
 
 type syncOutput struct {
-	Body struct {
-		Success bool `json:"success" doc:"False when some files were refused; see errors."`
-		*catalog.SyncResult
-	}
+	Body apiSyncResult
 }
 
-func newSyncOutput(res *catalog.SyncResult) *syncOutput {
-	out := &syncOutput{}
-	out.Body.Success = len(res.Errors) == 0
-	out.Body.SyncResult = res
-	return out
-}
-
-func (h *definitionsHandler) register(api huma.API) {
-	tags := []string{"Definitions"}
-	huma.Register(api, huma.Operation{
+// registerDefinitions registers export, import and sync.
+func registerDefinitions(api huma.API, store definitionsStore, log *slog.Logger) {
+	h := &definitionsHandler{problems{log}, store}
+	tags := []string{tagDefinitions}
+	register(api, huma.Operation{
 		OperationID: "export-definitions", Method: http.MethodGet, Path: "/api/settings/export",
 		Summary: "Export every definition", Tags: tags,
 		Description: "Top-level keys: domains, levels, tests, evaluators, tools. Importing it with merge false reproduces the same definitions.",
 	}, h.export)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "import-definitions", Method: http.MethodPost, Path: "/api/settings/import",
 		Summary: "Import definitions", Tags: tags, MaxBodyBytes: MaxImportBytes,
 		Description: "Takes the export's shape plus merge. A replace (merge false) keeps the evaluators and tools " +
 			"unless the body has those keys, and switches the definition files as one: a crash leaves the old files or the new. " +
 			"The whole import is validated first; " +
-			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB.",
+			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB. " +
+			"409 when a definition file was edited by hand since the last sync.",
+		Errors: []int{http.StatusConflict},
 	}, h.importDefs)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "sync-definitions", Method: http.MethodPost, Path: "/api/settings/sync",
 		Summary: "Rebuild the cache from the definition files", Tags: tags,
 		Description: "Reads the definitions directory again (after a git pull or a hand edit). " +
 			"A file that fails to load is listed in errors and loads nothing; the others load. " +
 			"Each error gives the file, the line (from 1) when known, and for a key the format does not know, the key.",
 	}, h.sync)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-sync-result", Method: http.MethodGet, Path: "/api/settings/sync",
 		Summary: "The result of the last sync", Tags: tags,
 		Description: "What the last sync loaded and which files it refused, in the shape POST returns, " +
@@ -159,59 +198,53 @@ func (h *definitionsHandler) register(api huma.API) {
 }
 
 func (h *definitionsHandler) lastSync(_ context.Context, _ *struct{}) (*syncOutput, error) {
-	return newSyncOutput(h.s.opts.Catalog.LastSync()), nil
+	return &syncOutput{Body: toAPISyncResult(h.store.LastSync())}, nil
 }
 
-func (h *definitionsHandler) export(ctx context.Context, _ *struct{}) (*exportOutput, error) {
-	snap, err := h.s.opts.Catalog.Export(ctx)
+func (h *definitionsHandler) export(ctx context.Context, _ *struct{}) (*definitionsOutput, error) {
+	snap, err := h.store.Export(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &exportOutput{Body: snap}, nil
+	return &definitionsOutput{Body: toAPIDefinitions(snap)}, nil
 }
 
 func (h *definitionsHandler) importDefs(ctx context.Context, in *importInput) (*importOutput, error) {
 	merge := in.Body.Merge == nil || *in.Body.Merge
-	snap := &harness.Snapshot{Evaluators: in.Body.Evaluators, Tools: in.Body.Tools}
+	snap := in.Body.snapshot()
+	// A level is required: a test or level without one would otherwise
+	// land in level 0 unnoticed.
 	missing := &harness.ValidationError{}
 	for i, t := range in.Body.Tests {
 		if t.Level == nil {
 			missing.Add(fmt.Sprintf("tests[%d].level", i), "is required")
 		}
-		snap.Tests = append(snap.Tests, t.test())
 	}
 	for i, l := range in.Body.Levels {
 		if l.Level == nil {
 			missing.Add(fmt.Sprintf("levels[%d].level", i), "is required")
 		}
-		snap.Levels = append(snap.Levels, l.config())
-	}
-	for _, d := range in.Body.Domains {
-		snap.Domains = append(snap.Domains, d.domain())
 	}
 	if missing.Err() != nil {
 		// Report the other errors of the import along with these.
-		err := h.s.opts.Catalog.CheckImport(ctx, snap, merge)
+		err := h.store.CheckImport(ctx, snap, merge)
 		if err != nil && !errors.Is(err, harness.ErrInvalid) {
-			return nil, h.s.problem(ctx, err)
+			return nil, h.problem(ctx, err)
 		}
 		missing.Merge("", err)
-		return nil, h.s.problem(ctx, missing)
+		return nil, h.problem(ctx, missing)
 	}
-	res, err := h.s.opts.Catalog.Import(ctx, snap, merge)
+	res, err := h.store.Import(ctx, snap, merge)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &importOutput{}
-	out.Body.Success = true
-	out.Body.ImportResult = res
-	return out, nil
+	return &importOutput{Body: toAPIImportResult(res)}, nil
 }
 
 func (h *definitionsHandler) sync(ctx context.Context, _ *struct{}) (*syncOutput, error) {
-	res, err := h.s.opts.Catalog.Sync(ctx)
+	res, err := h.store.Sync(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return newSyncOutput(res), nil
+	return &syncOutput{Body: toAPISyncResult(res)}, nil
 }

@@ -2,28 +2,88 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 )
 
-type domainHandler struct{ s *Server }
-
-// domainFields are the writable fields of a domain; absent fields are nil.
-type domainFields struct {
-	ID           *string `json:"id,omitempty" doc:"Identifier: ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$. Required on creation."`
-	Name         *string `json:"name,omitempty" doc:"Required on creation."`
-	Description  *string `json:"description,omitempty"`
-	EvaluatorID  *string `json:"evaluator_id,omitempty" doc:"Id of an existing evaluator; empty means the built-in regex evaluator."`
-	Enabled      *bool   `json:"enabled,omitempty" doc:"Whether runs over all domains include it. Default true."`
-	SystemPrompt *string `json:"system_prompt,omitempty"`
-	Icon         *string `json:"icon,omitempty"`
-	Color        *string `json:"color,omitempty" doc:"Hex colour #RRGGBB."`
+// domainStore is what the domain operations need: the catalog, or a fake
+// in tests.
+type domainStore interface {
+	Domains(ctx context.Context) ([]harness.Domain, error)
+	Domain(ctx context.Context, id string) (harness.Domain, error)
+	CreateDomain(ctx context.Context, d harness.Domain) (harness.Domain, error)
+	UpdateDomain(ctx context.Context, id string, apply func(*harness.Domain) error) (harness.Domain, error)
+	DeleteDomain(ctx context.Context, id string) error
 }
 
-func (f *domainFields) apply(d *harness.Domain) {
+var _ domainStore = (*catalog.Catalog)(nil)
+
+type domainHandler struct {
+	problems
+	store domainStore
+}
+
+// apiDomain is a domain as the API returns it.
+type apiDomain struct {
+	ID           string `json:"id" doc:"Identifier chosen at creation."`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	EvaluatorID  string `json:"evaluator_id" doc:"The evaluator scoring the domain's tests; empty means the built-in regex evaluator."`
+	Enabled      bool   `json:"enabled" doc:"Whether a run over all domains includes it."`
+	SystemPrompt string `json:"system_prompt"`
+	Icon         string `json:"icon"`
+	Color        string `json:"color" doc:"Hex colour #RRGGBB, or empty."`
+}
+
+func toAPIDomain(d harness.Domain) apiDomain {
+	return apiDomain{
+		ID: d.ID, Name: d.Name, Description: d.Description, EvaluatorID: d.EvaluatorID,
+		Enabled: d.Enabled, SystemPrompt: d.SystemPrompt, Icon: d.Icon, Color: d.Color,
+	}
+}
+
+// apiDomainList is the answer of list-domains.
+type apiDomainList struct {
+	Domains []apiDomain `json:"domains" doc:"Ordered by id."`
+}
+
+// apiDomainCreate is the body of create-domain, and a domain of an import.
+type apiDomainCreate struct {
+	ID           string `json:"id,omitempty" api:"required" doc:"Identifier: ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$."`
+	Name         string `json:"name,omitempty" api:"required" doc:"Not blank."`
+	Description  string `json:"description,omitempty"`
+	EvaluatorID  string `json:"evaluator_id,omitempty" doc:"Id of an existing evaluator; empty or absent means the built-in regex evaluator."`
+	Enabled      *bool  `json:"enabled,omitempty" doc:"Whether a run over all domains includes it. Default true."`
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	Icon         string `json:"icon,omitempty"`
+	Color        string `json:"color,omitempty" doc:"Hex colour #RRGGBB."`
+}
+
+func (b *apiDomainCreate) domain() harness.Domain {
+	return harness.Domain{
+		ID: b.ID, Name: b.Name, Description: b.Description, EvaluatorID: b.EvaluatorID,
+		Enabled: b.Enabled == nil || *b.Enabled, SystemPrompt: b.SystemPrompt, Icon: b.Icon, Color: b.Color,
+	}
+}
+
+// apiDomainUpdate is the body of update-domain: the fields present change.
+type apiDomainUpdate struct {
+	ID           *string `json:"id,omitempty" doc:"If present, must equal the id in the path."`
+	Name         *string `json:"name,omitempty"`
+	Description  *string `json:"description,omitempty"`
+	EvaluatorID  *string `json:"evaluator_id,omitempty" doc:"Id of an existing evaluator; empty means the built-in regex evaluator."`
+	Enabled      *bool   `json:"enabled,omitempty"`
+	SystemPrompt *string `json:"system_prompt,omitempty"`
+	Icon         *string `json:"icon,omitempty"`
+	Color        *string `json:"color,omitempty" doc:"Hex colour #RRGGBB, or empty."`
+}
+
+func (f *apiDomainUpdate) apply(d *harness.Domain) {
 	set(&d.ID, f.ID)
 	set(&d.Name, f.Name)
 	set(&d.Description, f.Description)
@@ -39,90 +99,100 @@ type domainPath struct {
 }
 
 type domainOutput struct {
-	Body harness.Domain
+	Body apiDomain
 }
 
 type listDomainsOutput struct {
-	Body struct {
-		Domains []harness.Domain `json:"domains"`
-	}
+	Body apiDomainList
 }
 
 type createDomainInput struct {
-	Body domainFields
+	Body apiDomainCreate
 }
 
 type updateDomainInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
-	Body     domainFields
+	Body     apiDomainUpdate
 }
 
-func (h *domainHandler) register(api huma.API) {
-	tags := []string{"Domains"}
-	huma.Register(api, huma.Operation{
+// registerDomains registers the domain operations.
+func registerDomains(api huma.API, store domainStore, log *slog.Logger) {
+	h := &domainHandler{problems{log}, store}
+	tags := []string{tagDomains}
+	register(api, huma.Operation{
 		OperationID: "list-domains", Method: http.MethodGet, Path: "/api/settings/domains",
-		Summary: "List domains", Tags: tags,
+		Summary: "List domains", Tags: tags, Description: "Every domain, enabled or not, ordered by id.",
 	}, h.list)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-domain", Method: http.MethodGet, Path: "/api/settings/domains/{domain_id}",
-		Summary: "Get a domain", Tags: tags,
+		Summary: "Get a domain", Tags: tags, Description: "404 for an unknown id.",
+		Errors: []int{http.StatusNotFound},
 	}, h.get)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "create-domain", Method: http.MethodPost, Path: "/api/settings/domains",
 		Summary: "Create a domain", Tags: tags, DefaultStatus: http.StatusCreated,
+		Description: "Writes the domain's file, then the cache. 409 when the id exists; " +
+			"422 for a bad id or colour, a blank name or an unknown evaluator_id.",
+		Errors: []int{http.StatusConflict},
 	}, h.create)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "update-domain", Method: http.MethodPut, Path: "/api/settings/domains/{domain_id}",
-		Summary: "Update a domain", Description: "Changes the fields present in the body and keeps the others.", Tags: tags,
+		Summary: "Update a domain", Tags: tags,
+		Description: "Changes the fields present in the body and keeps the others. " +
+			"409 when the domain's file was edited by hand since the last sync.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict},
 	}, h.update)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "delete-domain", Method: http.MethodDelete, Path: "/api/settings/domains/{domain_id}",
-		Summary: "Delete a domain", Description: "Removes the domain with all its tests and level configurations.", Tags: tags,
+		Summary: "Delete a domain", Tags: tags,
+		Description: "Removes the domain with all its tests and level configurations. " +
+			"409 when its files were edited by hand since the last sync.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict},
 	}, h.delete)
 }
 
 func (h *domainHandler) list(ctx context.Context, _ *struct{}) (*listDomainsOutput, error) {
-	ds, err := h.s.opts.Catalog.Domains(ctx)
+	ds, err := h.store.Domains(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &listDomainsOutput{}
-	out.Body.Domains = ds
+	out := &listDomainsOutput{Body: apiDomainList{Domains: make([]apiDomain, len(ds))}}
+	for i, d := range ds {
+		out.Body.Domains[i] = toAPIDomain(d)
+	}
 	return out, nil
 }
 
 func (h *domainHandler) get(ctx context.Context, in *domainPath) (*domainOutput, error) {
-	d, err := h.s.opts.Catalog.Domain(ctx, in.DomainID)
+	d, err := h.store.Domain(ctx, in.DomainID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &domainOutput{Body: d}, nil
+	return &domainOutput{Body: toAPIDomain(d)}, nil
 }
 
 func (h *domainHandler) create(ctx context.Context, in *createDomainInput) (*domainOutput, error) {
-	d := harness.Domain{Enabled: true}
-	in.Body.apply(&d)
-	d, err := h.s.opts.Catalog.CreateDomain(ctx, d)
+	d, err := h.store.CreateDomain(ctx, in.Body.domain())
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &domainOutput{Body: d}, nil
+	return &domainOutput{Body: toAPIDomain(d)}, nil
 }
 
 func (h *domainHandler) update(ctx context.Context, in *updateDomainInput) (*domainOutput, error) {
-	d, err := h.s.opts.Catalog.UpdateDomain(ctx, in.DomainID, func(d *harness.Domain) error {
+	d, err := h.store.UpdateDomain(ctx, in.DomainID, func(d *harness.Domain) error {
 		in.Body.apply(d)
 		return nil
 	})
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &domainOutput{Body: d}, nil
+	return &domainOutput{Body: toAPIDomain(d)}, nil
 }
 
-func (h *domainHandler) delete(ctx context.Context, in *domainPath) (*ok, error) {
-	if err := h.s.opts.Catalog.DeleteDomain(ctx, in.DomainID); err != nil {
-		return nil, h.s.problem(ctx, err)
+func (h *domainHandler) delete(ctx context.Context, in *domainPath) (*successOutput, error) {
+	if err := h.store.DeleteDomain(ctx, in.DomainID); err != nil {
+		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }

@@ -2,28 +2,94 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 )
 
-type evaluatorHandler struct{ s *Server }
+// evaluatorStore is what the evaluator operations need of the catalog.
+type evaluatorStore interface {
+	Evaluators(ctx context.Context) ([]harness.EvaluatorConfig, error)
+	Evaluator(ctx context.Context, id string) (harness.EvaluatorConfig, error)
+	CreateEvaluator(ctx context.Context, e harness.EvaluatorConfig) (harness.EvaluatorConfig, error)
+	UpdateEvaluator(ctx context.Context, id string, apply func(*harness.EvaluatorConfig) error) (harness.EvaluatorConfig, error)
+	DeleteEvaluator(ctx context.Context, id string) error
+}
 
-// evaluatorFields are the writable fields of an evaluator; absent fields
-// are nil.
-type evaluatorFields struct {
-	ID              *string        `json:"id,omitempty" doc:"Identifier. Required on creation."`
-	Name            *string        `json:"name,omitempty" doc:"Required on creation."`
-	Description     *string        `json:"description,omitempty"`
-	Type            *string        `json:"type,omitempty" doc:"regex (default), or a registered or plugin evaluator type."`
-	ExtractionRegex *string        `json:"extraction_regex,omitempty" doc:"Pattern extracting the answer: named group 'answer', else group 1, else the whole match. Must compile."`
-	UsesPass2       *bool          `json:"uses_pass2,omitempty" doc:"Ask the model to restate its final answer when extraction finds nothing."`
+var _ evaluatorStore = (*catalog.Catalog)(nil)
+
+type evaluatorHandler struct {
+	problems
+	store evaluatorStore
+}
+
+// apiEvaluator is an evaluator as the API returns it.
+type apiEvaluator struct {
+	ID              string         `json:"id"`
+	Name            string         `json:"name"`
+	Description     string         `json:"description"`
+	Type            string         `json:"type" doc:"regex (the built-in evaluator), or a registered or plugin evaluator type."`
+	ExtractionRegex string         `json:"extraction_regex" doc:"Pattern extracting the answer: the named group answer, else group 1, else the whole match."`
+	UsesPass2       bool           `json:"uses_pass2" doc:"Whether the model is asked to restate its final answer when extraction finds nothing."`
 	Config          map[string]any `json:"config,omitempty" doc:"Settings of other evaluator types."`
 }
 
-func (f *evaluatorFields) apply(e *harness.EvaluatorConfig) {
+func toAPIEvaluator(e harness.EvaluatorConfig) apiEvaluator {
+	return apiEvaluator{
+		ID: e.ID, Name: e.Name, Description: e.Description, Type: e.Type,
+		ExtractionRegex: e.ExtractionRegex, UsesPass2: e.UsesPass2, Config: e.Config,
+	}
+}
+
+func toAPIEvaluators(es []harness.EvaluatorConfig) []apiEvaluator {
+	out := make([]apiEvaluator, len(es))
+	for i, e := range es {
+		out[i] = toAPIEvaluator(e)
+	}
+	return out
+}
+
+// apiEvaluatorList is the answer of list-evaluators.
+type apiEvaluatorList struct {
+	Evaluators []apiEvaluator `json:"evaluators" doc:"Ordered by id."`
+}
+
+// apiEvaluatorCreate is the body of create-evaluator, and an evaluator of
+// an import.
+type apiEvaluatorCreate struct {
+	ID              string         `json:"id,omitempty" api:"required" doc:"Identifier: ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$."`
+	Name            string         `json:"name,omitempty" api:"required" doc:"Not blank."`
+	Description     string         `json:"description,omitempty"`
+	Type            string         `json:"type,omitempty" doc:"regex (the default), or a registered or plugin evaluator type."`
+	ExtractionRegex string         `json:"extraction_regex,omitempty" doc:"Pattern extracting the answer: the named group answer, else group 1, else the whole match. It must compile."`
+	UsesPass2       bool           `json:"uses_pass2,omitempty" doc:"Ask the model to restate its final answer when extraction finds nothing."`
+	Config          map[string]any `json:"config,omitempty" doc:"Settings of other evaluator types."`
+}
+
+func (b *apiEvaluatorCreate) evaluator() harness.EvaluatorConfig {
+	return harness.EvaluatorConfig{
+		ID: b.ID, Name: b.Name, Description: b.Description, Type: b.Type,
+		ExtractionRegex: b.ExtractionRegex, UsesPass2: b.UsesPass2, Config: b.Config,
+	}
+}
+
+// apiEvaluatorUpdate is the body of update-evaluator: the fields present
+// change.
+type apiEvaluatorUpdate struct {
+	ID              *string        `json:"id,omitempty" doc:"If present, must equal the id in the path."`
+	Name            *string        `json:"name,omitempty"`
+	Description     *string        `json:"description,omitempty"`
+	Type            *string        `json:"type,omitempty" doc:"regex, or a registered or plugin evaluator type."`
+	ExtractionRegex *string        `json:"extraction_regex,omitempty" doc:"It must compile."`
+	UsesPass2       *bool          `json:"uses_pass2,omitempty"`
+	Config          map[string]any `json:"config,omitempty" doc:"Replaces the current settings."`
+}
+
+func (f *apiEvaluatorUpdate) apply(e *harness.EvaluatorConfig) {
 	set(&e.ID, f.ID)
 	set(&e.Name, f.Name)
 	set(&e.Description, f.Description)
@@ -40,92 +106,94 @@ type evaluatorPath struct {
 }
 
 type evaluatorOutput struct {
-	Body harness.EvaluatorConfig
+	Body apiEvaluator
 }
 
 type listEvaluatorsOutput struct {
-	Body struct {
-		Evaluators []harness.EvaluatorConfig `json:"evaluators"`
-	}
+	Body apiEvaluatorList
 }
 
 type createEvaluatorInput struct {
-	Body evaluatorFields
+	Body apiEvaluatorCreate
 }
 
 type updateEvaluatorInput struct {
 	EvaluatorID string `path:"evaluator_id" doc:"Evaluator id."`
-	Body        evaluatorFields
+	Body        apiEvaluatorUpdate
 }
 
-func (h *evaluatorHandler) register(api huma.API) {
-	tags := []string{"Evaluators"}
-	huma.Register(api, huma.Operation{
+// registerEvaluators registers the evaluator operations.
+func registerEvaluators(api huma.API, store evaluatorStore, log *slog.Logger) {
+	h := &evaluatorHandler{problems{log}, store}
+	tags := []string{tagEvaluators}
+	register(api, huma.Operation{
 		OperationID: "list-evaluators", Method: http.MethodGet, Path: "/api/settings/evaluators",
-		Summary: "List evaluators", Tags: tags,
+		Summary: "List evaluators", Tags: tags, Description: "Every evaluator record, ordered by id.",
 	}, h.list)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-evaluator", Method: http.MethodGet, Path: "/api/settings/evaluators/{evaluator_id}",
-		Summary: "Get an evaluator", Tags: tags,
+		Summary: "Get an evaluator", Tags: tags, Description: "404 for an unknown id.",
+		Errors: []int{http.StatusNotFound},
 	}, h.get)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "create-evaluator", Method: http.MethodPost, Path: "/api/settings/evaluators",
 		Summary: "Create an evaluator", Tags: tags, DefaultStatus: http.StatusCreated,
+		Description: "409 when the id exists; 422 for an unknown type, a regex that does not compile or settings the type refuses.",
+		Errors:      []int{http.StatusConflict},
 	}, h.create)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "update-evaluator", Method: http.MethodPut, Path: "/api/settings/evaluators/{evaluator_id}",
 		Summary: "Update an evaluator", Tags: tags,
-		Description: "Changes the fields present in the body and keeps the others.",
+		Description: "Changes the fields present in the body and keeps the others. " +
+			"409 when its file was edited by hand since the last sync.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict},
 	}, h.update)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "delete-evaluator", Method: http.MethodDelete, Path: "/api/settings/evaluators/{evaluator_id}",
 		Summary: "Delete an evaluator", Tags: tags,
 		Description: "An evaluator still used by a domain or a test is not deleted (409).",
+		Errors:      []int{http.StatusNotFound, http.StatusConflict},
 	}, h.delete)
 }
 
 func (h *evaluatorHandler) list(ctx context.Context, _ *struct{}) (*listEvaluatorsOutput, error) {
-	es, err := h.s.opts.Catalog.Evaluators(ctx)
+	es, err := h.store.Evaluators(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &listEvaluatorsOutput{}
-	out.Body.Evaluators = es
-	return out, nil
+	return &listEvaluatorsOutput{Body: apiEvaluatorList{Evaluators: toAPIEvaluators(es)}}, nil
 }
 
 func (h *evaluatorHandler) get(ctx context.Context, in *evaluatorPath) (*evaluatorOutput, error) {
-	e, err := h.s.opts.Catalog.Evaluator(ctx, in.EvaluatorID)
+	e, err := h.store.Evaluator(ctx, in.EvaluatorID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &evaluatorOutput{Body: e}, nil
+	return &evaluatorOutput{Body: toAPIEvaluator(e)}, nil
 }
 
 func (h *evaluatorHandler) create(ctx context.Context, in *createEvaluatorInput) (*evaluatorOutput, error) {
-	var e harness.EvaluatorConfig
-	in.Body.apply(&e)
-	e, err := h.s.opts.Catalog.CreateEvaluator(ctx, e)
+	e, err := h.store.CreateEvaluator(ctx, in.Body.evaluator())
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &evaluatorOutput{Body: e}, nil
+	return &evaluatorOutput{Body: toAPIEvaluator(e)}, nil
 }
 
 func (h *evaluatorHandler) update(ctx context.Context, in *updateEvaluatorInput) (*evaluatorOutput, error) {
-	e, err := h.s.opts.Catalog.UpdateEvaluator(ctx, in.EvaluatorID, func(e *harness.EvaluatorConfig) error {
+	e, err := h.store.UpdateEvaluator(ctx, in.EvaluatorID, func(e *harness.EvaluatorConfig) error {
 		in.Body.apply(e)
 		return nil
 	})
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &evaluatorOutput{Body: e}, nil
+	return &evaluatorOutput{Body: toAPIEvaluator(e)}, nil
 }
 
-func (h *evaluatorHandler) delete(ctx context.Context, in *evaluatorPath) (*ok, error) {
-	if err := h.s.opts.Catalog.DeleteEvaluator(ctx, in.EvaluatorID); err != nil {
-		return nil, h.s.problem(ctx, err)
+func (h *evaluatorHandler) delete(ctx context.Context, in *evaluatorPath) (*successOutput, error) {
+	if err := h.store.DeleteEvaluator(ctx, in.EvaluatorID); err != nil {
+		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }

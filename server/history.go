@@ -2,15 +2,191 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
+	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
-type historyHandler struct{ s *Server }
+// runStore is what the results and history operations read: the run
+// store, or a fake in tests.
+type runStore interface {
+	Run(ctx context.Context, id string) (runs.Info, error)
+	Last(ctx context.Context) (runs.Info, error)
+	List(ctx context.Context, limit, offset int) ([]runs.Info, int, error)
+	Matrix(ctx context.Context, id string) (runs.Matrix, error)
+	CellResults(ctx context.Context, id, domain string, level int) ([]runs.Result, error)
+	Results(ctx context.Context, id string) ([]runs.Result, error)
+	Stats(ctx context.Context, id string) (runs.Stats, error)
+	Definitions(ctx context.Context, runID string) (*harness.Snapshot, error)
+}
+
+// runKeeper is what they need of the engine: the live matrix of the active
+// run, and deleting a run (never the active one).
+type runKeeper interface {
+	Matrix(ctx context.Context) (engine.LiveMatrix, error)
+	DeleteRun(ctx context.Context, id string) error
+}
+
+var (
+	_ runStore  = (*runs.Store)(nil)
+	_ runKeeper = (*engine.Engine)(nil)
+)
+
+type historyHandler struct {
+	problems
+	runs   runStore
+	engine runKeeper
+}
+
+// apiRunConfig is what a run ran with.
+type apiRunConfig struct {
+	Model           string         `json:"model" doc:"The endpoint model."`
+	BaseURL         string         `json:"base_url" doc:"The model endpoint, without credentials."`
+	Concurrency     int            `json:"concurrency" doc:"Tests in flight at once."`
+	TimeoutS        float64        `json:"timeout_s" doc:"Bound of each model request, in seconds."`
+	Retries         int            `json:"retries" doc:"Retries of a failed model request."`
+	Repeats         int            `json:"repeats" doc:"Times each test was asked."`
+	Params          map[string]any `json:"params" doc:"Sampling parameters sent to the endpoint."`
+	DefinitionsHash string         `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; get-run-definitions returns them."`
+	GauntletVersion string         `json:"gauntlet_version"`
+}
+
+// apiRunInfo is a run's summary.
+type apiRunInfo struct {
+	RunID           string               `json:"run_id"`
+	StartedAt       string               `json:"started_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
+	CompletedAt     *string              `json:"completed_at" doc:"YYYY-MM-DD HH:MM:SS, UTC; null while the run is running."`
+	ModelName       string               `json:"model_name" doc:"The run's label."`
+	Model           string               `json:"model" doc:"The endpoint model the run used."`
+	Status          apiRunStatus         `json:"status"`
+	OverallScore    *float64             `json:"overall_score" doc:"Mean score over the scored tests (passed and failed); null when none was scored."`
+	TotalTokens     int                  `json:"total_tokens"`
+	TotalDurationMS int64                `json:"total_duration_ms"`
+	TotalTests      int                  `json:"total_tests"`
+	DoneTests       int                  `json:"done_tests" doc:"Tests finished: passed + failed + errors."`
+	Passed          int                  `json:"passed"`
+	Failed          int                  `json:"failed"`
+	Errors          int                  `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
+	Complete        bool                 `json:"complete" doc:"True only when the run completed, every test finished and none ended in error."`
+	Error           string               `json:"error,omitempty" doc:"Why the run stopped, when something other than a user stopped it."`
+	Domains         []string             `json:"domains" doc:"The domains the run covered."`
+	Config          orNull[apiRunConfig] `json:"config" doc:"What the run ran with; null for runs made before it was recorded."`
+}
+
+func toAPIRunInfo(i runs.Info) apiRunInfo {
+	out := apiRunInfo{
+		RunID: i.RunID, StartedAt: i.StartedAt, CompletedAt: i.CompletedAt, ModelName: i.ModelName, Model: i.Model,
+		Status: apiRunStatus(i.Status), OverallScore: i.OverallScore, TotalTokens: i.TotalTokens, TotalDurationMS: i.TotalDurationMS,
+		TotalTests: i.TotalTests, DoneTests: i.DoneTests, Passed: i.Passed, Failed: i.Failed, Errors: i.Errors,
+		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains),
+	}
+	if c := i.Config; c != nil {
+		params := c.Params
+		if params == nil {
+			params = map[string]any{}
+		}
+		out.Config.V = &apiRunConfig{
+			Model: c.Model, BaseURL: c.BaseURL, Concurrency: c.Concurrency, TimeoutS: c.TimeoutS,
+			Retries: c.Retries, Repeats: c.Repeats, Params: params,
+			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion,
+		}
+	}
+	return out
+}
+
+// apiTestResult is one test's result in a run.
+type apiTestResult struct {
+	RunID            string         `json:"run_id"`
+	TestID           string         `json:"test_id"`
+	Domain           string         `json:"domain"`
+	Level            int            `json:"level"`
+	Name             string         `json:"name"`
+	Prompt           string         `json:"prompt"`
+	Response         string         `json:"response" doc:"The model's answer. Stored byte for byte; when it is not valid UTF-8, response_base64 holds the exact bytes."`
+	ResponseBase64   string         `json:"response_base64,omitempty" doc:"The exact bytes of response, base64, present only when they are not valid UTF-8 (JSON cannot carry them)."`
+	Expected         apiExpected    `json:"expected"`
+	Score            float64        `json:"score" doc:"0 to 1."`
+	Status           string         `json:"status" enum:"passed,failed,error" doc:"error: the model call, a plugin or the evaluator failed (details.error says why); it says nothing about the model."`
+	Details          map[string]any `json:"details" doc:"What the evaluator found: extracted_answer, pass2_used, and error, tool_calls or an evaluator's own keys when they apply."`
+	DurationMS       int64          `json:"duration_ms"`
+	ModelName        string         `json:"model_name"`
+	SystemPrompt     string         `json:"system_prompt" doc:"The system prompt in effect."`
+	PromptTokens     int            `json:"prompt_tokens"`
+	CompletionTokens int            `json:"completion_tokens"`
+	CreatedAt        string         `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
+}
+
+func toAPIResults(rs []runs.Result) []apiTestResult {
+	out := make([]apiTestResult, len(rs))
+	for i, r := range rs {
+		details := r.Details
+		if details == nil {
+			details = map[string]any{}
+		}
+		out[i] = apiTestResult{
+			RunID: r.RunID, TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
+			Response: r.Response, ResponseBase64: r.ResponseBase64, Expected: toAPIExpected(r.Expected),
+			Score: r.Score, Status: r.Status, Details: details, DurationMS: r.DurationMS, ModelName: r.ModelName,
+			SystemPrompt: r.SystemPrompt, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+			CreatedAt: r.CreatedAt,
+		}
+	}
+	return out
+}
+
+// apiRunStats summarises a run's results.
+type apiRunStats struct {
+	StatusCounts map[string]int `json:"status_counts" doc:"Results per status (passed, failed, error)."`
+	AvgScore     float64        `json:"avg_score" doc:"Mean score over the scored tests (passed and failed)."`
+	TotalTests   int            `json:"total_tests"`
+}
+
+func toAPIStats(s runs.Stats) apiRunStats {
+	counts := s.StatusCounts
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	return apiRunStats{StatusCounts: counts, AvgScore: s.AvgScore, TotalTests: s.TotalTests}
+}
+
+// apiRunDetails is the answer of get-run.
+type apiRunDetails struct {
+	RunInfo     apiRunInfo      `json:"run_info"`
+	TestResults []apiTestResult `json:"test_results"`
+	Stats       apiRunStats     `json:"stats"`
+}
+
+// apiCellResults is the answer of the per-cell result operations.
+type apiCellResults struct {
+	RunID  string          `json:"run_id"`
+	Domain string          `json:"domain"`
+	Level  int             `json:"level"`
+	Tests  []apiTestResult `json:"tests"`
+}
+
+// apiLastRun is the answer of get-last-run-id.
+type apiLastRun struct {
+	RunID       string       `json:"run_id"`
+	ModelName   string       `json:"model_name"`
+	StartedAt   string       `json:"started_at"`
+	CompletedAt *string      `json:"completed_at" doc:"Null while the run is running."`
+	Status      apiRunStatus `json:"status"`
+}
+
+// apiRunList is the answer of list-runs.
+type apiRunList struct {
+	Runs   []apiRunInfo `json:"runs" doc:"Newest first."`
+	Total  int          `json:"total" doc:"Runs in all."`
+	Limit  int          `json:"limit"`
+	Offset int          `json:"offset"`
+}
 
 type runPath struct {
 	RunID string `path:"run_id" doc:"Run id."`
@@ -28,30 +204,15 @@ type lastCellInput struct {
 }
 
 type cellOutput struct {
-	Body struct {
-		RunID  string        `json:"run_id"`
-		Domain string        `json:"domain"`
-		Level  int           `json:"level"`
-		Tests  []runs.Result `json:"tests"`
-	}
+	Body apiCellResults
 }
 
 type runDetailsOutput struct {
-	Body struct {
-		RunInfo     runs.Info     `json:"run_info"`
-		TestResults []runs.Result `json:"test_results"`
-		Stats       runs.Stats    `json:"stats"`
-	}
+	Body apiRunDetails
 }
 
 type lastRunOutput struct {
-	Body struct {
-		RunID       string  `json:"run_id"`
-		ModelName   string  `json:"model_name"`
-		StartedAt   string  `json:"started_at"`
-		CompletedAt *string `json:"completed_at"`
-		Status      string  `json:"status"`
-	}
+	Body apiLastRun
 }
 
 type historyInput struct {
@@ -60,142 +221,163 @@ type historyInput struct {
 }
 
 type historyOutput struct {
-	Body struct {
-		Runs   []runs.Info `json:"runs"`
-		Total  int         `json:"total"`
-		Limit  int         `json:"limit"`
-		Offset int         `json:"offset"`
-	}
+	Body apiRunList
 }
 
-func (h *historyHandler) register(api huma.API) {
-	tags := []string{"Results and history"}
-	huma.Register(api, huma.Operation{
+// registerHistory registers the results and history operations.
+func registerHistory(api huma.API, store runStore, eng runKeeper, log *slog.Logger) {
+	h := &historyHandler{problems{log}, store, eng}
+	tags := []string{tagResults}
+	notFound := []int{http.StatusNotFound}
+	register(api, huma.Operation{
 		OperationID: "get-run-matrix", Method: http.MethodGet, Path: "/api/run/{run_id}/matrix",
-		Summary: "A run's matrix", Tags: tags, Description: "Same format as the live matrix.",
+		Summary: "A run's matrix", Tags: tags, Errors: notFound,
+		Description: "Same format as the live matrix; the live one while the run is running. 404 for an unknown run.",
 	}, h.matrix)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-run-cell", Method: http.MethodGet, Path: "/api/run/{run_id}/tests/{domain}/{level}",
-		Summary: "A run's results for one domain and level", Tags: tags,
+		Summary: "A run's results for one domain and level", Tags: tags, Errors: notFound,
+		Description: "Every result of the cell, in test order. 404 for an unknown run.",
 	}, h.cell)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-run", Method: http.MethodGet, Path: "/api/run/{run_id}",
-		Summary: "A run's details, results and stats", Tags: tags,
+		Summary: "A run's details, results and stats", Tags: tags, Errors: notFound,
+		Description: "The run's summary, every result and the counts per status. 404 for an unknown run.",
 	}, h.run)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-run-definitions", Method: http.MethodGet, Path: "/api/run/{run_id}/definitions",
-		Summary: "The definitions a run used", Tags: tags,
+		Summary: "The definitions a run used", Tags: tags, Errors: notFound,
 		Description: "The domains, levels, tests, evaluators and tools as they were when the run started, in the export's shape. " +
 			"404 for an unknown run, or a run made before definitions were recorded.",
 	}, h.definitions)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "delete-run", Method: http.MethodDelete, Path: "/api/history/{run_id}",
-		Summary: "Delete a run", Tags: tags,
+		Summary: "Delete a run", Tags: tags, Errors: []int{http.StatusNotFound, http.StatusConflict},
 		Description: "Deletes the run, its results, level scores and log file. The active run cannot be deleted (409).",
 	}, h.delete)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "list-runs", Method: http.MethodGet, Path: "/api/history",
 		Summary: "List runs, newest first", Tags: tags,
+		Description: "A page of run summaries, newest first, and the total.",
 	}, h.list)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-last-run-id", Method: http.MethodGet, Path: "/api/v1/history/last/id",
-		Summary: "The most recent run", Tags: tags, Description: "404 when there has been no run.",
+		Summary: "The most recent run", Tags: tags, Errors: notFound,
+		Description: "Its id, label, times and status. 404 when there has been no run.",
 	}, h.lastID)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-last-run-cell", Method: http.MethodGet, Path: "/api/v1/history/last/{domain}/{level}",
-		Summary: "The most recent run's results for one domain and level", Tags: tags,
+		Summary: "The most recent run's results for one domain and level", Tags: tags, Errors: notFound,
+		Description: "As get-history-cell, for the most recent run. 404 when there has been no run.",
 	}, h.lastCell)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-history-cell", Method: http.MethodGet, Path: "/api/v1/history/{run_id}/{domain}/{level}",
-		Summary: "A run's results for one domain and level", Tags: tags,
+		Summary: "A run's results for one domain and level", Tags: tags, Errors: notFound,
+		Description: "Each result with its full prompt, response, expected answer, score and details. 404 for an unknown run.",
 	}, h.cell)
 }
 
-func (h *historyHandler) runs() *runs.Store { return h.s.opts.Runs }
-
 func (h *historyHandler) matrix(ctx context.Context, in *runPath) (*matrixOutput, error) {
-	info, err := h.runs().Run(ctx, in.RunID)
+	info, err := h.runs.Run(ctx, in.RunID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	if live, _ := h.s.opts.Engine.Matrix(ctx); live.RunID != nil && *live.RunID == in.RunID && live.Status == runs.StatusRunning {
-		return &matrixOutput{Body: live}, nil
+	if live, _ := h.engine.Matrix(ctx); live.RunID != nil && *live.RunID == in.RunID && live.Status == runs.StatusRunning {
+		return &matrixOutput{Body: toAPIMatrix(live)}, nil
 	}
-	m, err := h.runs().Matrix(ctx, in.RunID)
+	m, err := h.runs.Matrix(ctx, in.RunID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &matrixOutput{Body: engine.LiveMatrix{Domains: m, RunID: &info.RunID, ModelName: &info.ModelName, Status: info.Status}}, nil
+	return &matrixOutput{Body: apiMatrix{Domains: toAPICells(m), RunID: &info.RunID, ModelName: &info.ModelName, Status: info.Status}}, nil
 }
 
 func (h *historyHandler) cell(ctx context.Context, in *cellInput) (*cellOutput, error) {
-	results, err := h.runs().CellResults(ctx, in.RunID, in.Domain, in.Level)
+	results, err := h.runs.CellResults(ctx, in.RunID, in.Domain, in.Level)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &cellOutput{}
-	out.Body.RunID, out.Body.Domain, out.Body.Level, out.Body.Tests = in.RunID, in.Domain, in.Level, results
-	return out, nil
+	return &cellOutput{Body: apiCellResults{RunID: in.RunID, Domain: in.Domain, Level: in.Level, Tests: toAPIResults(results)}}, nil
 }
 
 func (h *historyHandler) lastCell(ctx context.Context, in *lastCellInput) (*cellOutput, error) {
-	last, err := h.runs().Last(ctx)
+	last, err := h.runs.Last(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
 	return h.cell(ctx, &cellInput{RunID: last.RunID, Domain: in.Domain, Level: in.Level})
 }
 
 func (h *historyHandler) run(ctx context.Context, in *runPath) (*runDetailsOutput, error) {
-	info, err := h.runs().Run(ctx, in.RunID)
+	info, err := h.runs.Run(ctx, in.RunID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	results, err := h.runs().Results(ctx, in.RunID)
+	results, err := h.runs.Results(ctx, in.RunID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	stats, err := h.runs().Stats(ctx, in.RunID)
+	stats, err := h.runs.Stats(ctx, in.RunID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &runDetailsOutput{}
-	out.Body.RunInfo, out.Body.TestResults, out.Body.Stats = info, results, stats
-	return out, nil
+	return &runDetailsOutput{Body: apiRunDetails{
+		RunInfo: toAPIRunInfo(info), TestResults: toAPIResults(results), Stats: toAPIStats(stats),
+	}}, nil
 }
 
-func (h *historyHandler) definitions(ctx context.Context, in *runPath) (*exportOutput, error) {
-	snap, err := h.runs().Definitions(ctx, in.RunID)
+func (h *historyHandler) definitions(ctx context.Context, in *runPath) (*definitionsOutput, error) {
+	snap, err := h.runs.Definitions(ctx, in.RunID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &exportOutput{Body: snap}, nil
+	return &definitionsOutput{Body: toAPIDefinitions(snap)}, nil
 }
 
-func (h *historyHandler) delete(ctx context.Context, in *runPath) (*ok, error) {
-	if err := h.s.opts.Engine.DeleteRun(ctx, in.RunID); err != nil {
-		return nil, h.s.problem(ctx, err)
+func (h *historyHandler) delete(ctx context.Context, in *runPath) (*successOutput, error) {
+	if err := h.engine.DeleteRun(ctx, in.RunID); err != nil {
+		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }
 
 func (h *historyHandler) list(ctx context.Context, in *historyInput) (*historyOutput, error) {
-	list, total, err := h.runs().List(ctx, in.Limit, in.Offset)
+	list, total, err := h.runs.List(ctx, in.Limit, in.Offset)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &historyOutput{}
-	out.Body.Runs, out.Body.Total, out.Body.Limit, out.Body.Offset = list, total, in.Limit, in.Offset
+	out := &historyOutput{Body: apiRunList{Runs: make([]apiRunInfo, len(list)), Total: total, Limit: in.Limit, Offset: in.Offset}}
+	for i, info := range list {
+		out.Body.Runs[i] = toAPIRunInfo(info)
+	}
 	return out, nil
 }
 
 func (h *historyHandler) lastID(ctx context.Context, _ *struct{}) (*lastRunOutput, error) {
-	last, err := h.runs().Last(ctx)
+	last, err := h.runs.Last(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &lastRunOutput{}
-	out.Body.RunID, out.Body.ModelName, out.Body.StartedAt = last.RunID, last.ModelName, last.StartedAt
-	out.Body.CompletedAt, out.Body.Status = last.CompletedAt, last.Status
-	return out, nil
+	return &lastRunOutput{Body: apiLastRun{
+		RunID: last.RunID, ModelName: last.ModelName, StartedAt: last.StartedAt,
+		CompletedAt: last.CompletedAt, Status: apiRunStatus(last.Status),
+	}}, nil
+}
+
+// orNull is a *T field documented as "T or null". huma documents a
+// pointer to a struct as the struct alone; generated clients would then
+// not expect the null a response carries.
+type orNull[T any] struct {
+	V *T
+}
+
+// MarshalJSON encodes the value, or null.
+func (n orNull[T]) MarshalJSON() ([]byte, error) { return json.Marshal(n.V) }
+
+// UnmarshalJSON decodes the value, or null.
+func (n *orNull[T]) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &n.V) }
+
+// Schema is T's schema or null.
+func (orNull[T]) Schema(r huma.Registry) *huma.Schema {
+	return nullable(r.Schema(reflect.TypeFor[T](), true, ""))
 }

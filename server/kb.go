@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -15,7 +17,54 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 )
 
-type kbHandler struct{ s *Server }
+// kbStore is what the knowledge-base operations need of the agent
+// service.
+type kbStore interface {
+	KBList(ctx context.Context, agentID string) ([]agent.KBFile, error)
+	KBRead(ctx context.Context, agentID, name string) (agent.KBFile, error)
+	KBWrite(ctx context.Context, agentID, name string, r io.Reader, mustCreate bool) (agent.KBFile, error)
+	KBDelete(ctx context.Context, agentID, name string) error
+}
+
+var _ kbStore = (*agent.Service)(nil)
+
+type kbHandler struct {
+	problems
+	kb kbStore
+}
+
+// apiKBFile is a knowledge-base file's entry.
+type apiKBFile struct {
+	Filename string  `json:"filename"`
+	Size     int64   `json:"size" doc:"Size in bytes."`
+	Modified float64 `json:"modified" doc:"Modification time, seconds since the Unix epoch."`
+}
+
+func toAPIKBFile(f agent.KBFile) apiKBFile {
+	return apiKBFile{Filename: f.Filename, Size: f.Size, Modified: f.Modified}
+}
+
+// apiKBFileList is the answer of list-kb.
+type apiKBFileList struct {
+	Files []apiKBFile `json:"files" doc:"Ordered by name."`
+}
+
+// apiKBFileContent is the answer of read-kb-file.
+type apiKBFileContent struct {
+	Filename string `json:"filename"`
+	Content  string `json:"content" doc:"The file's text."`
+}
+
+// apiKBFileCreate is the JSON body of create-kb-file.
+type apiKBFileCreate struct {
+	Filename string `json:"filename,omitempty" api:"required" doc:"A plain name: no slash, backslash, '..', leading dot or control character; at most 255 bytes."`
+	Content  string `json:"content,omitempty" api:"required" doc:"UTF-8 text, at most 10 MiB."`
+}
+
+// apiKBFileUpdate is the body of replace-kb-file.
+type apiKBFileUpdate struct {
+	Content *string `json:"content,omitempty" api:"required" doc:"The new content: UTF-8 text, at most 10 MiB."`
+}
 
 type kbFilePath struct {
 	AgentID  string `path:"agent_id" doc:"Agent id."`
@@ -23,63 +72,68 @@ type kbFilePath struct {
 }
 
 type kbListOutput struct {
-	Body struct {
-		Files []agent.KBFile `json:"files"`
-	}
+	Body apiKBFileList
 }
 
 type kbFileOutput struct {
-	Body agent.KBFile
+	Body apiKBFile
 }
 
 type kbReadOutput struct {
-	Body struct {
-		Filename string `json:"filename"`
-		Content  string `json:"content"`
-	}
+	Body apiKBFileContent
 }
 
 type kbPutInput struct {
 	AgentID  string `path:"agent_id" doc:"Agent id."`
 	Filename string `path:"filename" doc:"File name."`
-	Body     struct {
-		Content *string `json:"content,omitempty" doc:"The new content: UTF-8 text, at most 10 MiB. Required."`
-	}
+	Body     apiKBFileUpdate
 }
 
 // maxKBRequestBytes bounds a knowledge-base request body: a 10 MiB file,
 // JSON-escaped or in a multipart envelope, fits.
 const maxKBRequestBytes = 2*agent.MaxKBFileBytes + 64<<10
 
-func (h *kbHandler) register(api huma.API) {
-	tags := []string{"Agent knowledge base"}
-	huma.Register(api, huma.Operation{
+// registerKB registers the knowledge-base operations. The upload is a
+// plain handler on mux, documented here.
+func registerKB(api huma.API, mux *http.ServeMux, kb kbStore, log *slog.Logger) {
+	h := &kbHandler{problems{log}, kb}
+	tags := []string{tagKB}
+	register(api, huma.Operation{
 		OperationID: "list-kb", Method: http.MethodGet, Path: "/api/agents/{agent_id}/kb",
 		Summary: "List an agent's knowledge-base files", Tags: tags,
-		Description: "size is in bytes; modified is the modification time as a decimal Unix epoch.",
+		Description: "size is in bytes; modified is the modification time as a decimal Unix epoch. 404 for an unknown agent.",
+		Errors:      []int{http.StatusNotFound},
 	}, h.list)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "read-kb-file", Method: http.MethodGet, Path: "/api/agents/{agent_id}/kb/{filename}",
 		Summary: "Read a knowledge-base file", Tags: tags,
+		Description: "404 for an unknown agent or file; 422 for a file name that is not a plain name.",
+		Errors:      []int{http.StatusNotFound, http.StatusUnprocessableEntity},
 	}, h.read)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "replace-kb-file", Method: http.MethodPut, Path: "/api/agents/{agent_id}/kb/{filename}",
 		Summary: "Replace a knowledge-base file's content", Tags: tags, MaxBodyBytes: maxKBRequestBytes,
+		Description: "Creates the file when it does not exist. Text only (UTF-8): other content is a 415; over 10 MiB is a 413.",
+		Errors:      []int{http.StatusNotFound},
 	}, h.put)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "delete-kb-file", Method: http.MethodDelete, Path: "/api/agents/{agent_id}/kb/{filename}",
 		Summary: "Delete a knowledge-base file", Tags: tags,
+		Description: "404 for an unknown agent or file; 422 for a file name that is not a plain name.",
+		Errors:      []int{http.StatusNotFound, http.StatusUnprocessableEntity},
 	}, h.delete)
 
 	// One path takes a multipart upload or a JSON body, streamed with the
 	// size limit enforced while reading: a plain handler, documented here.
-	h.s.mux.HandleFunc("POST /api/agents/{agent_id}/kb", h.create)
-	api.OpenAPI().AddOperation(&huma.Operation{
+	mux.HandleFunc("POST /api/agents/{agent_id}/kb", h.create)
+	reg := api.OpenAPI().Components.Schemas
+	addOperation(api, &huma.Operation{
 		OperationID: "create-kb-file", Method: http.MethodPost, Path: "/api/agents/{agent_id}/kb",
 		Summary: "Add a knowledge-base file", Tags: tags,
 		Description: "multipart/form-data with the file in the part named file, or JSON {filename, content}. " +
-			"Text only (UTF-8: also Markdown, CSV, JSON): other content is a 415; over 10 MiB is a 413; an existing name is a 409.",
-		Parameters: []*huma.Param{{Name: "agent_id", In: "path", Required: true, Schema: &huma.Schema{Type: huma.TypeString}}},
+			"Text only (UTF-8: also Markdown, CSV, JSON): other content is a 415; over 10 MiB is a 413; an existing name is a 409; " +
+			"a bad file name is a 422.",
+		Parameters: []*huma.Param{{Name: "agent_id", In: "path", Required: true, Description: "Agent id.", Schema: &huma.Schema{Type: huma.TypeString}}},
 		RequestBody: &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
 			"multipart/form-data": {Schema: &huma.Schema{Type: huma.TypeObject, Required: []string{"file"}, Properties: map[string]*huma.Schema{
 				// format: binary, set as an extension: with Format set, huma
@@ -88,37 +142,36 @@ func (h *kbHandler) register(api huma.API) {
 				"file": {Type: huma.TypeString, Description: "The file; its name is the part's filename.",
 					Extensions: map[string]any{"format": "binary"}},
 			}}},
-			"application/json": {Schema: &huma.Schema{Type: huma.TypeObject, Required: []string{"filename", "content"}, Properties: map[string]*huma.Schema{
-				"filename": {Type: huma.TypeString}, "content": {Type: huma.TypeString},
-			}}},
+			"application/json": {Schema: reg.Schema(reflect.TypeFor[apiKBFileCreate](), true, "")},
 		}},
 		Responses: map[string]*huma.Response{
-			"201": {Description: "The file: {filename, size, modified}", Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
-			"409": {Description: "A file of that name exists"},
-			"413": {Description: "Over 10 MiB"},
-			"415": {Description: "Not UTF-8 text, or not multipart or JSON"},
-			"422": {Description: "Bad file name"},
+			"201": {Description: "The file's entry.", Content: map[string]*huma.MediaType{
+				"application/json": {Schema: reg.Schema(reflect.TypeFor[apiKBFile](), true, "")},
+			}},
 		},
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge,
+			http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity},
 	})
 }
 
 func (h *kbHandler) list(ctx context.Context, in *agentPath) (*kbListOutput, error) {
-	files, err := h.s.opts.Agents.KBList(ctx, in.AgentID)
+	files, err := h.kb.KBList(ctx, in.AgentID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &kbListOutput{}
-	out.Body.Files = files
+	out := &kbListOutput{Body: apiKBFileList{Files: make([]apiKBFile, len(files))}}
+	for i, f := range files {
+		out.Body.Files[i] = toAPIKBFile(f)
+	}
 	return out, nil
 }
 
 func (h *kbHandler) read(ctx context.Context, in *kbFilePath) (*kbReadOutput, error) {
-	f, err := h.s.opts.Agents.KBRead(ctx, in.AgentID, in.Filename)
+	f, err := h.kb.KBRead(ctx, in.AgentID, in.Filename)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &kbReadOutput{}
-	out.Body.Filename = f.Filename
+	out := &kbReadOutput{Body: apiKBFileContent{Filename: f.Filename}}
 	if f.Content != nil {
 		out.Body.Content = *f.Content
 	}
@@ -127,18 +180,18 @@ func (h *kbHandler) read(ctx context.Context, in *kbFilePath) (*kbReadOutput, er
 
 func (h *kbHandler) put(ctx context.Context, in *kbPutInput) (*kbFileOutput, error) {
 	if in.Body.Content == nil {
-		return nil, h.s.problem(ctx, harness.Invalid("content", "is required"))
+		return nil, h.problem(ctx, harness.Invalid("content", "is required"))
 	}
-	f, err := h.s.opts.Agents.KBWrite(ctx, in.AgentID, in.Filename, strings.NewReader(*in.Body.Content), false)
+	f, err := h.kb.KBWrite(ctx, in.AgentID, in.Filename, strings.NewReader(*in.Body.Content), false)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &kbFileOutput{Body: f}, nil
+	return &kbFileOutput{Body: toAPIKBFile(f)}, nil
 }
 
-func (h *kbHandler) delete(ctx context.Context, in *kbFilePath) (*ok, error) {
-	if err := h.s.opts.Agents.KBDelete(ctx, in.AgentID, in.Filename); err != nil {
-		return nil, h.s.problem(ctx, err)
+func (h *kbHandler) delete(ctx context.Context, in *kbFilePath) (*successOutput, error) {
+	if err := h.kb.KBDelete(ctx, in.AgentID, in.Filename); err != nil {
+		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }
@@ -178,19 +231,19 @@ func (h *kbHandler) create(w http.ResponseWriter, r *http.Request) {
 			ve.Add("content", "is required")
 		}
 		if err = ve.Err(); err == nil {
-			f, err = h.s.opts.Agents.KBWrite(r.Context(), agentID, *body.Filename, strings.NewReader(*body.Content), true)
+			f, err = h.kb.KBWrite(r.Context(), agentID, *body.Filename, strings.NewReader(*body.Content), true)
 		}
 	default:
 		writeProblem(w, http.StatusUnsupportedMediaType, "send multipart/form-data (part \"file\") or JSON {filename, content}, not "+mt)
 		return
 	}
 	if err != nil {
-		h.s.writeError(w, r, err)
+		h.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	jsonEncoder(w).Encode(f)
+	jsonEncoder(w).Encode(toAPIKBFile(f))
 }
 
 func (h *kbHandler) createMultipart(r *http.Request, agentID string) (agent.KBFile, error) {
@@ -221,7 +274,7 @@ func (h *kbHandler) createMultipart(r *http.Request, agentID string) (agent.KBFi
 		if name == "" {
 			return agent.KBFile{}, harness.Invalid("filename", "the file part has no filename")
 		}
-		f, err := h.s.opts.Agents.KBWrite(r.Context(), agentID, name, part, true)
+		f, err := h.kb.KBWrite(r.Context(), agentID, name, part, true)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			err = agent.ErrTooLarge

@@ -2,71 +2,148 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 )
 
-type levelHandler struct{ s *Server }
+// levelStore is what the level operations need of the catalog.
+type levelStore interface {
+	Level(ctx context.Context, domainID string, level int) (harness.LevelConfig, error)
+	UpdateLevel(ctx context.Context, domainID string, level int, apply func(*harness.LevelConfig) error) (harness.LevelConfig, error)
+}
+
+var _ levelStore = (*catalog.Catalog)(nil)
+
+type levelHandler struct {
+	problems
+	store levelStore
+}
+
+// apiLevel is a level's configuration as the API returns it.
+type apiLevel struct {
+	DomainID         string              `json:"domain_id"`
+	Level            int                 `json:"level"`
+	SystemPrompt     string              `json:"system_prompt" doc:"Level-specific instructions."`
+	SystemPromptMode apiSystemPromptMode `json:"system_prompt_mode"`
+	PassThreshold    float64             `json:"pass_threshold" minimum:"0" maximum:"1" doc:"Mean score at which the level's cell is passed."`
+	Tools            []string            `json:"tools" doc:"Tool ids offered to the model for every test of the level."`
+}
+
+func toAPILevel(l harness.LevelConfig) apiLevel {
+	return apiLevel{
+		DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
+		SystemPromptMode: apiSystemPromptMode(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: nonNil(l.Tools),
+	}
+}
+
+// apiLevelUpdate is the body of update-level: the fields present change.
+type apiLevelUpdate struct {
+	SystemPrompt     *string              `json:"system_prompt,omitempty" doc:"Level-specific instructions."`
+	SystemPromptMode *apiSystemPromptMode `json:"system_prompt_mode,omitempty"`
+	PassThreshold    *float64             `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed, 0 to 1. A new level's is 0.5."`
+	Tools            []string             `json:"tools,omitempty" doc:"Tool ids offered to the model for every test of the level; the list replaces the current one."`
+}
+
+func (b *apiLevelUpdate) apply(l *harness.LevelConfig) {
+	set(&l.SystemPrompt, b.SystemPrompt)
+	if b.SystemPromptMode != nil {
+		l.SystemPromptMode = harness.PromptMode(*b.SystemPromptMode)
+	}
+	set(&l.PassThreshold, b.PassThreshold)
+	if b.Tools != nil {
+		l.Tools = b.Tools
+	}
+}
+
+// apiLevelImport is a level configuration in an import body. An absent
+// mode or pass threshold is the default, as in a level file.
+type apiLevelImport struct {
+	DomainID         string              `json:"domain_id,omitempty" api:"required"`
+	Level            *int                `json:"level,omitempty" api:"required" doc:"0 to 1000."`
+	SystemPrompt     string              `json:"system_prompt,omitempty"`
+	SystemPromptMode apiSystemPromptMode `json:"system_prompt_mode,omitempty"`
+	PassThreshold    *float64            `json:"pass_threshold,omitempty" doc:"0 to 1; default 0.5."`
+	Tools            []string            `json:"tools,omitempty"`
+}
+
+func (b *apiLevelImport) config() harness.LevelConfig {
+	out := harness.LevelConfig{
+		DomainID: b.DomainID, SystemPrompt: b.SystemPrompt,
+		SystemPromptMode: harness.PromptMode(b.SystemPromptMode),
+		PassThreshold:    harness.DefaultPassThreshold, Tools: b.Tools,
+	}
+	if b.Level != nil {
+		out.Level = *b.Level
+	}
+	if b.PassThreshold != nil {
+		out.PassThreshold = *b.PassThreshold
+	}
+	return out
+}
 
 type levelPath struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
-	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000 (harness.MaxLevel)."`
+	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000."`
 }
 
 type levelOutput struct {
-	Body harness.LevelConfig
+	Body apiLevel
 }
 
 type updateLevelInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
-	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000 (harness.MaxLevel)."`
-	Body     struct {
-		SystemPrompt     *string  `json:"system_prompt,omitempty" doc:"Level-specific instructions."`
-		SystemPromptMode *string  `json:"system_prompt_mode,omitempty" doc:"How the level's prompt combines with the domain's: append (default), prepend or replace."`
-		PassThreshold    *float64 `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed (default 0.5)."`
-		Tools            []string `json:"tools,omitempty" doc:"Tool ids offered to the model for every test of the level."`
-	}
+	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000."`
+	Body     apiLevelUpdate
 }
 
-func (h *levelHandler) register(api huma.API) {
-	tags := []string{"Levels"}
-	huma.Register(api, huma.Operation{
+// registerLevels registers the level operations.
+func registerLevels(api huma.API, store levelStore, log *slog.Logger) {
+	h := &levelHandler{problems{log}, store}
+	tags := []string{tagLevels}
+	register(api, huma.Operation{
 		OperationID: "get-level", Method: http.MethodGet, Path: "/api/settings/levels/{domain_id}/{level}",
 		Summary: "Get a level's configuration", Tags: tags,
-		Description: "A level without a configuration file yet has the default configuration.",
+		Description: "A level without a configuration file yet has the default configuration. 404 for an unknown domain.",
+		Errors:      []int{http.StatusNotFound},
 	}, h.get)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "update-level", Method: http.MethodPut, Path: "/api/settings/levels/{domain_id}/{level}",
 		Summary: "Update a level's configuration", Tags: tags,
-		Description: "Changes the fields present in the body and keeps the others.",
+		Description: "Changes the fields present in the body and keeps the others. 422 for an unknown tool id; " +
+			"409 when the level's file was edited by hand since the last sync.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict},
 	}, h.update)
 }
 
 func (h *levelHandler) get(ctx context.Context, in *levelPath) (*levelOutput, error) {
-	l, err := h.s.opts.Catalog.Level(ctx, in.DomainID, in.Level)
+	l, err := h.store.Level(ctx, in.DomainID, in.Level)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &levelOutput{Body: l}, nil
+	return &levelOutput{Body: toAPILevel(l)}, nil
 }
 
 func (h *levelHandler) update(ctx context.Context, in *updateLevelInput) (*levelOutput, error) {
-	l, err := h.s.opts.Catalog.UpdateLevel(ctx, in.DomainID, in.Level, func(l *harness.LevelConfig) error {
-		set(&l.SystemPrompt, in.Body.SystemPrompt)
-		if in.Body.SystemPromptMode != nil {
-			l.SystemPromptMode = harness.PromptMode(*in.Body.SystemPromptMode)
-		}
-		set(&l.PassThreshold, in.Body.PassThreshold)
-		if in.Body.Tools != nil {
-			l.Tools = in.Body.Tools
-		}
+	l, err := h.store.UpdateLevel(ctx, in.DomainID, in.Level, func(l *harness.LevelConfig) error {
+		in.Body.apply(l)
 		return nil
 	})
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &levelOutput{Body: l}, nil
+	return &levelOutput{Body: toAPILevel(l)}, nil
+}
+
+// nonNil returns s, or an empty slice for nil: lists are [] in answers,
+// never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -33,11 +33,16 @@ func (o *optional[T]) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Schema documents the field as T's schema, nullable. A schema without a
-// type (T is any) accepts null already.
+// Schema documents the field as T's schema or null, so that generated
+// clients can send null: a scalar, array or map schema gets the type
+// "null" too, any other (a reference, or T is any) becomes anyOf [schema,
+// {type: null}].
 func (optional[T]) Schema(r huma.Registry) *huma.Schema {
 	s := *r.Schema(reflect.TypeFor[T](), true, "")
-	s.Nullable = s.Type != ""
+	if s.Type == "" || s.Ref != "" {
+		return nullable(&s)
+	}
+	s.Nullable = true
 	return &s
 }
 

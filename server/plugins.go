@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -20,45 +21,46 @@ type PluginLister interface {
 
 var _ PluginLister = (*host.Manager)(nil)
 
-type pluginHandler struct{ s *Server }
-
-// pluginInfo is one plugin in GET /api/plugins.
-type pluginInfo struct {
-	_ struct{} `json:"-" additionalProperties:"false"`
-
-	Name    string `json:"name" required:"true" doc:"The executable's file name, such as gauntlet-evaluator-keyword."`
-	Kind    string `json:"kind" required:"true" enum:"evaluator,channel,tool" doc:"What the plugin implements."`
-	Type    string `json:"type" required:"true" doc:"The name it is registered under: the evaluator or channel type, the tool's function name."`
-	Path    string `json:"path" required:"true" doc:"The executable's path on the server."`
-	Version string `json:"version" required:"true" doc:"What the plugin reported when it last started; empty until it has."`
-	State   string `json:"state" required:"true" enum:"stopped,running,crashed" doc:"stopped: not started yet (plugins start on first use); running: the process is up; crashed: it died, hung or could not start (last_error says why), and restarts on its next call."`
-	PID     int    `json:"pid" required:"true" doc:"The running process's id; 0 when none runs."`
-	// Restarts and the last error survive a successful restart.
-	Restarts    int     `json:"restarts" required:"true" minimum:"0" doc:"Starts after the first: how many times the plugin was restarted after a crash."`
-	LastError   string  `json:"last_error" required:"true" doc:"Why the plugin last crashed or failed to start; kept after a successful restart. Empty when it never failed."`
-	LastErrorAt *string `json:"last_error_at" required:"true" nullable:"true" doc:"When last_error happened, YYYY-MM-DD HH:MM:SS (UTC); null when it never did."`
-	Checksum    string  `json:"checksum" required:"true" enum:"unpinned,ok,mismatch" doc:"unpinned: no sha256 is pinned for the executable (--plugin-sha256); ok: the file matched its pin when last checked (at start-up and before every start); mismatch: it did not, and the plugin is not started."`
-
-	Capabilities []string `json:"capabilities" required:"true" nullable:"false" doc:"The optional interfaces the plugin implements (validate_config, receive), known once it has started."`
-	SecretFields []string `json:"secret_fields" required:"true" nullable:"true" doc:"The config keys the plugin declares secret, masked in what the server returns; null when it declares none (keys named like token, secret, password or key are masked then) or has not started yet."`
+type pluginHandler struct {
+	plugins PluginLister
 }
 
-// pluginList is the body of GET /api/plugins.
-type pluginList struct {
-	_ struct{} `json:"-" additionalProperties:"false"`
+// apiPlugin is one plugin in GET /api/plugins.
+type apiPlugin struct {
+	Name    string `json:"name" doc:"The executable's file name, such as gauntlet-evaluator-keyword."`
+	Kind    string `json:"kind" enum:"evaluator,channel,tool" doc:"What the plugin implements."`
+	Type    string `json:"type" doc:"The name it is registered under: the evaluator or channel type, the tool's function name."`
+	Path    string `json:"path" doc:"The executable's path on the server."`
+	Version string `json:"version" doc:"What the plugin reported when it last started; empty until it has."`
+	State   string `json:"state" enum:"stopped,running,crashed" doc:"stopped: not started yet (plugins start on first use); running: the process is up; crashed: it died, hung or could not start (last_error says why), and restarts on its next call."`
+	PID     int    `json:"pid" doc:"The running process's id; 0 when none runs."`
+	// Restarts and the last error survive a successful restart.
+	Restarts    int     `json:"restarts" minimum:"0" doc:"Starts after the first: how many times the plugin was restarted after a crash."`
+	LastError   string  `json:"last_error" doc:"Why the plugin last crashed or failed to start; kept after a successful restart. Empty when it never failed."`
+	LastErrorAt *string `json:"last_error_at" doc:"When last_error happened, YYYY-MM-DD HH:MM:SS (UTC); null when it never did."`
+	Checksum    string  `json:"checksum" enum:"unpinned,ok,mismatch" doc:"unpinned: no sha256 is pinned for the executable (--plugin-sha256); ok: the file matched its pin when last checked (at start-up and before every start); mismatch: it did not, and the plugin is not started."`
 
-	Dir     string       `json:"dir" required:"true" doc:"The plugins directory the server scanned at start-up (--plugins); empty when it has no plugin manager."`
-	Plugins []pluginInfo `json:"plugins" required:"true" nullable:"false" doc:"Every plugin found, sorted by name."`
+	Capabilities []string `json:"capabilities" doc:"The optional interfaces the plugin implements (validate_config, receive), known once it has started."`
+	SecretFields []string `json:"secret_fields" nullable:"true" doc:"The config keys the plugin declares secret, masked in what the server returns; null when it declares none (keys named like token, secret, password or key are masked then) or has not started yet."`
+}
+
+// apiPluginList is the body of GET /api/plugins.
+type apiPluginList struct {
+	Dir     string      `json:"dir" doc:"The plugins directory the server scanned at start-up (--plugins); empty when it has no plugin manager."`
+	Plugins []apiPlugin `json:"plugins" doc:"Every plugin found, sorted by name."`
 }
 
 type pluginsOutput struct {
-	Body pluginList
+	Body apiPluginList
 }
 
-func (h *pluginHandler) register(api huma.API) {
-	huma.Register(api, huma.Operation{
+// registerPlugins registers GET /api/plugins. A nil lister answers an
+// empty list.
+func registerPlugins(api huma.API, plugins PluginLister, _ *slog.Logger) {
+	h := &pluginHandler{plugins: plugins}
+	register(api, huma.Operation{
 		OperationID: "list-plugins", Method: http.MethodGet, Path: "/api/plugins",
-		Summary: "The plugins the server found, and their state", Tags: []string{"Plugins"},
+		Summary: "The plugins the server found, and their state", Tags: []string{tagPlugins},
 		Description: "The server's own plugin manager: every executable found in the plugins directory at start-up " +
 			"(gauntlet-evaluator-<type>, gauntlet-channel-<type>, gauntlet-tool-<name>), whether its process runs, " +
 			"how often it was restarted after a crash and why it last failed, and whether its file matches a pinned sha256. " +
@@ -66,23 +68,22 @@ func (h *pluginHandler) register(api huma.API) {
 	}, h.list)
 }
 
-func (h *pluginHandler) list(ctx context.Context, _ *struct{}) (*pluginsOutput, error) {
+func (h *pluginHandler) list(context.Context, *struct{}) (*pluginsOutput, error) {
 	out := &pluginsOutput{}
-	out.Body.Plugins = []pluginInfo{}
-	pl := h.s.opts.Plugins
-	if pl == nil {
+	out.Body.Plugins = []apiPlugin{}
+	if h.plugins == nil {
 		return out, nil
 	}
-	out.Body.Dir = pl.Dir()
-	for _, st := range pl.List() {
+	out.Body.Dir = h.plugins.Dir()
+	for _, st := range h.plugins.List() {
 		out.Body.Plugins = append(out.Body.Plugins, toPluginInfo(st))
 	}
 	return out, nil
 }
 
 // toPluginInfo is a plugin's status as the API shows it.
-func toPluginInfo(st host.Status) pluginInfo {
-	p := pluginInfo{
+func toPluginInfo(st host.Status) apiPlugin {
+	p := apiPlugin{
 		Name: st.Name, Kind: string(st.Kind), Type: st.Type, Path: st.Path, Version: st.Version,
 		State: string(st.Health), PID: st.PID, Restarts: st.Restarts, LastError: st.LastError,
 		Checksum: string(st.Checksum), Capabilities: st.Capabilities, SecretFields: st.SecretFields,

@@ -3,63 +3,148 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
 // StopWait is how long POST /api/stop waits for the run to wind down.
 const StopWait = 5 * time.Second
 
-type runHandler struct{ s *Server }
-
-type startInput struct {
-	// Body is optional: a POST without one starts a run of every enabled
-	// domain labelled "default".
-	Body *startBody `required:"false"`
+// runEngine is what the evaluation operations need: the engine, or a fake
+// in tests.
+type runEngine interface {
+	Start(ctx context.Context, req engine.StartRequest) (string, error)
+	Resume(ctx context.Context, runID string) error
+	Stop(wait time.Duration) (string, error)
+	Reset() string
+	Status() engine.Status
+	Matrix(ctx context.Context) (engine.LiveMatrix, error)
+	PollLogs() (lines []string, running bool)
+	ReadLogs(after uint64) (lines []string, cursor uint64, running bool)
 }
 
-type startBody struct {
-	ModelName *string  `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
+var _ runEngine = (*engine.Engine)(nil)
+
+type runHandler struct {
+	problems
+	engine runEngine
+}
+
+// apiRunStart is the body of start-run; every field is optional.
+type apiRunStart struct {
+	ModelName string   `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
 	Domains   []string `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
-	Model     *string  `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
+	Model     string   `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
 	TimeoutS  *float64 `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
 	Retries   *int     `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
 }
 
-type resumeOutput struct {
-	Body struct {
-		Success bool   `json:"success"`
-		RunID   string `json:"run_id"`
-		Message string `json:"message"`
+// apiRunStarted is the answer of start-run and resume-run.
+type apiRunStarted struct {
+	Success bool   `json:"success" doc:"True: the run is running."`
+	RunID   string `json:"run_id"`
+	Message string `json:"message"`
+}
+
+// apiEngineResult is the answer of stop-run and reset-engine.
+type apiEngineResult struct {
+	Success bool   `json:"success" doc:"stop-run: false when no run was active."`
+	Message string `json:"message"`
+	RunID   string `json:"run_id,omitempty" doc:"The run stopped or aborted, if any."`
+}
+
+// apiEngineStatus is the answer of get-status.
+type apiEngineStatus struct {
+	Status        string  `json:"status" enum:"idle,running"`
+	RunID         *string `json:"run_id" doc:"The active run; null when idle."`
+	CurrentDomain *string `json:"current_domain" doc:"The domain of the test that started last; null when idle."`
+	CurrentLevel  *int    `json:"current_level" doc:"Its level; null when idle."`
+	Progress      int     `json:"progress" doc:"Tests finished."`
+	TotalTests    int     `json:"total_tests"`
+	ModelName     *string `json:"model_name" doc:"The active run's label; null when idle."`
+	LastRunID     *string `json:"last_run_id" doc:"The most recent run, running or finished; null when there has been none."`
+}
+
+func toAPIEngineStatus(s engine.Status) apiEngineStatus {
+	return apiEngineStatus{
+		Status: s.Status, RunID: s.RunID, CurrentDomain: s.CurrentDomain, CurrentLevel: s.CurrentLevel,
+		Progress: s.Progress, TotalTests: s.TotalTests, ModelName: s.ModelName, LastRunID: s.LastRunID,
 	}
 }
 
-type startOutput struct {
-	Body struct {
-		Success bool   `json:"success"`
-		RunID   string `json:"run_id"`
-		Message string `json:"message"`
-	}
+// apiMatrixCell is one domain × level cell of a matrix.
+type apiMatrixCell struct {
+	Status     string   `json:"status" enum:"pending,running,passed,failed,error,partial,skipped" doc:"passed and failed: every test finished, and the score reached the level's pass threshold or not. error: every finished test ended in error. partial: the run ended with some of the tests finished. skipped: none was reached."`
+	Score      *float64 `json:"score" doc:"Mean score over the scored (passed and failed) tests; null when none was scored."`
+	DurationMS *int64   `json:"duration_ms,omitempty" doc:"Present on finished cells."`
+	Tests      int      `json:"tests" doc:"Tests in the cell."`
+	Done       int      `json:"done" doc:"Tests finished: passed + failed + errors."`
+	Passed     int      `json:"passed"`
+	Failed     int      `json:"failed"`
+	Errors     int      `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
 }
 
-type messageOutput struct {
-	Body struct {
-		Success bool   `json:"success"`
-		Message string `json:"message"`
-		RunID   string `json:"run_id,omitempty" doc:"The run stopped or aborted, if any."`
+// apiMatrix is a run's domain × level matrix: the live one, or a stored
+// run's.
+type apiMatrix struct {
+	Domains   map[string]map[string]apiMatrixCell `json:"domains" doc:"Domain id → level (a string of digits) → cell."`
+	RunID     *string                             `json:"run_id" doc:"Null when there has been no run."`
+	ModelName *string                             `json:"model_name" doc:"The run's label; null when there has been no run."`
+	Status    string                              `json:"status" enum:"idle,running,completed,stopped,interrupted,aborted" doc:"The run's status, or idle when there has been no run."`
+}
+
+func toAPIMatrix(m engine.LiveMatrix) apiMatrix {
+	return apiMatrix{Domains: toAPICells(m.Domains), RunID: m.RunID, ModelName: m.ModelName, Status: m.Status}
+}
+
+func toAPICells(m runs.Matrix) map[string]map[string]apiMatrixCell {
+	out := make(map[string]map[string]apiMatrixCell, len(m))
+	for domain, levels := range m {
+		row := make(map[string]apiMatrixCell, len(levels))
+		for level, c := range levels {
+			row[level] = apiMatrixCell{
+				Status: c.Status, Score: c.Score, DurationMS: c.DurationMS,
+				Tests: c.Tests, Done: c.Done, Passed: c.Passed, Failed: c.Failed, Errors: c.Errors,
+			}
+		}
+		out[domain] = row
 	}
+	return out
+}
+
+// apiLogPage is the answer of poll-log.
+type apiLogPage struct {
+	Messages  []string `json:"messages" doc:"Log lines, at most 100: \"[<domain>][L<level>] <text>\", and EVAL_COMPLETE at the end of a run."`
+	IsRunning bool     `json:"is_running"`
+	Cursor    *uint64  `json:"cursor,omitempty" doc:"With since: the since of the next poll. Absent without since."`
+}
+
+type startInput struct {
+	// Body is optional: a POST without one starts a run of every enabled
+	// domain labelled "default".
+	Body *apiRunStart `required:"false"`
+}
+
+type runStartedOutput struct {
+	Body apiRunStarted
+}
+
+type engineResultOutput struct {
+	Body apiEngineResult
 }
 
 type statusOutput struct {
-	Body engine.Status
+	Body apiEngineStatus
 }
 
 type matrixOutput struct {
-	Body engine.LiveMatrix
+	Body apiMatrix
 }
 
 type logPollInput struct {
@@ -67,48 +152,50 @@ type logPollInput struct {
 }
 
 type logPollOutput struct {
-	Body struct {
-		Messages  []string `json:"messages" doc:"Pending log lines, at most 100: \"[<domain>][L<level>] <text>\", and EVAL_COMPLETE at the end of a run."`
-		IsRunning bool     `json:"is_running"`
-		Cursor    *uint64  `json:"cursor,omitempty" doc:"With since: the since of the next poll."`
-	}
+	Body apiLogPage
 }
 
-func (h *runHandler) register(api huma.API) {
-	tags := []string{"Evaluation"}
-	huma.Register(api, huma.Operation{
+// registerRuns registers the evaluation control operations.
+func registerRuns(api huma.API, eng runEngine, log *slog.Logger) {
+	h := &runHandler{problems{log}, eng}
+	tags := []string{tagEvaluation}
+	register(api, huma.Operation{
 		OperationID: "start-run", Method: http.MethodPost, Path: "/api/start",
 		Summary: "Start an evaluation", Tags: tags,
-		Description: "One run at a time: starting while a run is active is a 409. Unknown domains, or a selection without tests, are a 422.",
+		Description: "One run at a time: starting while a run is active is a 409. Unknown domains, or a selection without tests, are a 422. " +
+			"The body is optional: without one, every enabled domain runs, labelled default.",
+		Errors: []int{http.StatusConflict},
 	}, h.start)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "resume-run", Method: http.MethodPost, Path: "/api/run/{run_id}/resume",
 		Summary: "Resume a run", Tags: tags,
 		Description: "Runs again, into the same run and with the definitions it stored when it started, every test that has no result " +
 			"or ended in error (a stopped, interrupted or aborted run, or one whose endpoint failed). Passed and failed results are kept. " +
 			"The run is running again and ends as any run does. 409 while a run is active, 404 for an unknown run, " +
 			"422 when nothing is left to run or the run stored no definitions.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity},
 	}, h.resume)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "stop-run", Method: http.MethodPost, Path: "/api/stop",
 		Summary: "Stop the running evaluation", Tags: tags,
 		Description: "Requests in flight are cancelled; finished results are kept; cells not reached are skipped. With no run active, success is false.",
 	}, h.stop)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "reset-engine", Method: http.MethodPost, Path: "/api/reset",
 		Summary: "Reset the engine to idle", Tags: tags,
 		Description: "For a stuck engine: an active run is cancelled at once and recorded as aborted; its finished results are kept.",
 	}, h.reset)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-status", Method: http.MethodGet, Path: "/api/status",
 		Summary: "Engine status", Tags: tags,
+		Description: "Whether a run is active, which, and how far it is. The run fields are null when idle.",
 	}, h.status)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-test-matrix", Method: http.MethodGet, Path: "/api/test_matrix",
 		Summary: "Live matrix", Tags: tags,
 		Description: "The domain × level matrix of the current run (of the last run when idle). A cell not finished has score null.",
 	}, h.matrix)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "poll-log", Method: http.MethodGet, Path: "/api/log_poll",
 		Summary: "Drain pending log lines", Tags: tags,
 		Description: "Without since, each line is handed out once, to whichever poll comes first. " +
@@ -117,53 +204,44 @@ func (h *runHandler) register(api huma.API) {
 	}, h.logPoll)
 }
 
-func (h *runHandler) start(ctx context.Context, in *startInput) (*startOutput, error) {
+func (h *runHandler) start(ctx context.Context, in *startInput) (*runStartedOutput, error) {
 	var req engine.StartRequest
 	if b := in.Body; b != nil {
-		req.Domains = b.Domains
-		set(&req.ModelName, b.ModelName)
-		set(&req.Model, b.Model)
+		req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
 		if b.TimeoutS != nil {
 			req.Timeout = time.Duration(*b.TimeoutS * float64(time.Second))
 		}
-		req.Retries = b.Retries
 	}
-	id, err := h.s.opts.Engine.Start(context.WithoutCancel(ctx), req) // the run outlives the request
+	id, err := h.engine.Start(context.WithoutCancel(ctx), req) // the run outlives the request
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &startOutput{}
-	out.Body.Success, out.Body.RunID, out.Body.Message = true, id, "evaluation started"
-	return out, nil
+	return &runStartedOutput{Body: apiRunStarted{Success: true, RunID: id, Message: "evaluation started"}}, nil
 }
 
-func (h *runHandler) resume(ctx context.Context, in *runPath) (*resumeOutput, error) {
-	if err := h.s.opts.Engine.Resume(context.WithoutCancel(ctx), in.RunID); err != nil {
-		return nil, h.s.problem(ctx, err)
+func (h *runHandler) resume(ctx context.Context, in *runPath) (*runStartedOutput, error) {
+	if err := h.engine.Resume(context.WithoutCancel(ctx), in.RunID); err != nil {
+		return nil, h.problem(ctx, err)
 	}
-	out := &resumeOutput{}
-	out.Body.Success, out.Body.RunID, out.Body.Message = true, in.RunID, "run resumed"
-	return out, nil
+	return &runStartedOutput{Body: apiRunStarted{Success: true, RunID: in.RunID, Message: "run resumed"}}, nil
 }
 
-func (h *runHandler) stop(ctx context.Context, _ *struct{}) (*messageOutput, error) {
-	out := &messageOutput{}
-	id, err := h.s.opts.Engine.Stop(StopWait)
+func (h *runHandler) stop(ctx context.Context, _ *struct{}) (*engineResultOutput, error) {
+	id, err := h.engine.Stop(StopWait)
 	if errors.Is(err, engine.ErrNotRunning) {
-		out.Body.Message = err.Error()
-		return out, nil
+		return &engineResultOutput{Body: apiEngineResult{Message: err.Error()}}, nil
 	}
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out.Body.Success, out.Body.RunID, out.Body.Message = true, id, "evaluation stopped; finished results are kept"
-	return out, nil
+	return &engineResultOutput{Body: apiEngineResult{
+		Success: true, RunID: id, Message: "evaluation stopped; finished results are kept",
+	}}, nil
 }
 
-func (h *runHandler) reset(ctx context.Context, _ *struct{}) (*messageOutput, error) {
-	out := &messageOutput{}
-	out.Body.Success = true
-	if id := h.s.opts.Engine.Reset(); id != "" {
+func (h *runHandler) reset(context.Context, *struct{}) (*engineResultOutput, error) {
+	out := &engineResultOutput{Body: apiEngineResult{Success: true}}
+	if id := h.engine.Reset(); id != "" {
 		out.Body.RunID, out.Body.Message = id, "engine reset; run "+id+" aborted"
 	} else {
 		out.Body.Message = "engine reset; it was idle"
@@ -171,26 +249,27 @@ func (h *runHandler) reset(ctx context.Context, _ *struct{}) (*messageOutput, er
 	return out, nil
 }
 
-func (h *runHandler) status(ctx context.Context, _ *struct{}) (*statusOutput, error) {
-	return &statusOutput{Body: h.s.opts.Engine.Status()}, nil
+func (h *runHandler) status(context.Context, *struct{}) (*statusOutput, error) {
+	return &statusOutput{Body: toAPIEngineStatus(h.engine.Status())}, nil
 }
 
 func (h *runHandler) matrix(ctx context.Context, _ *struct{}) (*matrixOutput, error) {
-	m, err := h.s.opts.Engine.Matrix(ctx)
+	m, err := h.engine.Matrix(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &matrixOutput{Body: m}, nil
+	return &matrixOutput{Body: toAPIMatrix(m)}, nil
 }
 
-func (h *runHandler) logPoll(ctx context.Context, in *logPollInput) (*logPollOutput, error) {
+func (h *runHandler) logPoll(_ context.Context, in *logPollInput) (*logPollOutput, error) {
 	out := &logPollOutput{}
 	if in.Since < 0 {
-		out.Body.Messages, out.Body.IsRunning = h.s.opts.Engine.PollLogs()
-		return out, nil
+		out.Body.Messages, out.Body.IsRunning = h.engine.PollLogs()
+	} else {
+		var cursor uint64
+		out.Body.Messages, cursor, out.Body.IsRunning = h.engine.ReadLogs(uint64(in.Since))
+		out.Body.Cursor = &cursor
 	}
-	var cursor uint64
-	out.Body.Messages, cursor, out.Body.IsRunning = h.s.opts.Engine.ReadLogs(uint64(in.Since))
-	out.Body.Cursor = &cursor
+	out.Body.Messages = nonNil(out.Body.Messages)
 	return out, nil
 }

@@ -1,17 +1,15 @@
 package server
 
 import (
+	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
@@ -74,64 +72,46 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.api = humago.New(s.mux, apiConfig(opts.APIToken != ""))
+	s.api = newAPI(s.mux)
 
-	(&configHandler{s: s}).register(s.api)
-	(&domainHandler{s: s}).register(s.api)
-	(&levelHandler{s: s}).register(s.api)
-	(&testHandler{s: s}).register(s.api)
-	(&evaluatorHandler{s: s}).register(s.api)
-	(&toolHandler{s: s}).register(s.api)
-	(&definitionsHandler{s: s}).register(s.api)
-	(&pluginHandler{s: s}).register(s.api)
+	registerConfig(s.api, configHandler{llm: opts.LLM, models: opts.Models, debug: opts.Debug})
+	registerDomains(s.api, opts.Catalog, s.log)
+	registerLevels(s.api, opts.Catalog, s.log)
+	registerTests(s.api, opts.Catalog, s.log)
+	registerEvaluators(s.api, opts.Catalog, s.log)
+	registerTools(s.api, opts.Catalog, s.log)
+	registerDefinitions(s.api, opts.Catalog, s.log)
+	registerPlugins(s.api, opts.Plugins, s.log)
 	if opts.Engine != nil && opts.Runs != nil {
-		(&runHandler{s: s}).register(s.api)
-		(&historyHandler{s: s}).register(s.api)
+		registerRuns(s.api, opts.Engine, s.log)
+		registerHistory(s.api, opts.Runs, opts.Engine, s.log)
 	}
 	if opts.Agents != nil {
-		(&agentHandler{s: s}).register(s.api)
-		(&kbHandler{s: s}).register(s.api)
-		(&channelHandler{s: s}).register(s.api)
-		(&chatHandler{s: s}).register(s.api)
+		registerAgents(s.api, opts.Agents, s.log)
+		registerKB(s.api, s.mux, opts.Agents, s.log)
+		registerChannels(s.api, s.mux, opts.Agents, s.log)
+		registerChat(s.api, opts.Agents, s.log)
 	}
+	finishAPI(s.api)
 
-	documentErrors(s.api, opts.APIToken != "")
 	s.mountDashboard()
 	s.mux.HandleFunc("/api/", s.apiFallback)
 	s.handler = s.logRequests(s.authenticate(assumeJSON(rejectBadText(s.mux))))
 	return s, nil
 }
 
+// problem maps a library error to an HTTP error, as problems.problem does,
+// for code that holds the Server rather than a handler of its own.
+func (s *Server) problem(ctx context.Context, err error) error {
+	return problems{log: s.log}.problem(ctx, err)
+}
+
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// API returns the huma API, for tests and for registering more operations.
+// API returns the huma API, for tests. Its document is complete: an
+// operation registered now would miss the conventions New applies.
 func (s *Server) API() huma.API { return s.api }
-
-func apiConfig(withAuth bool) huma.Config {
-	cfg := huma.DefaultConfig("Gauntlet", Version)
-	cfg.Info.Description = "Evaluate language models and run conversational agents. " +
-		"Errors are RFC 9457 problem+json documents with \"success\": false."
-	// No $schema fields or Link headers in responses: clients get the
-	// bodies the specification shows.
-	cfg.CreateHooks = nil
-	// Clients written against another version send fields we do not know:
-	// ignore them. Required fields are checked by harness.Validator, which
-	// names each missing field.
-	cfg.AllowAdditionalPropertiesByDefault = true
-	cfg.FieldsOptionalByDefault = true
-	// Relative to the document: right whatever address the server has.
-	cfg.Servers = []*huma.Server{{URL: "/", Description: "this server"}}
-	// No token: every operation is open, which an empty requirement says.
-	cfg.Security = []map[string][]string{{}}
-	if withAuth {
-		cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
-			"bearer": {Type: "http", Scheme: "bearer", Description: "The server's --api-token."},
-		}
-		cfg.Security = []map[string][]string{{"bearer": {}}}
-	}
-	return cfg
-}
 
 // apiFallback answers /api/ requests that no operation matched with a
 // problem+json 404, or 405 with an Allow header when the path exists for
@@ -226,25 +206,18 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// ok is the body of a delete: {"success": true}.
-type ok struct {
-	Body struct {
-		Success bool `json:"success" doc:"True when the operation succeeded."`
-	}
+// apiSuccess is the answer of a delete and of other operations that return
+// no record.
+type apiSuccess struct {
+	Success bool `json:"success" doc:"True: the operation succeeded."`
 }
 
-func success() *ok {
-	out := &ok{}
-	out.Body.Success = true
-	return out
+// successOutput is the output of an operation answering {"success": true}.
+type successOutput struct {
+	Body apiSuccess
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
+func success() *successOutput { return &successOutput{Body: apiSuccess{Success: true}} }
 
 // set copies *src to *dst when the field was present in the request.
 func set[T any](dst *T, src *T) {

@@ -156,7 +156,14 @@ func startEnvWith(t *testing.T, root string, ec *engineConfig, ac *agentConfig, 
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	check := newResponseChecker(srv.Handler())
+	// Registered first, so run after the server closed: every answer is in.
+	t.Cleanup(func() {
+		for _, p := range check.problems() {
+			t.Errorf("the OpenAPI document does not describe this answer: %s", p)
+		}
+	})
+	hs := httptest.NewServer(check)
 	t.Cleanup(hs.Close)
 	e.url = hs.URL
 	return e

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -10,17 +11,78 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 )
 
-type testHandler struct{ s *Server }
-
-// expectedFields are the writable fields of an expected answer.
-type expectedFields struct {
-	Answer    *string                  `json:"answer,omitempty" doc:"The expected answer."`
-	Type      *string                  `json:"type,omitempty" doc:"Comparison: exact (default), numeric, integer, choice, contains, regex, boolean, json, tool_call, or an evaluator's own type."`
-	Tolerance optional[float64]        `json:"tolerance,omitempty" doc:"Relative tolerance of numeric comparisons (default 1e-6). null on update: back to the default."`
-	Arguments optional[map[string]any] `json:"arguments,omitempty" doc:"For tool_call: arguments the call must include. null on update: none."`
+// testStore is what the test operations need of the catalog.
+type testStore interface {
+	Tests(ctx context.Context, f catalog.TestFilter) ([]harness.Test, error)
+	Test(ctx context.Context, id string) (harness.Test, error)
+	CreateTest(ctx context.Context, t harness.Test) (harness.Test, error)
+	UpdateTest(ctx context.Context, id string, apply func(*harness.Test) error) (harness.Test, error)
+	DeleteTest(ctx context.Context, id string) error
+	MoveTest(ctx context.Context, id, domainID string, level int) (harness.Test, error)
 }
 
-func (f *expectedFields) apply(e *harness.Expected) {
+var _ testStore = (*catalog.Catalog)(nil)
+
+type testHandler struct {
+	problems
+	store testStore
+}
+
+// apiExpected is a test's expected answer as the API returns it.
+type apiExpected struct {
+	Answer    string         `json:"answer"`
+	Type      string         `json:"type" doc:"Comparison: exact, numeric, integer, choice, contains, regex, boolean, json, tool_call, or a type an evaluator registers."`
+	Tolerance *float64       `json:"tolerance,omitempty" doc:"Relative tolerance of numeric comparisons; absent means the default, 1e-6."`
+	Arguments map[string]any `json:"arguments,omitempty" doc:"For tool_call: arguments the call must include."`
+}
+
+func toAPIExpected(e harness.Expected) apiExpected {
+	return apiExpected{Answer: e.Answer, Type: e.Type, Tolerance: e.Tolerance, Arguments: e.Arguments}
+}
+
+// apiTest is a test as the API returns it.
+type apiTest struct {
+	ID          string      `json:"id"`
+	DomainID    string      `json:"domain_id"`
+	Level       int         `json:"level"`
+	Name        string      `json:"name"`
+	Prompt      string      `json:"prompt" doc:"Text sent to the model."`
+	Expected    apiExpected `json:"expected"`
+	EvaluatorID string      `json:"evaluator_id" doc:"Evaluator override; empty means the domain's."`
+	Tools       []string    `json:"tools" doc:"Tool ids offered to the model for this test, besides the level's."`
+}
+
+func toAPITest(t harness.Test) apiTest {
+	return apiTest{
+		ID: t.ID, DomainID: t.DomainID, Level: t.Level, Name: t.Name, Prompt: t.Prompt,
+		Expected: toAPIExpected(t.Expected), EvaluatorID: t.EvaluatorID, Tools: nonNil(t.Tools),
+	}
+}
+
+func toAPITests(ts []harness.Test) []apiTest {
+	out := make([]apiTest, len(ts))
+	for i, t := range ts {
+		out[i] = toAPITest(t)
+	}
+	return out
+}
+
+// apiTestList is the answer of list-tests.
+type apiTestList struct {
+	Tests []apiTest `json:"tests" doc:"Ordered by domain, level and position in the level."`
+}
+
+// apiExpectedInput is an expected answer in a request. On update, the
+// fields present replace the stored ones, and null clears tolerance or
+// arguments.
+type apiExpectedInput struct {
+	Answer    *string                  `json:"answer,omitempty" doc:"The expected answer. Every built-in type needs one."`
+	Type      *string                  `json:"type,omitempty" doc:"Comparison: exact (the default), numeric, integer, choice, contains, regex, boolean, json, tool_call, or a type an evaluator registers."`
+	Tolerance optional[float64]        `json:"tolerance,omitzero" doc:"Relative tolerance of numeric comparisons (default 1e-6). null clears it: back to the default."`
+	Arguments optional[map[string]any] `json:"arguments,omitzero" doc:"For tool_call: arguments the call must include. null clears them."`
+}
+
+func (f *apiExpectedInput) apply(e *harness.Expected) {
 	set(&e.Answer, f.Answer)
 	set(&e.Type, f.Type)
 	if f.Tolerance.Set {
@@ -29,19 +91,45 @@ func (f *expectedFields) apply(e *harness.Expected) {
 	f.Arguments.apply(&e.Arguments)
 }
 
-// testFields are the writable fields of a test; absent fields are nil.
-type testFields struct {
-	ID          *string         `json:"id,omitempty" doc:"Identifier; generated when absent on creation."`
-	DomainID    *string         `json:"domain_id,omitempty" doc:"Owning domain. Required on creation."`
-	Level       *int            `json:"level,omitempty" doc:"Level number. Required on creation."`
-	Name        *string         `json:"name,omitempty"`
-	Prompt      *string         `json:"prompt,omitempty" doc:"Text sent to the model. Required on creation."`
-	Expected    *expectedFields `json:"expected,omitempty" doc:"Expected answer; on update, the fields present replace the stored ones."`
-	EvaluatorID *string         `json:"evaluator_id,omitempty" doc:"Evaluator override; empty means the domain's."`
-	Tools       []string        `json:"tools,omitempty" doc:"Tool ids offered to the model for this test."`
+// apiTestCreate is the body of create-test, and a test of an import.
+type apiTestCreate struct {
+	ID          string            `json:"id,omitempty" doc:"Identifier; generated (t- and 12 hex digits) when absent."`
+	DomainID    string            `json:"domain_id,omitempty" api:"required" doc:"Owning domain; it must exist."`
+	Level       *int              `json:"level,omitempty" api:"required" doc:"0 to 1000."`
+	Name        string            `json:"name,omitempty"`
+	Prompt      string            `json:"prompt,omitempty" api:"required" doc:"Text sent to the model; not blank."`
+	Expected    *apiExpectedInput `json:"expected,omitempty"`
+	EvaluatorID string            `json:"evaluator_id,omitempty" doc:"Evaluator override; empty or absent means the domain's."`
+	Tools       []string          `json:"tools,omitempty" doc:"Tool ids offered to the model for this test."`
 }
 
-func (f *testFields) apply(t *harness.Test) {
+func (b *apiTestCreate) test() harness.Test {
+	t := harness.Test{
+		ID: b.ID, DomainID: b.DomainID, Name: b.Name, Prompt: b.Prompt,
+		EvaluatorID: b.EvaluatorID, Tools: b.Tools,
+	}
+	if b.Level != nil {
+		t.Level = *b.Level
+	}
+	if b.Expected != nil {
+		b.Expected.apply(&t.Expected)
+	}
+	return t
+}
+
+// apiTestUpdate is the body of update-test: the fields present change.
+type apiTestUpdate struct {
+	ID          *string           `json:"id,omitempty" doc:"If present, must equal the id in the path."`
+	DomainID    *string           `json:"domain_id,omitempty" doc:"A new domain moves the test (to the end of its level)."`
+	Level       *int              `json:"level,omitempty" doc:"0 to 1000. A new level moves the test (to the end of the level)."`
+	Name        *string           `json:"name,omitempty"`
+	Prompt      *string           `json:"prompt,omitempty"`
+	Expected    *apiExpectedInput `json:"expected,omitempty"`
+	EvaluatorID *string           `json:"evaluator_id,omitempty" doc:"Evaluator override; empty means the domain's."`
+	Tools       []string          `json:"tools,omitempty" doc:"The list replaces the current one."`
+}
+
+func (f *apiTestUpdate) apply(t *harness.Test) {
 	set(&t.ID, f.ID)
 	set(&t.DomainID, f.DomainID)
 	set(&t.Level, f.Level)
@@ -56,73 +144,84 @@ func (f *testFields) apply(t *harness.Test) {
 	}
 }
 
+// apiTestMove is the body of move-test.
+type apiTestMove struct {
+	DomainID *string `json:"domain_id,omitempty" api:"required" doc:"Target domain; it must exist."`
+	Level    *int    `json:"level,omitempty" api:"required" doc:"Target level, 0 to 1000."`
+}
+
 type testPath struct {
 	TestID string `path:"test_id" doc:"Test id."`
 }
 
 type testOutput struct {
-	Body harness.Test
+	Body apiTest
 }
 
 // listTestsQuery filters tests. huma query parameters cannot be pointers,
 // so an absent level is -1.
 type listTestsQuery struct {
 	Domain string `query:"domain" doc:"Only tests of this domain."`
-	Level  int    `query:"level" default:"-1" minimum:"-1" doc:"Only tests of this level (-1 or absent: all levels)."`
+	Level  int    `query:"level" default:"-1" minimum:"-1" maximum:"1000" doc:"Only tests of this level (-1 or absent: all levels)."`
 }
 
 type listTestsOutput struct {
-	Body struct {
-		Tests []harness.Test `json:"tests"`
-	}
+	Body apiTestList
 }
 
 type createTestInput struct {
-	Body testFields
+	Body apiTestCreate
 }
 
 type updateTestInput struct {
 	TestID string `path:"test_id" doc:"Test id."`
-	Body   testFields
+	Body   apiTestUpdate
 }
 
 type moveTestInput struct {
 	TestID string `path:"test_id" doc:"Test id."`
-	Body   struct {
-		DomainID *string `json:"domain_id,omitempty" doc:"Target domain. Required."`
-		Level    *int    `json:"level,omitempty" doc:"Target level. Required."`
-	}
+	Body   apiTestMove
 }
 
-func (h *testHandler) register(api huma.API) {
-	tags := []string{"Tests"}
-	huma.Register(api, huma.Operation{
+// registerTests registers the test operations.
+func registerTests(api huma.API, store testStore, log *slog.Logger) {
+	h := &testHandler{problems{log}, store}
+	tags := []string{tagTests}
+	register(api, huma.Operation{
 		OperationID: "list-tests", Method: http.MethodGet, Path: "/api/settings/tests",
 		Summary: "List tests", Tags: tags,
 		Description: "Ordered by domain, level and position in the level. `domain` and `level` filter, alone or together.",
 	}, h.list)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-test", Method: http.MethodGet, Path: "/api/settings/tests/{test_id}",
-		Summary: "Get a test", Tags: tags,
+		Summary: "Get a test", Tags: tags, Description: "404 for an unknown id.",
+		Errors: []int{http.StatusNotFound},
 	}, h.get)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "create-test", Method: http.MethodPost, Path: "/api/settings/tests",
 		Summary: "Create a test", Tags: tags, DefaultStatus: http.StatusCreated,
-		Description: "The test goes at the end of its level. Without an id, one is generated.",
+		Description: "The test goes at the end of its level. Without an id, one is generated. " +
+			"409 when the id exists; 422 for an unknown domain, evaluator or tool, or an answer its type cannot use.",
+		Errors: []int{http.StatusConflict},
 	}, h.create)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "update-test", Method: http.MethodPut, Path: "/api/settings/tests/{test_id}",
 		Summary: "Update a test", Tags: tags,
-		Description: "Changes the fields present in the body and keeps the others. A new domain_id or level moves the test.",
+		Description: "Changes the fields present in the body and keeps the others; a new domain_id or level moves the test. " +
+			"In expected, null clears tolerance or arguments. 409 when a file involved was edited by hand since the last sync.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict},
 	}, h.update)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "delete-test", Method: http.MethodDelete, Path: "/api/settings/tests/{test_id}",
 		Summary: "Delete a test", Tags: tags,
+		Description: "404 for an unknown id; 409 when its level's file was edited by hand since the last sync.",
+		Errors:      []int{http.StatusNotFound, http.StatusConflict},
 	}, h.delete)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "move-test", Method: http.MethodPost, Path: "/api/settings/tests/{test_id}/move",
 		Summary: "Move a test to another domain or level", Tags: tags,
 		Description: "The test goes at the end of the target level. A target domain that does not exist is a 422.",
+		Errors:      []int{http.StatusNotFound, http.StatusConflict},
 	}, h.move)
 }
 
@@ -131,21 +230,19 @@ func (h *testHandler) list(ctx context.Context, in *listTestsQuery) (*listTestsO
 	if in.Level >= 0 {
 		f.Level = &in.Level
 	}
-	ts, err := h.s.opts.Catalog.Tests(ctx, f)
+	ts, err := h.store.Tests(ctx, f)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &listTestsOutput{}
-	out.Body.Tests = ts
-	return out, nil
+	return &listTestsOutput{Body: apiTestList{Tests: toAPITests(ts)}}, nil
 }
 
 func (h *testHandler) get(ctx context.Context, in *testPath) (*testOutput, error) {
-	t, err := h.s.opts.Catalog.Test(ctx, in.TestID)
+	t, err := h.store.Test(ctx, in.TestID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &testOutput{Body: t}, nil
+	return &testOutput{Body: toAPITest(t)}, nil
 }
 
 func (h *testHandler) create(ctx context.Context, in *createTestInput) (*testOutput, error) {
@@ -153,35 +250,33 @@ func (h *testHandler) create(ctx context.Context, in *createTestInput) (*testOut
 	if in.Body.Level == nil {
 		ve.Add("level", "is required")
 	}
-	if in.Body.DomainID == nil {
+	if in.Body.DomainID == "" {
 		ve.Add("domain_id", "is required")
 	}
 	if err := ve.Err(); err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	var t harness.Test
-	in.Body.apply(&t)
-	t, err := h.s.opts.Catalog.CreateTest(ctx, t)
+	t, err := h.store.CreateTest(ctx, in.Body.test())
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &testOutput{Body: t}, nil
+	return &testOutput{Body: toAPITest(t)}, nil
 }
 
 func (h *testHandler) update(ctx context.Context, in *updateTestInput) (*testOutput, error) {
-	t, err := h.s.opts.Catalog.UpdateTest(ctx, in.TestID, func(t *harness.Test) error {
+	t, err := h.store.UpdateTest(ctx, in.TestID, func(t *harness.Test) error {
 		in.Body.apply(t)
 		return nil
 	})
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &testOutput{Body: t}, nil
+	return &testOutput{Body: toAPITest(t)}, nil
 }
 
-func (h *testHandler) delete(ctx context.Context, in *testPath) (*ok, error) {
-	if err := h.s.opts.Catalog.DeleteTest(ctx, in.TestID); err != nil {
-		return nil, h.s.problem(ctx, err)
+func (h *testHandler) delete(ctx context.Context, in *testPath) (*successOutput, error) {
+	if err := h.store.DeleteTest(ctx, in.TestID); err != nil {
+		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }
@@ -195,11 +290,11 @@ func (h *testHandler) move(ctx context.Context, in *moveTestInput) (*testOutput,
 		ve.Add("level", "is required")
 	}
 	if err := ve.Err(); err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	t, err := h.s.opts.Catalog.MoveTest(ctx, in.TestID, *in.Body.DomainID, *in.Body.Level)
+	t, err := h.store.MoveTest(ctx, in.TestID, *in.Body.DomainID, *in.Body.Level)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &testOutput{Body: t}, nil
+	return &testOutput{Body: toAPITest(t)}, nil
 }

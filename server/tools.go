@@ -2,29 +2,116 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 )
 
-type toolHandler struct{ s *Server }
-
-// toolFields are the writable fields of a tool; absent fields are nil.
-type toolFields struct {
-	ID           *string              `json:"id,omitempty" doc:"Identifier. Required on creation."`
-	Name         *string              `json:"name,omitempty" doc:"Defaults to the function's name."`
-	Description  *string              `json:"description,omitempty"`
-	Function     *harness.FunctionDef `json:"function,omitempty" doc:"The function definition (name, description, parameters as a JSON Schema object). Required on creation."`
-	MockResponse optional[any]        `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's simulated output. null on update: none."`
+// toolStore is what the tool operations need of the catalog.
+type toolStore interface {
+	Tools(ctx context.Context) ([]harness.ToolDefinition, error)
+	Tool(ctx context.Context, id string) (harness.ToolDefinition, error)
+	CreateTool(ctx context.Context, t harness.ToolDefinition) (harness.ToolDefinition, error)
+	UpdateTool(ctx context.Context, id string, apply func(*harness.ToolDefinition) error) (harness.ToolDefinition, error)
+	DeleteTool(ctx context.Context, id string) error
 }
 
-func (f *toolFields) apply(t *harness.ToolDefinition) {
+var _ toolStore = (*catalog.Catalog)(nil)
+
+type toolHandler struct {
+	problems
+	store toolStore
+}
+
+// apiToolFunction is a tool's function definition, as in the OpenAI tools
+// API.
+type apiToolFunction struct {
+	Name        string         `json:"name" doc:"The function name the model calls: ^[a-zA-Z0-9_-]{1,64}$."`
+	Description string         `json:"description"`
+	Parameters  map[string]any `json:"parameters,omitempty" doc:"A JSON Schema object: type object, properties, required."`
+}
+
+// apiTool is a tool as the API returns it.
+type apiTool struct {
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Function     apiToolFunction `json:"function"`
+	MockResponse any             `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's output when the model calls it; absent when the tool has none."`
+}
+
+func toAPITool(t harness.ToolDefinition) apiTool {
+	return apiTool{
+		ID: t.ID, Name: t.Name, Description: t.Description,
+		Function:     apiToolFunction{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters},
+		MockResponse: t.MockResponse,
+	}
+}
+
+func toAPITools(ts []harness.ToolDefinition) []apiTool {
+	out := make([]apiTool, len(ts))
+	for i, t := range ts {
+		out[i] = toAPITool(t)
+	}
+	return out
+}
+
+// apiToolList is the answer of list-tools.
+type apiToolList struct {
+	Tools []apiTool `json:"tools" doc:"Ordered by id."`
+}
+
+// apiToolFunctionInput is a function definition in a request.
+type apiToolFunctionInput struct {
+	Name        string         `json:"name,omitempty" api:"required" doc:"The function name the model calls: ^[a-zA-Z0-9_-]{1,64}$."`
+	Description string         `json:"description,omitempty"`
+	Parameters  map[string]any `json:"parameters,omitempty" doc:"A JSON Schema object: type object, properties (each a schema object), required (names of properties)."`
+}
+
+func (f *apiToolFunctionInput) function() harness.FunctionDef {
+	return harness.FunctionDef{Name: f.Name, Description: f.Description, Parameters: f.Parameters}
+}
+
+// apiToolCreate is the body of create-tool, and a tool of an import.
+type apiToolCreate struct {
+	ID           string                `json:"id,omitempty" api:"required" doc:"Identifier: ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$."`
+	Name         string                `json:"name,omitempty" doc:"Default: the function's name."`
+	Description  string                `json:"description,omitempty"`
+	Function     *apiToolFunctionInput `json:"function,omitempty" api:"required"`
+	MockResponse any                   `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's output when the model calls it."`
+}
+
+func (b *apiToolCreate) tool() harness.ToolDefinition {
+	t := harness.ToolDefinition{
+		ID: b.ID, Name: b.Name, Description: b.Description,
+		MockResponse: b.MockResponse,
+	}
+	if b.Function != nil {
+		t.Function = b.Function.function()
+	}
+	return t
+}
+
+// apiToolUpdate is the body of update-tool: the fields present change.
+type apiToolUpdate struct {
+	ID           *string               `json:"id,omitempty" doc:"If present, must equal the id in the path."`
+	Name         *string               `json:"name,omitempty"`
+	Description  *string               `json:"description,omitempty"`
+	Function     *apiToolFunctionInput `json:"function,omitempty"`
+	MockResponse optional[any]         `json:"mock_response,omitzero" doc:"Free-form JSON returned as the tool's output. null clears it: the tool has none."`
+}
+
+func (f *apiToolUpdate) apply(t *harness.ToolDefinition) {
 	set(&t.ID, f.ID)
 	set(&t.Name, f.Name)
 	set(&t.Description, f.Description)
-	set(&t.Function, f.Function)
+	if f.Function != nil {
+		t.Function = f.Function.function()
+	}
 	f.MockResponse.apply(&t.MockResponse)
 }
 
@@ -33,92 +120,94 @@ type toolPath struct {
 }
 
 type toolOutput struct {
-	Body harness.ToolDefinition
+	Body apiTool
 }
 
 type listToolsOutput struct {
-	Body struct {
-		Tools []harness.ToolDefinition `json:"tools"`
-	}
+	Body apiToolList
 }
 
 type createToolInput struct {
-	Body toolFields
+	Body apiToolCreate
 }
 
 type updateToolInput struct {
 	ToolID string `path:"tool_id" doc:"Tool id."`
-	Body   toolFields
+	Body   apiToolUpdate
 }
 
-func (h *toolHandler) register(api huma.API) {
-	tags := []string{"Tools"}
-	huma.Register(api, huma.Operation{
+// registerTools registers the tool operations.
+func registerTools(api huma.API, store toolStore, log *slog.Logger) {
+	h := &toolHandler{problems{log}, store}
+	tags := []string{tagTools}
+	register(api, huma.Operation{
 		OperationID: "list-tools", Method: http.MethodGet, Path: "/api/settings/tools",
-		Summary: "List tools", Tags: tags,
+		Summary: "List tools", Tags: tags, Description: "Every tool record, ordered by id.",
 	}, h.list)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "get-tool", Method: http.MethodGet, Path: "/api/settings/tools/{tool_id}",
-		Summary: "Get a tool", Tags: tags,
+		Summary: "Get a tool", Tags: tags, Description: "404 for an unknown id.",
+		Errors: []int{http.StatusNotFound},
 	}, h.get)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "create-tool", Method: http.MethodPost, Path: "/api/settings/tools",
 		Summary: "Create a tool", Tags: tags, DefaultStatus: http.StatusCreated,
+		Description: "409 when the id exists; 422 for a bad function name or parameters that are not a JSON Schema object.",
+		Errors:      []int{http.StatusConflict},
 	}, h.create)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "update-tool", Method: http.MethodPut, Path: "/api/settings/tools/{tool_id}",
 		Summary: "Update a tool", Tags: tags,
-		Description: "Changes the fields present in the body and keeps the others.",
+		Description: "Changes the fields present in the body and keeps the others; mock_response null clears it. " +
+			"409 when its file was edited by hand since the last sync.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict},
 	}, h.update)
-	huma.Register(api, huma.Operation{
+	register(api, huma.Operation{
 		OperationID: "delete-tool", Method: http.MethodDelete, Path: "/api/settings/tools/{tool_id}",
 		Summary: "Delete a tool", Tags: tags,
-		Description: "A tool still listed by a test or a level is not deleted (409).",
+		Description: "A tool still listed by a test, a level or an agent is not deleted (409).",
+		Errors:      []int{http.StatusNotFound, http.StatusConflict},
 	}, h.delete)
 }
 
 func (h *toolHandler) list(ctx context.Context, _ *struct{}) (*listToolsOutput, error) {
-	ts, err := h.s.opts.Catalog.Tools(ctx)
+	ts, err := h.store.Tools(ctx)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	out := &listToolsOutput{}
-	out.Body.Tools = ts
-	return out, nil
+	return &listToolsOutput{Body: apiToolList{Tools: toAPITools(ts)}}, nil
 }
 
 func (h *toolHandler) get(ctx context.Context, in *toolPath) (*toolOutput, error) {
-	t, err := h.s.opts.Catalog.Tool(ctx, in.ToolID)
+	t, err := h.store.Tool(ctx, in.ToolID)
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &toolOutput{Body: t}, nil
+	return &toolOutput{Body: toAPITool(t)}, nil
 }
 
 func (h *toolHandler) create(ctx context.Context, in *createToolInput) (*toolOutput, error) {
-	var t harness.ToolDefinition
-	in.Body.apply(&t)
-	t, err := h.s.opts.Catalog.CreateTool(ctx, t)
+	t, err := h.store.CreateTool(ctx, in.Body.tool())
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &toolOutput{Body: t}, nil
+	return &toolOutput{Body: toAPITool(t)}, nil
 }
 
 func (h *toolHandler) update(ctx context.Context, in *updateToolInput) (*toolOutput, error) {
-	t, err := h.s.opts.Catalog.UpdateTool(ctx, in.ToolID, func(t *harness.ToolDefinition) error {
+	t, err := h.store.UpdateTool(ctx, in.ToolID, func(t *harness.ToolDefinition) error {
 		in.Body.apply(t)
 		return nil
 	})
 	if err != nil {
-		return nil, h.s.problem(ctx, err)
+		return nil, h.problem(ctx, err)
 	}
-	return &toolOutput{Body: t}, nil
+	return &toolOutput{Body: toAPITool(t)}, nil
 }
 
-func (h *toolHandler) delete(ctx context.Context, in *toolPath) (*ok, error) {
-	if err := h.s.opts.Catalog.DeleteTool(ctx, in.ToolID); err != nil {
-		return nil, h.s.problem(ctx, err)
+func (h *toolHandler) delete(ctx context.Context, in *toolPath) (*successOutput, error) {
+	if err := h.store.DeleteTool(ctx, in.ToolID); err != nil {
+		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }

@@ -170,14 +170,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 
 // Status is the engine's state, as GET /api/status reports it.
 type Status struct {
-	Status        string  `json:"status" enum:"idle,running"`
+	Status        string  `json:"status"` // idle, running
 	RunID         *string `json:"run_id"`
 	CurrentDomain *string `json:"current_domain"`
 	CurrentLevel  *int    `json:"current_level"`
-	Progress      int     `json:"progress" doc:"Tests finished."`
+	Progress      int     `json:"progress"` // Tests finished.
 	TotalTests    int     `json:"total_tests"`
 	ModelName     *string `json:"model_name"`
-	LastRunID     *string `json:"last_run_id" doc:"The most recent run, running or finished."`
+	LastRunID     *string `json:"last_run_id"` // The most recent run, running or finished.
 }
 
 // Status reports what the engine is doing.
@@ -210,7 +210,7 @@ type LiveMatrix struct {
 	Domains   runs.Matrix `json:"domains"`
 	RunID     *string     `json:"run_id"`
 	ModelName *string     `json:"model_name"`
-	Status    string      `json:"status" doc:"The run's status, or idle when there has been no run."`
+	Status    string      `json:"status"` // The run's status, or idle when there has been no run.
 }
 
 // Matrix returns the live matrix.

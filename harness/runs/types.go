@@ -40,34 +40,34 @@ type Info struct {
 	RunID           string   `json:"run_id"`
 	StartedAt       string   `json:"started_at"`
 	CompletedAt     *string  `json:"completed_at"`
-	ModelName       string   `json:"model_name" doc:"The run's label."`
-	Model           string   `json:"model" doc:"The endpoint model the run used."`
-	Status          string   `json:"status" enum:"running,completed,stopped,interrupted,aborted"`
-	OverallScore    *float64 `json:"overall_score" doc:"Mean score over the scored tests (passed and failed); null when none was scored."`
+	ModelName       string   `json:"model_name"`    // The run's label.
+	Model           string   `json:"model"`         // The endpoint model the run used.
+	Status          string   `json:"status"`        // running, completed, stopped, interrupted, aborted
+	OverallScore    *float64 `json:"overall_score"` // Mean score over the scored tests (passed and failed); null when none was scored.
 	TotalTokens     int      `json:"total_tokens"`
 	TotalDurationMS int64    `json:"total_duration_ms"`
 	TotalTests      int      `json:"total_tests"`
-	DoneTests       int      `json:"done_tests" doc:"Tests finished: passed + failed + errors."`
+	DoneTests       int      `json:"done_tests"` // Tests finished: passed + failed + errors.
 	Passed          int      `json:"passed"`
 	Failed          int      `json:"failed"`
-	Errors          int      `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
-	Complete        bool     `json:"complete" doc:"True only when the run completed, every test finished and none ended in error."`
-	Error           string   `json:"error,omitempty" doc:"Why the run stopped, when something other than a user stopped it."`
+	Errors          int      `json:"errors"`          // Tests that ended in error: not scored, never counted as failed.
+	Complete        bool     `json:"complete"`        // True only when the run completed, every test finished and none ended in error.
+	Error           string   `json:"error,omitempty"` // Why the run stopped, when something other than a user stopped it.
 	Domains         []string `json:"domains"`
-	Config          *Config  `json:"config" doc:"What the run ran with; null for runs made before it was recorded."`
+	Config          *Config  `json:"config"` // What the run ran with; null for runs made before it was recorded.
 }
 
 // Config is what a run ran with: enough to understand, reproduce and
 // resume it after the definition files or the server's settings changed.
 type Config struct {
-	Model           string         `json:"model" doc:"The endpoint model."`
-	BaseURL         string         `json:"base_url" doc:"The model endpoint, without credentials."`
+	Model           string         `json:"model"`    // The endpoint model.
+	BaseURL         string         `json:"base_url"` // The model endpoint, without credentials.
 	Concurrency     int            `json:"concurrency"`
-	TimeoutS        float64        `json:"timeout_s" doc:"Bound of each model request, in seconds."`
-	Retries         int            `json:"retries" doc:"Retries of a failed model request."`
+	TimeoutS        float64        `json:"timeout_s"` // Bound of each model request, in seconds.
+	Retries         int            `json:"retries"`   // Retries of a failed model request.
 	Repeats         int            `json:"repeats"`
-	Params          map[string]any `json:"params" doc:"Sampling parameters sent to the endpoint."`
-	DefinitionsHash string         `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; GET /api/run/{run_id}/definitions returns them."`
+	Params          map[string]any `json:"params"`           // Sampling parameters sent to the endpoint.
+	DefinitionsHash string         `json:"definitions_hash"` // SHA-256 of the definitions the run used; GET /api/run/{run_id}/definitions returns them.
 	GauntletVersion string         `json:"gauntlet_version"`
 }
 
@@ -79,11 +79,11 @@ type Result struct {
 	Level            int              `json:"level"`
 	Name             string           `json:"name"`
 	Prompt           string           `json:"prompt"`
-	Response         string           `json:"response" doc:"The model's answer. Stored byte for byte; when it is not valid UTF-8, response_base64 holds the exact bytes."`
-	ResponseBase64   string           `json:"response_base64,omitempty" doc:"The exact bytes of response, base64, present only when they are not valid UTF-8 (JSON cannot carry them)."`
+	Response         string           `json:"response"`                  // The model's answer. Stored byte for byte; when it is not valid UTF-8, response_base64 holds the exact bytes.
+	ResponseBase64   string           `json:"response_base64,omitempty"` // The exact bytes of response, base64, present only when they are not valid UTF-8 (JSON cannot carry them).
 	Expected         harness.Expected `json:"expected"`
 	Score            float64          `json:"score"`
-	Status           string           `json:"status" enum:"passed,failed,error"`
+	Status           string           `json:"status"` // passed, failed, error
 	Details          map[string]any   `json:"details"`
 	DurationMS       int64            `json:"duration_ms"`
 	ModelName        string           `json:"model_name"`
@@ -97,19 +97,19 @@ type Result struct {
 // errors; score is the mean over the scored tests (passed + failed) and
 // is null when none was scored.
 type Cell struct {
-	Status     string   `json:"status" enum:"pending,running,passed,failed,error,partial,skipped"`
+	Status     string   `json:"status"` // pending, running, passed, failed, error, partial, skipped
 	Score      *float64 `json:"score"`
 	DurationMS *int64   `json:"duration_ms,omitempty"`
-	Tests      int      `json:"tests" doc:"Tests in the cell."`
-	Done       int      `json:"done" doc:"Tests finished: passed + failed + errors."`
-	Passed     int      `json:"passed" doc:"Tests passed."`
-	Failed     int      `json:"failed" doc:"Tests failed."`
-	Errors     int      `json:"errors" doc:"Tests that ended in error."`
+	Tests      int      `json:"tests"`  // Tests in the cell.
+	Done       int      `json:"done"`   // Tests finished: passed + failed + errors.
+	Passed     int      `json:"passed"` // Tests passed.
+	Failed     int      `json:"failed"` // Tests failed.
+	Errors     int      `json:"errors"` // Tests that ended in error.
 }
 
 // Stats summarises a run's results.
 type Stats struct {
 	StatusCounts map[string]int `json:"status_counts"`
-	AvgScore     float64        `json:"avg_score" doc:"Mean score over the scored tests (passed and failed)."`
+	AvgScore     float64        `json:"avg_score"` // Mean score over the scored tests (passed and failed).
 	TotalTests   int            `json:"total_tests"`
 }

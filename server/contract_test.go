@@ -1,0 +1,182 @@
+package server_test
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	jsv "github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// maxCheckedResponse is the largest response body the checker validates.
+const maxCheckedResponse = 64 << 20
+
+// responseChecker serves the API and holds every answer of an /api/
+// operation against the server's own OpenAPI document: its status must be
+// documented for the operation, and a JSON body must match the schema
+// documented for that status. Every test server has one (startEnvWith),
+// so the whole suite checks that the document says what the server
+// answers: required fields really present, closed schemas really closed,
+// every error status declared.
+type responseChecker struct {
+	next http.Handler
+
+	once     sync.Once
+	doc      map[string]any
+	compiler *jsv.Compiler
+	loadErr  error
+
+	mu       sync.Mutex
+	schemas  map[string]*jsv.Schema
+	failures []string
+}
+
+func newResponseChecker(next http.Handler) *responseChecker {
+	return &responseChecker{next: next, schemas: map[string]*jsv.Schema{}}
+}
+
+// teeWriter records the status and (the start of) the body of a response.
+type teeWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+	big    bool
+}
+
+func (w *teeWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *teeWriter) Write(b []byte) (int, error) {
+	if w.body.Len()+len(b) <= maxCheckedResponse {
+		w.body.Write(b)
+	} else {
+		w.big = true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (c *responseChecker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tw := &teeWriter{ResponseWriter: w, status: http.StatusOK}
+	c.next.ServeHTTP(tw, r)
+	// The mux sets the pattern it matched, "GET /api/settings/domains/{domain_id}".
+	method, path, ok := strings.Cut(r.Pattern, " ")
+	if !ok || !strings.HasPrefix(path, "/api/") || tw.big {
+		return
+	}
+	if tw.status == http.StatusMovedPermanently || tw.status == http.StatusTemporaryRedirect || tw.status == http.StatusPermanentRedirect {
+		return // the mux's redirect to the clean path, not the operation
+	}
+	if err := c.check(method, path, tw.status, tw.Header().Get("Content-Type"), tw.body.Bytes()); err != nil {
+		c.mu.Lock()
+		c.failures = append(c.failures, fmt.Sprintf("%s %s answered %d: %v\n%.600s", r.Method, r.URL.Path, tw.status, err, tw.body.String()))
+		c.mu.Unlock()
+	}
+}
+
+// problems returns the answers that did not match the document.
+func (c *responseChecker) problems() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failures
+}
+
+func (c *responseChecker) load() error {
+	c.once.Do(func() {
+		rec := httptest.NewRecorder()
+		c.next.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+		if rec.Code != http.StatusOK {
+			c.loadErr = fmt.Errorf("GET /openapi.json: %d", rec.Code)
+			return
+		}
+		doc, err := jsv.UnmarshalJSON(bytes.NewReader(rec.Body.Bytes()))
+		if err != nil {
+			c.loadErr = err
+			return
+		}
+		c.doc, _ = doc.(map[string]any)
+		c.compiler = jsv.NewCompiler()
+		c.loadErr = c.compiler.AddResource("mem:///openapi.json", doc)
+	})
+	return c.loadErr
+}
+
+func (c *responseChecker) check(method, path string, status int, contentType string, body []byte) error {
+	if err := c.load(); err != nil {
+		return err
+	}
+	paths, _ := c.doc["paths"].(map[string]any)
+	item, _ := paths[path].(map[string]any)
+	op, _ := item[strings.ToLower(method)].(map[string]any)
+	if op == nil {
+		return fmt.Errorf("no operation %s %s in the document", method, path)
+	}
+	responses, _ := op["responses"].(map[string]any)
+	code := strconv.Itoa(status)
+	resp, _ := responses[code].(map[string]any)
+	if resp == nil {
+		return fmt.Errorf("status %d is not documented for %s (%v)", status, op["operationId"], keys(responses))
+	}
+	content, _ := resp["content"].(map[string]any)
+	if len(content) == 0 {
+		if len(body) > 0 {
+			return fmt.Errorf("a body where the document shows none")
+		}
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if content[mt] == nil {
+		return fmt.Errorf("content type %q, documented: %v", contentType, keys(content))
+	}
+	pointer := "/paths/" + escape(path) + "/" + strings.ToLower(method) + "/responses/" + code + "/content/" + escape(mt) + "/schema"
+	schema, err := c.schema(pointer)
+	if err != nil {
+		return err
+	}
+	v, err := jsv.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("body is not JSON: %v", err)
+	}
+	if err := schema.Validate(v); err != nil {
+		return fmt.Errorf("body does not match the documented schema: %v", err)
+	}
+	return nil
+}
+
+func (c *responseChecker) schema(pointer string) (*jsv.Schema, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.schemas[pointer]; s != nil {
+		return s, nil
+	}
+	s, err := c.compiler.Compile("mem:///openapi.json#" + pointer)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %v", pointer, err)
+	}
+	c.schemas[pointer] = s
+	return s, nil
+}
+
+// escape makes a JSON pointer token of s, percent-encoded for a URI
+// fragment.
+func escape(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	return url.PathEscape(s)
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
