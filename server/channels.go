@@ -16,16 +16,16 @@ import (
 
 // channelStore is what the channel operations need of the agent service.
 type channelStore interface {
-	Channels(ctx context.Context, agentID string) ([]harness.ChannelConfig, error)
-	CreateChannel(ctx context.Context, agentID string, c harness.ChannelConfig) (harness.ChannelConfig, error)
-	UpdateChannel(ctx context.Context, agentID, channelID string, apply func(*harness.ChannelConfig) error) (harness.ChannelConfig, error)
-	DeleteChannel(ctx context.Context, agentID, channelID string) error
-	StartChannel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error)
-	StopChannel(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error)
+	List(ctx context.Context, agentID string) ([]harness.ChannelConfig, error)
+	Create(ctx context.Context, agentID string, c harness.ChannelConfig) (harness.ChannelConfig, error)
+	Update(ctx context.Context, agentID, channelID string, apply func(*harness.ChannelConfig) error) (harness.ChannelConfig, error)
+	Delete(ctx context.Context, agentID, channelID string) error
+	Start(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error)
+	Stop(ctx context.Context, agentID, channelID string) (harness.ChannelConfig, error)
 	Inbound(ctx context.Context, channelID string, req *harness.InboundRequest) (*harness.InboundResponse, error)
 }
 
-var _ channelStore = (*agent.Service)(nil)
+var _ channelStore = (*agent.Supervisor)(nil)
 
 type channelHandler struct {
 	problems
@@ -228,7 +228,7 @@ func registerChannels(api huma.API, mux *http.ServeMux, channels channelStore, l
 }
 
 func (h *channelHandler) list(ctx context.Context, in *agentPath) (*listChannelsOutput, error) {
-	cs, err := h.channels.Channels(ctx, in.AgentID)
+	cs, err := h.channels.List(ctx, in.AgentID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
@@ -240,7 +240,7 @@ func (h *channelHandler) list(ctx context.Context, in *agentPath) (*listChannels
 }
 
 func (h *channelHandler) create(ctx context.Context, in *createChannelInput) (*channelOutput, error) {
-	c, err := h.channels.CreateChannel(ctx, in.AgentID, harness.ChannelConfig{Type: in.Body.Type, Name: in.Body.Name, Config: in.Body.Config})
+	c, err := h.channels.Create(ctx, in.AgentID, harness.ChannelConfig{Type: in.Body.Type, Name: in.Body.Name, Config: in.Body.Config})
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
@@ -248,7 +248,7 @@ func (h *channelHandler) create(ctx context.Context, in *createChannelInput) (*c
 }
 
 func (h *channelHandler) update(ctx context.Context, in *updateChannelInput) (*channelOutput, error) {
-	c, err := h.channels.UpdateChannel(ctx, in.AgentID, in.ChannelID, func(c *harness.ChannelConfig) error {
+	c, err := h.channels.Update(ctx, in.AgentID, in.ChannelID, func(c *harness.ChannelConfig) error {
 		if in.Body.Type != nil && *in.Body.Type != c.Type {
 			return harness.Invalid("type", "cannot change a channel's type; create another channel")
 		}
@@ -262,14 +262,14 @@ func (h *channelHandler) update(ctx context.Context, in *updateChannelInput) (*c
 }
 
 func (h *channelHandler) delete(ctx context.Context, in *channelPath) (*successOutput, error) {
-	if err := h.channels.DeleteChannel(ctx, in.AgentID, in.ChannelID); err != nil {
+	if err := h.channels.Delete(ctx, in.AgentID, in.ChannelID); err != nil {
 		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
 }
 
 func (h *channelHandler) start(ctx context.Context, in *channelPath) (*channelStateOutput, error) {
-	c, err := h.channels.StartChannel(ctx, in.AgentID, in.ChannelID)
+	c, err := h.channels.Start(ctx, in.AgentID, in.ChannelID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
@@ -277,7 +277,7 @@ func (h *channelHandler) start(ctx context.Context, in *channelPath) (*channelSt
 }
 
 func (h *channelHandler) stop(ctx context.Context, in *channelPath) (*channelStateOutput, error) {
-	c, err := h.channels.StopChannel(ctx, in.AgentID, in.ChannelID)
+	c, err := h.channels.Stop(ctx, in.AgentID, in.ChannelID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
-	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 )
 
 // apiProblem is the body of every error: RFC 9457 problem+json with
@@ -144,9 +144,9 @@ func (p problems) problem(ctx context.Context, err error) error {
 		return huma.Error409Conflict(err.Error())
 	case errors.Is(err, harness.ErrUnauthorized):
 		return huma.Error401Unauthorized(err.Error())
-	case errors.Is(err, agent.ErrTooLarge):
+	case errors.Is(err, kb.ErrTooLarge):
 		return huma.Error413RequestEntityTooLarge(err.Error())
-	case errors.Is(err, agent.ErrUnsupported):
+	case errors.Is(err, kb.ErrUnsupported):
 		return huma.Error415UnsupportedMediaType(err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return huma.NewError(http.StatusServiceUnavailable, "request cancelled or timed out")

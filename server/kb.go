@@ -14,19 +14,19 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
-	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 )
 
 // kbStore is what the knowledge-base operations need of the agent
 // service.
 type kbStore interface {
-	KBList(ctx context.Context, agentID string) ([]agent.KBFile, error)
-	KBRead(ctx context.Context, agentID, name string) (agent.KBFile, error)
-	KBWrite(ctx context.Context, agentID, name string, r io.Reader, mustCreate bool) (agent.KBFile, error)
-	KBDelete(ctx context.Context, agentID, name string) error
+	List(ctx context.Context, agentID string) ([]kb.File, error)
+	Read(ctx context.Context, agentID, name string) (kb.File, error)
+	Write(ctx context.Context, agentID, name string, r io.Reader, mustCreate bool) (kb.File, error)
+	Delete(ctx context.Context, agentID, name string) error
 }
 
-var _ kbStore = (*agent.Service)(nil)
+var _ kbStore = (*kb.Store)(nil)
 
 type kbHandler struct {
 	problems
@@ -40,7 +40,7 @@ type apiKBFile struct {
 	Modified float64 `json:"modified" doc:"Modification time, seconds since the Unix epoch."`
 }
 
-func toAPIKBFile(f agent.KBFile) apiKBFile {
+func toAPIKBFile(f kb.File) apiKBFile {
 	return apiKBFile{Filename: f.Filename, Size: f.Size, Modified: f.Modified}
 }
 
@@ -91,7 +91,7 @@ type kbPutInput struct {
 
 // maxKBRequestBytes bounds a knowledge-base request body: a 10 MiB file,
 // JSON-escaped or in a multipart envelope, fits.
-const maxKBRequestBytes = 2*agent.MaxKBFileBytes + 64<<10
+const maxKBRequestBytes = 2*kb.MaxFileBytes + 64<<10
 
 // registerKB registers the knowledge-base operations. The upload is a
 // plain handler on mux, documented here.
@@ -155,7 +155,7 @@ func registerKB(api huma.API, mux *http.ServeMux, kb kbStore, log *slog.Logger) 
 }
 
 func (h *kbHandler) list(ctx context.Context, in *agentPath) (*kbListOutput, error) {
-	files, err := h.kb.KBList(ctx, in.AgentID)
+	files, err := h.kb.List(ctx, in.AgentID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
@@ -167,7 +167,7 @@ func (h *kbHandler) list(ctx context.Context, in *agentPath) (*kbListOutput, err
 }
 
 func (h *kbHandler) read(ctx context.Context, in *kbFilePath) (*kbReadOutput, error) {
-	f, err := h.kb.KBRead(ctx, in.AgentID, in.Filename)
+	f, err := h.kb.Read(ctx, in.AgentID, in.Filename)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
@@ -182,7 +182,7 @@ func (h *kbHandler) put(ctx context.Context, in *kbPutInput) (*kbFileOutput, err
 	if in.Body.Content == nil {
 		return nil, h.problem(ctx, harness.Invalid("content", "is required"))
 	}
-	f, err := h.kb.KBWrite(ctx, in.AgentID, in.Filename, strings.NewReader(*in.Body.Content), false)
+	f, err := h.kb.Write(ctx, in.AgentID, in.Filename, strings.NewReader(*in.Body.Content), false)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
@@ -190,7 +190,7 @@ func (h *kbHandler) put(ctx context.Context, in *kbPutInput) (*kbFileOutput, err
 }
 
 func (h *kbHandler) delete(ctx context.Context, in *kbFilePath) (*successOutput, error) {
-	if err := h.kb.KBDelete(ctx, in.AgentID, in.Filename); err != nil {
+	if err := h.kb.Delete(ctx, in.AgentID, in.Filename); err != nil {
 		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
@@ -202,7 +202,7 @@ func (h *kbHandler) create(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxKBRequestBytes)
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var (
-		f   agent.KBFile
+		f   kb.File
 		err error
 	)
 	switch mt {
@@ -216,7 +216,7 @@ func (h *kbHandler) create(w http.ResponseWriter, r *http.Request) {
 		if derr := json.NewDecoder(r.Body).Decode(&body); derr != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(derr, &tooBig) {
-				err = agent.ErrTooLarge
+				err = kb.ErrTooLarge
 			} else {
 				writeProblem(w, http.StatusBadRequest, "malformed JSON: "+derr.Error())
 				return
@@ -231,7 +231,7 @@ func (h *kbHandler) create(w http.ResponseWriter, r *http.Request) {
 			ve.Add("content", "is required")
 		}
 		if err = ve.Err(); err == nil {
-			f, err = h.kb.KBWrite(r.Context(), agentID, *body.Filename, strings.NewReader(*body.Content), true)
+			f, err = h.kb.Write(r.Context(), agentID, *body.Filename, strings.NewReader(*body.Content), true)
 		}
 	default:
 		writeProblem(w, http.StatusUnsupportedMediaType, "send multipart/form-data (part \"file\") or JSON {filename, content}, not "+mt)
@@ -246,22 +246,22 @@ func (h *kbHandler) create(w http.ResponseWriter, r *http.Request) {
 	jsonEncoder(w).Encode(toAPIKBFile(f))
 }
 
-func (h *kbHandler) createMultipart(r *http.Request, agentID string) (agent.KBFile, error) {
+func (h *kbHandler) createMultipart(r *http.Request, agentID string) (kb.File, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return agent.KBFile{}, harness.Invalid("file", "malformed multipart body: %v", err)
+		return kb.File{}, harness.Invalid("file", "malformed multipart body: %v", err)
 	}
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
-			return agent.KBFile{}, harness.Invalid("file", "is required: send the file in a part named \"file\"")
+			return kb.File{}, harness.Invalid("file", "is required: send the file in a part named \"file\"")
 		}
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				return agent.KBFile{}, agent.ErrTooLarge
+				return kb.File{}, kb.ErrTooLarge
 			}
-			return agent.KBFile{}, harness.Invalid("file", "malformed multipart body: %v", err)
+			return kb.File{}, harness.Invalid("file", "malformed multipart body: %v", err)
 		}
 		if part.FormName() != "file" {
 			part.Close()
@@ -272,12 +272,12 @@ func (h *kbHandler) createMultipart(r *http.Request, agentID string) (agent.KBFi
 		_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
 		name := params["filename"]
 		if name == "" {
-			return agent.KBFile{}, harness.Invalid("filename", "the file part has no filename")
+			return kb.File{}, harness.Invalid("filename", "the file part has no filename")
 		}
-		f, err := h.kb.KBWrite(r.Context(), agentID, name, part, true)
+		f, err := h.kb.Write(r.Context(), agentID, name, part, true)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			err = agent.ErrTooLarge
+			err = kb.ErrTooLarge
 		}
 		return f, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
@@ -109,9 +110,9 @@ func TestAPITypesMirrorLibraryJSON(t *testing.T) {
 	detail := fill[agent.Detail]()
 	sameJSON(t, "AgentDetail", detail, toAPIAgentDetail(&detail))
 	sameJSON(t, "Channel", fill[harness.ChannelConfig](), toAPIChannel(fill[harness.ChannelConfig]()))
-	kb := fill[agent.KBFile]()
-	kb.Content = nil // only read-kb-file carries content, as its own type
-	sameJSON(t, "KBFile", kb, toAPIKBFile(kb))
+	file := fill[kb.File]()
+	file.Content = nil // only read-kb-file carries content, as its own type
+	sameJSON(t, "KBFile", file, toAPIKBFile(file))
 
 	// Answers that add success to a library value.
 	withSuccess := func(v any) map[string]any {

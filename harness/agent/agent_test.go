@@ -204,11 +204,11 @@ func TestDeleteAgentRemovesEverything(t *testing.T) {
 	}
 	e.chat("gone", "u1", "hello")
 	e.chat("kept", "u1", "hello")
-	ch, err := e.svc.CreateChannel(ctx, "gone", harness.ChannelConfig{Type: "fake"})
+	ch, err := e.svc.Supervisor().Create(ctx, "gone", harness.ChannelConfig{Type: "fake"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.StartChannel(ctx, "gone", ch.ID); err != nil {
+	if _, err := e.svc.Supervisor().Start(ctx, "gone", ch.ID); err != nil {
 		t.Fatal(err)
 	}
 	fake.waitRuns(t, 1)
@@ -222,7 +222,7 @@ func TestDeleteAgentRemovesEverything(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.opts.DataDir, "kb", "gone")); !os.IsNotExist(err) {
 		t.Errorf("knowledge base directory: %v, want it gone", err)
 	}
-	if _, err := e.svc.Inbound(ctx, ch.ID, &harness.InboundRequest{}); !errors.Is(err, harness.ErrNotFound) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, ch.ID, &harness.InboundRequest{}); !errors.Is(err, harness.ErrNotFound) {
 		t.Errorf("channel after delete: %v", err)
 	}
 	// A new agent with the same id starts afresh.
@@ -233,14 +233,14 @@ func TestDeleteAgentRemovesEverything(t *testing.T) {
 	if ids, _ := e.svc.Tools(ctx, "gone"); len(ids) != 0 {
 		t.Errorf("tools of the new agent = %v", ids)
 	}
-	if files, _ := e.svc.KBList(ctx, "gone"); len(files) != 0 {
+	if files, _ := e.svc.KB().List(ctx, "gone"); len(files) != 0 {
 		t.Errorf("kb of the new agent = %v", files)
 	}
 	// The other agent keeps its things.
 	if h, _ := e.svc.History(ctx, "kept", "u1"); len(h) != 2 {
 		t.Errorf("history of the other agent = %v", h)
 	}
-	if files, _ := e.svc.KBList(ctx, "kept"); len(files) != 1 {
+	if files, _ := e.svc.KB().List(ctx, "kept"); len(files) != 1 {
 		t.Errorf("kb of the other agent = %v", files)
 	}
 }

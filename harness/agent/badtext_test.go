@@ -14,7 +14,7 @@ func TestBadTextRefused(t *testing.T) {
 	registerFake(t, e)
 	e.createAgent("a", "Be kind.")
 	ctx := e.ctx
-	ch, err := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{ID: "ch", Type: "fake", Name: "Fake",
+	ch, err := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{ID: "ch", Type: "fake", Name: "Fake",
 		Config: map[string]any{"bot_token": "t"}})
 	if err != nil {
 		t.Fatal(err)
@@ -49,11 +49,11 @@ func TestBadTextRefused(t *testing.T) {
 				t.Errorf("%d model requests for refused chats", n)
 			}
 
-			_, err = e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "fake", Config: map[string]any{"nested": map[string]any{"label": bad.text}}})
+			_, err = e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "fake", Config: map[string]any{"nested": map[string]any{"label": bad.text}}})
 			wantInvalid(t, err, "config.nested.label")
-			_, err = e.svc.UpdateChannel(ctx, "a", ch.ID, func(c *harness.ChannelConfig) error { c.Name = bad.text; return nil })
+			_, err = e.svc.Supervisor().Update(ctx, "a", ch.ID, func(c *harness.ChannelConfig) error { c.Name = bad.text; return nil })
 			wantInvalid(t, err, "name")
-			_, err = e.svc.UpdateChannel(ctx, "a", ch.ID, func(c *harness.ChannelConfig) error {
+			_, err = e.svc.Supervisor().Update(ctx, "a", ch.ID, func(c *harness.ChannelConfig) error {
 				c.Config = map[string]any{"bot_token": bad.text}
 				return nil
 			})
@@ -61,7 +61,7 @@ func TestBadTextRefused(t *testing.T) {
 			if cfg := e.storedConfig(ch.ID); cfg["bot_token"] != "t" {
 				t.Errorf("stored config %v", cfg)
 			}
-			if cs, _ := e.svc.Channels(ctx, "a"); len(cs) != 1 || cs[0].Name != "Fake" {
+			if cs, _ := e.svc.Supervisor().List(ctx, "a"); len(cs) != 1 || cs[0].Name != "Fake" {
 				t.Errorf("channels %+v", cs)
 			}
 		})

@@ -22,16 +22,16 @@
 // live in the agent tables and follow this package's masking rules for
 // secrets ([Mask], [MaskConfig]), and the channels it runs chat with the
 // Service's agents; as a sub-package it would have to import this one,
-// which imports it. The Service's KB…, …Channel and Retrieve methods are
-// one-line forwards to these types, kept for existing callers.
+// which imports it. The Service hands them out (KB, Retriever,
+// Supervisor) rather than repeating their methods.
 //
 // # Lifecycle
 //
 //	svc, err := agent.Open(ctx, agent.Options{DB: db, DataDir: dir, Tools: cat,
 //		Registry: reg, Client: client, Model: "llama3.2"})
-//	svc.Resume(ctx)        // start the channels that were running
-//	...                    // Create, Chat, KB().Write, Supervisor().Start...
-//	svc.Close()            // stop the channels; the desired states are kept
+//	svc.Supervisor().Resume(ctx) // start the channels that were running
+//	...                          // Create, Chat, KB().Write, Supervisor().Start...
+//	svc.Close()                  // stop the channels; the desired states are kept
 //
 // Open creates the tables (agents, agent_tools, agent_channels,
 // chat_messages) in the database it is given; the knowledge bases are files

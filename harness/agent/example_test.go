@@ -48,7 +48,7 @@ func Example() {
 	if _, err := svc.Create(ctx, harness.Agent{ID: "helper", Name: "Helper", SystemPrompt: "Answer briefly."}); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := svc.KBWrite(ctx, "helper", "office.md", strings.NewReader("The office opens at 9."), true); err != nil {
+	if _, err := svc.KB().Write(ctx, "helper", "office.md", strings.NewReader("The office opens at 9."), true); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := svc.SetTools(ctx, "helper", []string{"weather"}); err != nil {

@@ -155,9 +155,9 @@ func (e *env) chat(agentID, userID, msg string) *agent.ChatResult {
 
 func (e *env) writeKB(agentID, name, content string) {
 	e.t.Helper()
-	_, err := e.svc.KBWrite(e.ctx, agentID, name, strings.NewReader(content), true)
+	_, err := e.svc.KB().Write(e.ctx, agentID, name, strings.NewReader(content), true)
 	if errors.Is(err, harness.ErrConflict) {
-		_, err = e.svc.KBWrite(e.ctx, agentID, name, strings.NewReader(content), false)
+		_, err = e.svc.KB().Write(e.ctx, agentID, name, strings.NewReader(content), false)
 	}
 	if err != nil {
 		e.t.Fatal(err)

@@ -75,10 +75,13 @@ func TestKBUnknownAgent(t *testing.T) {
 	e := newEnv(t)
 	ctx := e.ctx
 	for name, err := range map[string]error{
-		"list":   func() error { _, err := e.svc.KBList(ctx, "nobody"); return err }(),
-		"read":   func() error { _, err := e.svc.KBRead(ctx, "nobody", "x.md"); return err }(),
-		"write":  func() error { _, err := e.svc.KBWrite(ctx, "nobody", "x.md", strings.NewReader("x"), true); return err }(),
-		"delete": e.svc.KBDelete(ctx, "nobody", "x.md"),
+		"list": func() error { _, err := e.svc.KB().List(ctx, "nobody"); return err }(),
+		"read": func() error { _, err := e.svc.KB().Read(ctx, "nobody", "x.md"); return err }(),
+		"write": func() error {
+			_, err := e.svc.KB().Write(ctx, "nobody", "x.md", strings.NewReader("x"), true)
+			return err
+		}(),
+		"delete": e.svc.KB().Delete(ctx, "nobody", "x.md"),
 		"store write": func() error {
 			_, err := e.svc.KB().Write(ctx, "nobody", "x.md", strings.NewReader("x"), true)
 			return err
@@ -92,13 +95,9 @@ func TestKBUnknownAgent(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.opts.DataDir, "kb", "nobody")); !os.IsNotExist(err) {
 		t.Errorf("a directory was made for an unknown agent: %v", err)
 	}
-	// The old names are the store's.
-	if agent.ErrTooLarge != kb.ErrTooLarge || agent.ErrUnsupported != kb.ErrUnsupported || agent.MaxKBFileBytes != kb.MaxFileBytes {
-		t.Error("forwarded names differ from the store's")
-	}
 	e.createAgent("a", "")
-	if _, err := e.svc.KBWrite(ctx, "a", "bin", strings.NewReader("\x00"), true); !errors.Is(err, agent.ErrUnsupported) {
-		t.Errorf("binary through the Service = %v, want agent.ErrUnsupported", err)
+	if _, err := e.svc.KB().Write(ctx, "a", "bin", strings.NewReader("\x00"), true); !errors.Is(err, kb.ErrUnsupported) {
+		t.Errorf("binary through the Service = %v, want kb.ErrUnsupported", err)
 	}
 }
 
@@ -147,11 +146,11 @@ func TestChatGetsBestChunks(t *testing.T) {
 func TestKBWithoutDataDir(t *testing.T) {
 	e := newEnv(t, withOptions(func(o *agent.Options) { o.DataDir = "" }))
 	e.createAgent("a", "Be brief.")
-	if _, err := e.svc.KBWrite(e.ctx, "a", "x.md", strings.NewReader("x"), true); err == nil {
-		t.Error("KBWrite without a data directory succeeded")
+	if _, err := e.svc.KB().Write(e.ctx, "a", "x.md", strings.NewReader("x"), true); err == nil {
+		t.Error("KB().Write without a data directory succeeded")
 	}
-	if files, err := e.svc.KBList(e.ctx, "a"); err != nil || len(files) != 0 {
-		t.Errorf("KBList = %v, %v", files, err)
+	if files, err := e.svc.KB().List(e.ctx, "a"); err != nil || len(files) != 0 {
+		t.Errorf("KB().List = %v, %v", files, err)
 	}
 	e.chat("a", "u", "hi")
 	if systemOf(e.lastRequest()) != "Be brief." {

@@ -49,7 +49,7 @@ func TestDeclaredSecrets(t *testing.T) {
 		}
 	}
 
-	c, err := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "declares", Config: config()})
+	c, err := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "declares", Config: config()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestDeclaredSecrets(t *testing.T) {
 	}
 
 	// The mask sent back keeps the stored values.
-	u, err := e.svc.UpdateChannel(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
+	u, err := e.svc.Supervisor().Update(ctx, "a", c.ID, func(x *harness.ChannelConfig) error {
 		x.Config["keywords"] = []any{"green"}
 		return nil
 	})
@@ -72,14 +72,14 @@ func TestDeclaredSecrets(t *testing.T) {
 		t.Errorf("updated: %v", u.Config)
 	}
 	// The stored secret is the first one: the run sees it.
-	if _, err := e.svc.StartChannel(ctx, "a", c.ID); err != nil {
+	if _, err := e.svc.Supervisor().Start(ctx, "a", c.ID); err != nil {
 		t.Fatal(err)
 	}
 	var rec harness.ChannelConfig
 	deadline := time.Now().Add(10 * time.Second)
 	for rec.LastError == "" && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
-		rec, _ = e.svc.Channel(ctx, "a", c.ID)
+		rec, _ = e.svc.Supervisor().Get(ctx, "a", c.ID)
 	}
 	// last_error quotes the config: the declared secrets are redacted,
 	// the rest kept.
@@ -87,11 +87,11 @@ func TestDeclaredSecrets(t *testing.T) {
 		strings.Contains(rec.LastError, "PW-1") || strings.Contains(rec.LastError, "pw@h") || !strings.Contains(rec.LastError, "green") {
 		t.Errorf("last_error %q", rec.LastError)
 	}
-	if _, err := e.svc.StopChannel(ctx, "a", c.ID); err != nil {
+	if _, err := e.svc.Supervisor().Stop(ctx, "a", c.ID); err != nil {
 		t.Fatal(err)
 	}
 
-	s, err := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "silent", Config: config()})
+	s, err := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "silent", Config: config()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestDeclaredSecrets(t *testing.T) {
 		t.Errorf("default rule: %v", s.Config)
 	}
 
-	n, err := e.svc.CreateChannel(ctx, "a", harness.ChannelConfig{Type: "none", Config: config()})
+	n, err := e.svc.Supervisor().Create(ctx, "a", harness.ChannelConfig{Type: "none", Config: config()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestDeclaredSecrets(t *testing.T) {
 	}
 
 	// The mask is still refused where nothing is stored.
-	_, err = e.svc.UpdateChannel(ctx, "a", n.ID, func(x *harness.ChannelConfig) error {
+	_, err = e.svc.Supervisor().Update(ctx, "a", n.ID, func(x *harness.ChannelConfig) error {
 		x.Config["new_key"] = agent.Mask
 		return nil
 	})

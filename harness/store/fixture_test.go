@@ -156,7 +156,7 @@ func TestFixtureDatabase(t *testing.T) {
 	if err != nil || len(tools) != 1 || tools[0] != "get_weather" {
 		t.Errorf("support's tools = %v, %v", tools, err)
 	}
-	chans, err := svc.Channels(ctx, "support")
+	chans, err := svc.Supervisor().List(ctx, "support")
 	if err != nil || len(chans) != 2 {
 		t.Fatalf("channels = %+v, %v", chans, err)
 	}

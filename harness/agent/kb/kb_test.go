@@ -70,7 +70,7 @@ func TestLifecycle(t *testing.T) {
 
 	files, err := e.store.List(ctx, "a")
 	if err != nil || files == nil || len(files) != 0 {
-		t.Fatalf("empty KBList = %#v, %v", files, err)
+		t.Fatalf("empty List = %#v, %v", files, err)
 	}
 	before := float64(time.Now().Add(-time.Second).UnixNano()) / 1e9
 	f, err := e.store.Write(ctx, "a", "notes.md", strings.NewReader("# Notes\nhello"), true)
@@ -78,7 +78,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.Filename != "notes.md" || f.Size != 13 || f.Modified < before || f.Content != nil {
-		t.Errorf("KBWrite = %+v", f)
+		t.Errorf("Write = %+v", f)
 	}
 	if _, err := e.store.Write(ctx, "a", "notes.md", strings.NewReader("x"), true); !errors.Is(err, harness.ErrConflict) {
 		t.Errorf("create existing = %v, want ErrConflict", err)
@@ -106,7 +106,7 @@ func TestLifecycle(t *testing.T) {
 		names = append(names, f.Filename)
 	}
 	if strings.Join(names, ",") != "data.csv,empty.txt,notes.md" {
-		t.Errorf("KBList names = %v", names)
+		t.Errorf("List names = %v", names)
 	}
 	if err := e.store.Delete(ctx, "a", "notes.md"); err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestSymlinkEscapeRefused(t *testing.T) {
 	}
 	files, _ := e.store.List(e.ctx, "a")
 	if len(files) != 1 {
-		t.Errorf("KBList lists %v, want only the regular file", files)
+		t.Errorf("List lists %v, want only the regular file", files)
 	}
 	// Nor do the documents given to retrieval follow it.
 	docs, err := e.store.Documents("a")
@@ -248,7 +248,7 @@ func TestRefusesBinary(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.store.Write(e.ctx, "a", "bin.txt", bytes.NewReader(tc.content), true)
 			if !errors.Is(err, kb.ErrUnsupported) {
-				t.Fatalf("KBWrite = %v, want ErrUnsupported", err)
+				t.Fatalf("Write = %v, want ErrUnsupported", err)
 			}
 		})
 	}
@@ -297,7 +297,7 @@ func TestTooLarge(t *testing.T) {
 		r := &countingReader{left: 11 << 20}
 		_, err := e.store.Write(e.ctx, "a", name, r, mustCreate)
 		if !errors.Is(err, kb.ErrTooLarge) {
-			t.Fatalf("KBWrite of 11 MiB = %v, want ErrTooLarge", err)
+			t.Fatalf("Write of 11 MiB = %v, want ErrTooLarge", err)
 		}
 		if r.read > kb.MaxFileBytes+(1<<20) {
 			t.Errorf("read %d bytes of the body, want it to stop soon after %d", r.read, kb.MaxFileBytes)
@@ -316,7 +316,7 @@ func TestTooLarge(t *testing.T) {
 	// Exactly the limit is accepted.
 	f, err := e.store.Write(e.ctx, "a", "max.txt", &countingReader{left: kb.MaxFileBytes}, true)
 	if err != nil || f.Size != kb.MaxFileBytes {
-		t.Errorf("KBWrite of exactly 10 MiB = %+v, %v", f, err)
+		t.Errorf("Write of exactly 10 MiB = %+v, %v", f, err)
 	}
 }
 
