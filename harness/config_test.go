@@ -73,30 +73,31 @@ type Embedded struct {
 
 type everything struct {
 	Embedded
-	S        string            `json:"s"`
-	B        bool              `json:"b"`
-	I        int               `json:"i"`
-	I8       int8              `json:"i8"`
-	U        uint              `json:"u"`
-	F        float64           `json:"f"`
-	F32      float32           `json:"f32"`
-	P        *int              `json:"p"`
-	List     []string          `json:"list"`
-	Matrix   [][]int           `json:"matrix"`
-	Pair     [2]int            `json:"pair"`
-	Map      map[string]int    `json:"map"`
-	Nested   inner             `json:"nested"`
-	NestedP  *inner            `json:"nested_p"`
-	Items    []inner           `json:"items"`
-	Any      any               `json:"any"`
-	Dur      jsonDuration      `json:"dur"`
-	Addr     netip.Addr        `json:"addr"`
-	Num      json.Number       `json:"num"`
-	Raw      json.RawMessage   `json:"raw"`
-	Bytes    []byte            `json:"bytes"`
-	Labels   map[string]string `json:"labels"`
-	Skipped  string            `json:"-"`
-	NoTag    string
+	S       string            `json:"s"`
+	B       bool              `json:"b"`
+	I       int               `json:"i"`
+	I8      int8              `json:"i8"`
+	U       uint              `json:"u"`
+	F       float64           `json:"f"`
+	F32     float32           `json:"f32"`
+	P       *int              `json:"p"`
+	List    []string          `json:"list"`
+	Matrix  [][]int           `json:"matrix"`
+	Pair    [2]int            `json:"pair"`
+	Map     map[string]int    `json:"map"`
+	Nested  inner             `json:"nested"`
+	NestedP *inner            `json:"nested_p"`
+	Items   []inner           `json:"items"`
+	Any     any               `json:"any"`
+	Dur     jsonDuration      `json:"dur"`
+	Addr    netip.Addr        `json:"addr"`
+	Num     json.Number       `json:"num"`
+	Raw     json.RawMessage   `json:"raw"`
+	Bytes   []byte            `json:"bytes"`
+	Labels  map[string]string `json:"labels"`
+	Skipped string            `json:"-"`
+	NoTag   string
+	//lint:ignore U1000 an unexported field, which DecodeConfig must leave alone
 	internal string
 }
 

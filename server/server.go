@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/subtle"
 	"errors"
 	"log/slog"
@@ -98,12 +97,6 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("/api/", s.apiFallback)
 	s.handler = s.logRequests(s.authenticate(assumeJSON(rejectBadText(s.mux))))
 	return s, nil
-}
-
-// problem maps a library error to an HTTP error, as problems.problem does,
-// for code that holds the Server rather than a handler of its own.
-func (s *Server) problem(ctx context.Context, err error) error {
-	return problems{log: s.log}.problem(ctx, err)
 }
 
 // Handler returns the HTTP handler of the API.
