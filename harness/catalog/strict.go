@@ -12,6 +12,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/gauntlet-eval/gauntlet/harness/internal/suggest"
 )
 
 // Definition files are strict: a key the format does not know is an error,
@@ -242,52 +244,10 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 // one, or lists the known keys when none is near.
 func unknownKeyMessage(key string, fields map[string]reflect.Type) string {
 	known := sortedKeys(fields)
-	best, bestD := "", -1
-	for _, k := range known {
-		d := editDistance(strings.ToLower(key), k)
-		if bestD < 0 || d < bestD {
-			best, bestD = k, d
-		}
-	}
-	// Near: a typo or two away.
-	if best != "" && bestD <= max(2, len(key)/3) {
+	if best, ok := suggest.Nearest(key, known); ok {
 		return fmt.Sprintf("unknown key %q (did you mean %q?)", key, best)
 	}
-	// Or a part of a known key ("prompt" for "system_prompt"): the
-	// shortest such.
-	if len(key) >= 3 {
-		best = ""
-		for _, k := range known {
-			if strings.Contains(k, strings.ToLower(key)) && (best == "" || len(k) < len(best)) {
-				best = k
-			}
-		}
-		if best != "" {
-			return fmt.Sprintf("unknown key %q (did you mean %q?)", key, best)
-		}
-	}
 	return fmt.Sprintf("unknown key %q (known keys: %s)", key, strings.Join(known, ", "))
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // lineOfField returns the line of a field named as validation errors name
