@@ -8,6 +8,19 @@ import (
 
 // ToolCallRequest is one call of a tool by a model.
 type ToolCallRequest struct {
+	// CallID is the id of the call, as the transcript records it: on the
+	// call in the assistant message and on the tool message answering it.
+	// It is the model's own id, or "call_<n>" that RunToolLoop generates
+	// when the model sent none or one already used. It is unique within
+	// the conversation the model is sent (a test's, in an evaluation; a
+	// chat turn's, with the history sent along): other conversations may
+	// use the same id — generated ones start again at call_1 — so it
+	// names a call only together with its conversation. A call that is
+	// repeated because a tool plugin's process died under it carries the
+	// same CallID (and the same Arguments, AgentID and UserID) both
+	// times, so a tool with side effects can tell a repeat from a new
+	// call by it.
+	CallID string
 	// Arguments is the JSON object of arguments the model sent.
 	Arguments json.RawMessage
 	// AgentID and UserID are set when the call comes from an agent's chat.
@@ -32,8 +45,8 @@ type Tool interface {
 // output, otherwise the tool record's mock_response ("{}" when it has
 // none). A function that was not offered, or a Tool that fails, gets
 // {"error": "..."}, which the model reads like any other output. AgentID
-// and UserID of req are passed to a registered Tool; its Arguments are set
-// from the call.
+// and UserID of req are passed to a registered Tool; its CallID and
+// Arguments are set from the call (call.ID, call.Arguments).
 func AnswerToolCall(ctx context.Context, reg *Registry, offered []ToolDefinition, call ToolCall, req ToolCallRequest) string {
 	out, _ := answerToolCall(ctx, reg, offered, call, req)
 	return out
@@ -56,6 +69,7 @@ func answerToolCall(ctx context.Context, reg *Registry, offered []ToolDefinition
 	}
 	if reg != nil {
 		if impl, ok := reg.Tool(call.Name); ok {
+			req.CallID = call.ID
 			req.Arguments = json.RawMessage(call.Arguments)
 			if len(req.Arguments) == 0 {
 				req.Arguments = json.RawMessage("{}")

@@ -36,7 +36,7 @@ type ToolLoopRequest struct {
 	// zero or less means DefaultMaxToolRounds.
 	MaxRounds int
 	// Call is given to every tool: AgentID and UserID of a chat (empty in
-	// an evaluation). Its Arguments are set from each call.
+	// an evaluation). Its CallID and Arguments are set from each call.
 	Call ToolCallRequest
 }
 
@@ -136,10 +136,13 @@ func (r *ToolLoopResult) Calls() []ToolCall {
 //     tools is followed in the transcript by one tool message per call, in
 //     the order of the calls, before anything else. No call is left
 //     dangling, so the transcript can always be sent to a model again.
-//   - A call the model sent without an id gets a generated one, "call_<n>"
-//     (n counting from 1, skipping ids the transcript already uses), set
-//     both on the call in the assistant message and on the tool message
-//     answering it.
+//   - Every call has an id no other call of the transcript has: the
+//     model's, or, when the model sent none or one the transcript already
+//     uses (an earlier call's, or a call's before it in the same answer),
+//     a generated one, "call_<n>" (n counting from 1, skipping ids the
+//     transcript already uses). It is set on the call in the assistant
+//     message, on the tool message answering it, and on the
+//     ToolCallRequest (CallID) the call's Tool gets.
 //   - After MaxRounds rounds of tool calls, the model is asked once more,
 //     with no tools offered, for its answer; RoundsExceeded records it.
 //     Tool calls in an answer made with no tools offered are not answered:
@@ -253,13 +256,21 @@ func newCallIDs(msgs []Message) *callIDs {
 	return c
 }
 
-// assign gives each call without an id the next free "call_<n>".
+// assign gives the next free "call_<n>" to each call without an id, and to
+// each whose id an earlier call (of the transcript, or of calls) has:
+// an id must name one call, or the tool messages, and a tool keying its
+// work on the id, would confuse two calls. The ids the model gave are
+// reserved first, so that no generated id takes one a later call keeps.
 func (c *callIDs) assign(calls []ToolCall) {
-	for _, tc := range calls {
-		c.used[tc.ID] = true
+	keep := make([]bool, len(calls))
+	for i, tc := range calls {
+		if tc.ID != "" && !c.used[tc.ID] {
+			keep[i] = true
+			c.used[tc.ID] = true
+		}
 	}
 	for i := range calls {
-		if calls[i].ID != "" {
+		if keep[i] {
 			continue
 		}
 		for {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -184,6 +185,17 @@ func TestRunToolLoop(t *testing.T) {
 			toolsSent: []int{4, 4, 4}, ids: []string{"call_2", "call_3", "call_4", "call_5"}, failed: []string{"", "", "", ""},
 		},
 		{
+			name: "ids used twice", tools: loopTools,
+			// x is the history's; the second a repeats the first's.
+			history: []harness.Message{{Role: harness.RoleUser, Content: "earlier"},
+				{Role: harness.RoleAssistant, ToolCalls: []harness.ToolCall{{ID: "x", Name: "lookup", Arguments: "{}"}}},
+				{Role: harness.RoleTool, ToolCallID: "x", Content: "{}"}, {Role: harness.RoleAssistant, Content: "ok"}},
+			steps:    steps(call(`x:lookup:{}`, `a:get_weather:{}`, `a:lookup:{}`, `:lookup:{}`, `call_2:lookup:{}`), call(`a:get_weather:{}`), say("Done.")),
+			response: "Done.", roles: "assistant,tool,tool,tool,tool,tool,assistant,tool,assistant",
+			outputs:   []string{`{"status":"shipped"}`, `{"temperature":21}`, `{"status":"shipped"}`, `{"status":"shipped"}`, `{"status":"shipped"}`, `{"temperature":21}`},
+			toolsSent: []int{4, 4, 4}, ids: []string{"call_1", "a", "call_3", "call_4", "call_2", "call_5"}, failed: []string{"", "", "", "", "", ""},
+		},
+		{
 			name: "round limit", tools: loopTools, maxRounds: 2,
 			steps:    steps(call(`:get_weather:{}`), call(`:get_weather:{}`), call(`:get_weather:{}`)),
 			response: "calling", roles: "assistant,tool,assistant,tool,assistant",
@@ -312,11 +324,81 @@ func TestRunToolLoop(t *testing.T) {
 				t.Errorf("last request's error %v", last.Err)
 			}
 			for _, r := range stopper.got {
-				if r.AgentID != "ag" || r.UserID != "us" || string(r.Arguments) != "{}" {
+				if r.AgentID != "ag" || r.UserID != "us" || string(r.Arguments) != "{}" || r.CallID == "" {
 					t.Errorf("the tool got %+v", r)
 				}
 			}
 		})
+	}
+}
+
+// recorder is a tool that records the requests it gets.
+type recorder struct {
+	name string
+	mu   sync.Mutex
+	got  []harness.ToolCallRequest
+}
+
+func (r *recorder) Definition() harness.FunctionDef { return harness.FunctionDef{Name: r.name} }
+func (r *recorder) Call(_ context.Context, req *harness.ToolCallRequest) (*harness.ToolResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, *req)
+	return &harness.ToolResult{Output: json.RawMessage(`{"id":` + strconv.Quote(req.CallID) + `}`)}, nil
+}
+
+// A registered tool gets, as CallID, the id the transcript gives its
+// call: the model's, or the one generated for a call sent without one.
+func TestRunToolLoopGivesToolsTheCallID(t *testing.T) {
+	weather, lookup := &recorder{name: "get_weather"}, &recorder{name: "lookup"}
+	reg := harness.NewRegistry()
+	for _, tool := range []harness.Tool{weather, lookup} {
+		if err := reg.RegisterTool(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := &scripted{steps: steps(call(`m1:get_weather:{"city":"Paris"}`, `:lookup:{"id":7}`), call(`:get_weather:{}`), say("Done."))}
+	res, err := harness.RunToolLoop(t.Context(), &harness.ToolLoopRequest{Client: model, Tools: loopTools, Registry: reg,
+		Chat: harness.ChatRequest{Messages: []harness.Message{{Role: harness.RoleUser, Content: "hi"}}},
+		Call: harness.ToolCallRequest{CallID: "ignored", AgentID: "ag", UserID: "us"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTranscript(t, res.Transcript)
+	// Each tool message answers its call, and names it as the tool was told.
+	var answered []string
+	for _, m := range res.Messages {
+		if m.Role == harness.RoleTool {
+			var out struct{ ID string }
+			if err := json.Unmarshal([]byte(m.Content), &out); err != nil || out.ID != m.ToolCallID {
+				t.Errorf("tool message for %s: %s (%v)", m.ToolCallID, m.Content, err)
+			}
+			answered = append(answered, m.ToolCallID)
+		}
+	}
+	var got []string
+	for _, r := range []*recorder{weather, lookup} {
+		for _, req := range r.got {
+			got = append(got, req.CallID)
+			if req.AgentID != "ag" || req.UserID != "us" {
+				t.Errorf("%s got %+v", r.name, req)
+			}
+		}
+	}
+	if want := []string{"m1", "call_1", "call_2"}; !slices.Equal(answered, want) || !slices.Equal(got, []string{"m1", "call_2", "call_1"}) {
+		t.Errorf("transcript ids %q (want %q), tools got %q", answered, want, got)
+	}
+	for i, c := range res.ToolCalls {
+		if c.Call.ID != answered[i] {
+			t.Errorf("call %d recorded as %q", i, c.Call.ID)
+		}
+	}
+
+	// AnswerToolCall passes the call's id, whatever the request says.
+	harness.AnswerToolCall(t.Context(), reg, loopTools, harness.ToolCall{ID: "z9", Name: "lookup", Arguments: "{}"},
+		harness.ToolCallRequest{CallID: "stale"})
+	if last := lookup.got[len(lookup.got)-1]; last.CallID != "z9" {
+		t.Errorf("AnswerToolCall gave CallID %q", last.CallID)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
@@ -291,6 +292,23 @@ func (slow) Call(ctx context.Context, req *harness.ToolCallRequest) (*harness.To
 		time.Sleep(3 * time.Second)
 	}
 	return &harness.ToolResult{Output: []byte("{}")}, nil
+}
+
+// refusesRepeats does its work once per call id, and fails a repeat
+// instead of answering it again.
+type refusesRepeats struct {
+	add
+	done *sync.Map
+}
+
+func (r refusesRepeats) Call(ctx context.Context, req *harness.ToolCallRequest) (*harness.ToolResult, error) {
+	if req == nil {
+		return nil, harness.ErrInvalid
+	}
+	if _, seen := r.done.LoadOrStore(req.CallID, true); seen {
+		return nil, fmt.Errorf("call %s: already done", req.CallID)
+	}
+	return r.add.Call(ctx, req)
 }
 
 // acceptsAnything never fails, even for calls that must.

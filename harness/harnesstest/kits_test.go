@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,7 +229,7 @@ func brokenCases() map[string]broken {
 		},
 		"output-not-json": {
 			run:  func(t *testing.T) { harnesstest.TestTool(t, textOutput{}) },
-			fail: []string{"cases", "bad-arguments", "cancelled-context", "concurrent"},
+			fail: []string{"cases", "repeated-call", "bad-arguments", "cancelled-context", "concurrent"},
 			pass: []string{"definition", "nil-request"},
 		},
 		"tool-panics-on-nil": {
@@ -244,7 +245,14 @@ func brokenCases() map[string]broken {
 			run: func(t *testing.T) {
 				harnesstest.TestTool(t, acceptsAnything{}, harnesstest.ToolCase{Name: "missing b", Arguments: `{"a":1}`, WantErr: true})
 			},
-			fail: []string{"cases", "concurrent"},
+			fail: []string{"cases", "repeated-call", "concurrent"},
+		},
+		"refuses-repeats": {
+			run: func(t *testing.T) {
+				harnesstest.TestTool(t, refusesRepeats{done: &sync.Map{}}, harnesstest.ToolCase{Name: "sum", Arguments: `{"a":1,"b":2}`})
+			},
+			fail: []string{"repeated-call"},
+			pass: []string{"definition", "cases", "bad-arguments", "concurrent"},
 		},
 	}
 	if raceEnabled {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
@@ -30,7 +32,12 @@ type ToolCase struct {
 //     a JSON Schema object whose required names exist), and the same each
 //     time;
 //   - cases: each call succeeds or fails as the case says, and an output
-//     is valid JSON (empty is taken as {});
+//     is valid JSON (empty is taken as {}); every call has a CallID of its
+//     own, as the tool loop gives it;
+//   - repeated-call: each case is called twice with the same CallID, as
+//     the server repeats a call that a plugin's crash cut short; a call
+//     that succeeded must succeed again, with valid JSON, and one the case
+//     says fails must fail again;
 //   - nil-request: Call(ctx, nil) returns an error, without panicking;
 //   - bad-arguments: arguments that are nil, not JSON, or not an object
 //     give an error or a valid output, without panicking;
@@ -75,6 +82,30 @@ func TestTool(t *testing.T, tool harness.Tool, cases ...ToolCase) {
 		}
 	})
 
+	t.Run("repeated-call", func(t *testing.T) {
+		for _, c := range cases {
+			req := toolRequest(c)
+			first := call(callLimit, func() (*harness.ToolResult, error) { return tool.Call(t.Context(), req) })
+			if p := first.problem("Call"); p != "" {
+				t.Errorf("%s: %s", c.Name, p)
+				continue
+			}
+			again := *req
+			again.Arguments = json.RawMessage(c.Arguments)
+			o := call(callLimit, func() (*harness.ToolResult, error) { return tool.Call(t.Context(), &again) })
+			switch {
+			case o.problem("Call") != "":
+				t.Errorf("%s, repeated: %s", c.Name, o.problem("Call"))
+			case c.WantErr && o.err == nil:
+				t.Errorf("%s, repeated: Call succeeded (output %s), want an error", c.Name, outputOf(o.v))
+			case first.err == nil && o.err != nil:
+				t.Errorf("%s: Call succeeded, then failed when repeated with the same CallID %q: %v", c.Name, req.CallID, o.err)
+			case o.err == nil:
+				checkOutput(t, c.Name+", repeated", o.v)
+			}
+		}
+	})
+
 	t.Run("nil-request", func(t *testing.T) {
 		o := call(callLimit, func() (*harness.ToolResult, error) { return tool.Call(t.Context(), nil) })
 		if p := o.problem("Call(ctx, nil)"); p != "" {
@@ -96,7 +127,9 @@ func TestTool(t *testing.T, tool harness.Tool, cases ...ToolCase) {
 			{"unknown argument", json.RawMessage(`{"harnesstest_unknown": true}`)},
 		} {
 			o := call(callLimit, func() (*harness.ToolResult, error) {
-				return tool.Call(t.Context(), &harness.ToolCallRequest{Arguments: c.args})
+				req := toolRequest(ToolCase{})
+				req.Arguments = c.args
+				return tool.Call(t.Context(), req)
 			})
 			if p := o.problem("Call with " + c.name); p != "" {
 				t.Error(p)
@@ -111,7 +144,7 @@ func TestTool(t *testing.T, tool harness.Tool, cases ...ToolCase) {
 		cancel()
 		for _, c := range cases {
 			o := call(promptLimit, func() (*harness.ToolResult, error) {
-				return tool.Call(ctx, &harness.ToolCallRequest{Arguments: json.RawMessage(c.Arguments)})
+				return tool.Call(ctx, toolRequest(c))
 			})
 			if p := o.problem("Call with a cancelled context"); p != "" {
 				t.Errorf("%s: %s", c.Name, p)
@@ -139,7 +172,7 @@ func TestTool(t *testing.T, tool harness.Tool, cases ...ToolCase) {
 // error is reported only when strict.
 func callTool(t *testing.T, tool harness.Tool, ctx context.Context, c ToolCase, strict bool) {
 	t.Helper()
-	req := &harness.ToolCallRequest{Arguments: json.RawMessage(c.Arguments), AgentID: "harnesstest", UserID: "harnesstest:1"}
+	req := toolRequest(c)
 	o := call(callLimit, func() (*harness.ToolResult, error) { return tool.Call(ctx, req) })
 	switch {
 	case o.problem("Call") != "":
@@ -151,6 +184,16 @@ func callTool(t *testing.T, tool harness.Tool, ctx context.Context, c ToolCase, 
 	case o.err == nil:
 		checkOutput(t, c.Name, o.v)
 	}
+}
+
+// callIDs numbers the calls of the kit, so that each has its own CallID.
+var callIDs atomic.Int64
+
+// toolRequest is the request of a case's call, with a CallID no other
+// call of the kit has.
+func toolRequest(c ToolCase) *harness.ToolCallRequest {
+	return &harness.ToolCallRequest{CallID: "harnesstest_" + strconv.FormatInt(callIDs.Add(1), 10),
+		Arguments: json.RawMessage(c.Arguments), AgentID: "harnesstest", UserID: "harnesstest:1"}
 }
 
 func checkOutput(t *testing.T, name string, res *harness.ToolResult) {

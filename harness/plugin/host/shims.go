@@ -171,6 +171,8 @@ func (t *tool) Definition() harness.FunctionDef {
 	return harness.FunctionDef{Name: t.p.typ}
 }
 
+// Call calls the plugin's tool. A call retried after a crash sends req
+// again: the same CallID, arguments and ids.
 func (t *tool) Call(ctx context.Context, req *harness.ToolCallRequest) (*harness.ToolResult, error) {
 	if req == nil {
 		return nil, fmt.Errorf("call: nil request: %w", harness.ErrInvalid)

@@ -1,10 +1,15 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin"
@@ -25,11 +30,11 @@ func TestTool(t *testing.T) {
 	if s := status(t, m, "gauntlet-tool-echo"); s.PID != 0 {
 		t.Errorf("started at registration: %+v", s)
 	}
-	res, err := tl.Call(t.Context(), &harness.ToolCallRequest{Arguments: json.RawMessage(`{"text":"hi"}`), AgentID: "a1", UserID: "u1"})
+	res, err := tl.Call(t.Context(), &harness.ToolCallRequest{CallID: "c1", Arguments: json.RawMessage(`{"text":"hi"}`), AgentID: "a1", UserID: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(res.Output) != `{"agent_id":"a1","echo":"hi","user_id":"u1"}` {
+	if string(res.Output) != `{"agent_id":"a1","call_id":"c1","echo":"hi","user_id":"u1"}` {
 		t.Errorf("output %s", res.Output)
 	}
 	def := tl.Definition()
@@ -52,11 +57,109 @@ func TestTool(t *testing.T) {
 	// The way the engine and the agents answer a model's tool call.
 	out := harness.AnswerToolCall(t.Context(), reg, []harness.ToolDefinition{{ID: "echo", Function: def}},
 		harness.ToolCall{ID: "1", Name: "echo", Arguments: `{"text":"yo"}`}, harness.ToolCallRequest{})
-	if out != `{"agent_id":"","echo":"yo","user_id":""}` {
+	if out != `{"agent_id":"","call_id":"1","echo":"yo","user_id":""}` {
 		t.Errorf("AnswerToolCall: %s", out)
 	}
 	if s := status(t, m, "gauntlet-tool-echo"); s.Health != HealthRunning || s.Kind != plugin.KindTool {
 		t.Errorf("status %+v", s)
+	}
+}
+
+// toolCaller is a harness.ChatModel that calls tools with the calls of
+// its first answer, then says "done".
+type toolCaller struct {
+	mu    sync.Mutex
+	calls []harness.ToolCall
+	asked int
+}
+
+func (m *toolCaller) Chat(_ context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked++
+	if m.asked == 1 {
+		return &harness.ChatResponse{Message: harness.Message{Role: harness.RoleAssistant, ToolCalls: m.calls}}, nil
+	}
+	return &harness.ChatResponse{Message: harness.Message{Role: harness.RoleAssistant, Content: "done"}}, nil
+}
+
+// A tool plugin's Call gets the id the tool loop records for the call:
+// the model's, or the one generated when the model sent none.
+func TestToolGetsCallID(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "tool", "gauntlet-tool-echo")
+	_, reg := newManager(t, Options{Dir: dir})
+	model := &toolCaller{calls: []harness.ToolCall{
+		{Name: "echo", Arguments: `{"text":"a"}`},
+		{ID: "model-7", Name: "echo", Arguments: `{"text":"b"}`},
+	}}
+	res, err := harness.RunToolLoop(t.Context(), &harness.ToolLoopRequest{Client: model, Registry: reg,
+		Tools: []harness.ToolDefinition{{ID: "echo", Function: harness.FunctionDef{Name: "echo"}}},
+		Chat:  harness.ChatRequest{Messages: []harness.Message{{Role: harness.RoleUser, Content: "echo twice"}}},
+		Call:  harness.ToolCallRequest{AgentID: "ag", UserID: "us"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range res.Messages {
+		if m.Role != harness.RoleTool {
+			continue
+		}
+		var out struct {
+			CallID  string `json:"call_id"`
+			AgentID string `json:"agent_id"`
+			UserID  string `json:"user_id"`
+		}
+		if err := json.Unmarshal([]byte(m.Content), &out); err != nil {
+			t.Fatalf("tool message %q: %v", m.Content, err)
+		}
+		if out.CallID != m.ToolCallID || out.AgentID != "ag" || out.UserID != "us" {
+			t.Errorf("the plugin got %+v for the call the transcript names %q", out, m.ToolCallID)
+		}
+		ids = append(ids, m.ToolCallID)
+	}
+	if want := []string{"call_1", "model-7"}; !slices.Equal(ids, want) || !slices.Equal(ids, []string{res.ToolCalls[0].Call.ID, res.ToolCalls[1].Call.ID}) {
+		t.Errorf("tool messages answer %q, want %q (calls %+v)", ids, want, res.ToolCalls)
+	}
+}
+
+// A call in flight when the plugin's process dies is retried on a
+// restarted process with the same call id, so that the tool can recognise
+// it: here the plugin records each attempt in a file named by the id, and
+// the first attempt ends its process.
+func TestToolRetryKeepsCallID(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "tool", "gauntlet-tool-echo")
+	m, reg := newManager(t, Options{Dir: dir, RestartBackoff: 20 * time.Millisecond})
+	tl, _ := reg.Tool("echo")
+	if _, err := tl.Call(t.Context(), &harness.ToolCallRequest{CallID: "warm", Arguments: json.RawMessage(`{"text":"hi"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	first := status(t, m, "gauntlet-tool-echo").PID
+
+	calls := t.TempDir()
+	args, _ := json.Marshal(map[string]string{"text": "crash-once", "dir": calls})
+	res, err := tl.Call(t.Context(), &harness.ToolCallRequest{CallID: "call_7", Arguments: args, AgentID: "ag", UserID: "us"})
+	if err != nil {
+		t.Fatalf("the retried call: %v", err)
+	}
+	var out struct {
+		CallID   string   `json:"call_id"`
+		AgentID  string   `json:"agent_id"`
+		UserID   string   `json:"user_id"`
+		Attempts []string `json:"attempts"`
+	}
+	if err := json.Unmarshal(res.Output, &out); err != nil {
+		t.Fatalf("output %s: %v", res.Output, err)
+	}
+	second := status(t, m, "gauntlet-tool-echo")
+	want := []string{fmt.Sprintf("call_7.%d", first), fmt.Sprintf("call_7.%d", second.PID)}
+	slices.Sort(want)
+	if out.CallID != "call_7" || out.AgentID != "ag" || out.UserID != "us" || !slices.Equal(out.Attempts, want) {
+		t.Errorf("output %s, want call_7 attempted on pids %d then %d", res.Output, first, second.PID)
+	}
+	if second.PID == first || second.Restarts != 1 {
+		t.Errorf("status after the retry %+v (first pid %d)", second, first)
 	}
 }
 

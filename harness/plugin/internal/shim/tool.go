@@ -67,7 +67,7 @@ func (s *toolServer) Definition(ctx context.Context, _ *pb.DefinitionRequest) (*
 }
 
 func (s *toolServer) Call(ctx context.Context, req *pb.CallRequest) (*pb.CallResponse, error) {
-	treq := &harness.ToolCallRequest{AgentID: req.GetAgentId(), UserID: req.GetUserId()}
+	treq := &harness.ToolCallRequest{CallID: req.GetCallId(), AgentID: req.GetAgentId(), UserID: req.GetUserId()}
 	if req.GetArguments() != nil {
 		treq.Arguments = json.RawMessage(req.GetArguments())
 	}
@@ -101,7 +101,7 @@ func (c *ToolClient) Call(ctx context.Context, req *harness.ToolCallRequest) (*h
 	if req == nil {
 		return nil, fmt.Errorf("call: nil request: %w", harness.ErrInvalid)
 	}
-	resp, err := c.client.Call(ctx, &pb.CallRequest{Arguments: req.Arguments, AgentId: req.AgentID, UserId: req.UserID})
+	resp, err := c.client.Call(ctx, &pb.CallRequest{Arguments: req.Arguments, AgentId: req.AgentID, UserId: req.UserID, CallId: req.CallID})
 	if err != nil {
 		return nil, FromStatus(err)
 	}
