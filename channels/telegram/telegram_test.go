@@ -16,6 +16,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/channels/telegram"
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 const (
@@ -273,7 +274,7 @@ func TestLongReplyIsSplit(t *testing.T) {
 		}
 		return texts
 	}
-	waitFor(t, "the whole reply", func() bool { return len(squash(strings.Join(texts(), ""))) >= len(squash(long)) })
+	harnesstest.Eventually(t, 0, "the whole reply", func() bool { return len(squash(strings.Join(texts(), ""))) >= len(squash(long)) })
 	time.Sleep(100 * time.Millisecond) // anything more would be wrong
 	sent := srv.Sent()
 	if squash(strings.Join(texts(), "")) != squash(long) {
@@ -493,7 +494,7 @@ func TestStopEndsPollingPromptly(t *testing.T) {
 	srv := telegramtest.NewServer(testToken)
 	defer srv.Close()
 	r := start(t, srv.URL, testToken, &fakeHost{}, telegram.Options{PollTimeout: time.Minute})
-	waitFor(t, "a held getUpdates", func() bool { return srv.ActivePolls() == 1 })
+	harnesstest.Eventually(t, 0, "a held getUpdates", func() bool { return srv.ActivePolls() == 1 })
 
 	began := time.Now()
 	if err := r.stop(t); err != nil {
@@ -503,7 +504,7 @@ func TestStopEndsPollingPromptly(t *testing.T) {
 		t.Errorf("Run took %s to return after cancel", d)
 	}
 	calls := srv.GetUpdatesCalls()
-	waitFor(t, "the held poll to end", func() bool { return srv.ActivePolls() == 0 })
+	harnesstest.Eventually(t, 0, "the held poll to end", func() bool { return srv.ActivePolls() == 0 })
 	time.Sleep(300 * time.Millisecond)
 	if n := srv.GetUpdatesCalls(); n != calls {
 		t.Errorf("getUpdates called %d times after Run returned", n-calls)
@@ -544,7 +545,7 @@ func TestRestartResumes(t *testing.T) {
 	if _, err := srv.WaitSent(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the next poll", func() bool { return srv.ActivePolls() == 1 })
+	harnesstest.Eventually(t, 0, "the next poll", func() bool { return srv.ActivePolls() == 1 })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -666,16 +667,5 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 	})
 	if !errors.Is(err, harness.ErrInvalid) {
 		t.Errorf("Run = %v, want ErrInvalid", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

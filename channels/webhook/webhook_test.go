@@ -17,6 +17,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 const secret = "s3cr3t-webhook-key-value"
@@ -417,7 +418,7 @@ func TestCallbackRetries(t *testing.T) {
 		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return cs.attempts.Load() == 4 })
+		harnesstest.Eventually(t, 0, "4 callback attempts", func() bool { return cs.attempts.Load() == 4 })
 		time.Sleep(200 * time.Millisecond)
 		if n := cs.attempts.Load(); n != 4 {
 			t.Errorf("%d attempts, want 4", n)
@@ -432,7 +433,7 @@ func TestCallbackRetries(t *testing.T) {
 		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return cs.attempts.Load() == 1 })
+		harnesstest.Eventually(t, 0, "1 callback attempt", func() bool { return cs.attempts.Load() == 1 })
 		time.Sleep(200 * time.Millisecond)
 		if n := cs.attempts.Load(); n != 1 {
 			t.Errorf("%d attempts, want 1", n)
@@ -456,7 +457,7 @@ func TestCallbackRetries(t *testing.T) {
 		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return attempts.Load() == 2 })
+		harnesstest.Eventually(t, 0, "2 callback attempts", func() bool { return attempts.Load() == 2 })
 		_ = stop()
 	})
 }
@@ -603,16 +604,5 @@ func TestValidateChannelConfigMessages(t *testing.T) {
 		if err == nil || err.Error() != "invalid: "+tc.want {
 			t.Errorf("ValidateChannelConfig(%v) = %v, want %q", tc.config, err, tc.want)
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
