@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
@@ -57,7 +58,7 @@ func (e *testEnv) channel(agentID, channelID string) map[string]any {
 func (e *testEnv) waitChannelStatus(agentID, channelID, status string) map[string]any {
 	e.t.Helper()
 	var c map[string]any
-	eventually(e.t, channelWait, "channel status "+status, func() bool {
+	harnesstest.Eventually(e.t, channelWait, "channel status "+status, func() bool {
 		c = e.channel(agentID, channelID)
 		return c["status"] == status
 	})
@@ -394,7 +395,7 @@ func TestTelegramChannel(t *testing.T) {
 		if got := e.channelAction("bot", id, "stop"); got["status"] != "stopped" {
 			t.Fatalf("stop answered %v", got)
 		}
-		eventually(t, channelWait, "polling to stop", func() bool { return tg.ActivePolls() == 0 })
+		harnesstest.Eventually(t, channelWait, "polling to stop", func() bool { return tg.ActivePolls() == 0 })
 		calls, sent := tg.GetUpdatesCalls(), len(tg.Sent())
 		tg.SendUserMessage(42, 42, "are you there?")
 		time.Sleep(500 * time.Millisecond)
@@ -411,7 +412,7 @@ func TestTelegramChannel(t *testing.T) {
 		e.channelAction("bot", id, "start")
 		// An update the stopped poller had handled but not yet confirmed
 		// (Telegram confirms by the next getUpdates) may come again first.
-		eventually(t, channelWait, "the reply to the message sent while stopped", func() bool {
+		harnesstest.Eventually(t, channelWait, "the reply to the message sent while stopped", func() bool {
 			for _, m := range tg.Sent()[n:] {
 				if m.Text == "Reply to: are you there?" {
 					return true
