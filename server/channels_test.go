@@ -392,13 +392,22 @@ func TestTelegramChannel(t *testing.T) {
 	})
 
 	t.Run("stop ends polling", func(t *testing.T) {
+		// Stopped while its poll is held (no update pending, a minute's
+		// timeout), the channel has no other getUpdates call on its way:
+		// any call counted after this one is a poll after the stop.
+		harnesstest.Eventually(t, channelWait, "a held poll", func() bool { return tg.ActivePolls() == 1 })
+		calls, sent := tg.GetUpdatesCalls(), len(tg.Sent())
 		if got := e.channelAction("bot", id, "stop"); got["status"] != "stopped" {
 			t.Fatalf("stop answered %v", got)
 		}
 		harnesstest.Eventually(t, channelWait, "polling to stop", func() bool { return tg.ActivePolls() == 0 })
-		calls, sent := tg.GetUpdatesCalls(), len(tg.Sent())
 		tg.SendUserMessage(42, 42, "are you there?")
-		time.Sleep(500 * time.Millisecond)
+		// Nothing marks the moment a stopped channel would poll or answer
+		// again: watch for a while. Nothing the channel did before the stop
+		// is still on its way, so a slow machine cannot fail this.
+		harnesstest.Never(t, 500*time.Millisecond, "a getUpdates call or an answer after stop", func() bool {
+			return tg.GetUpdatesCalls() != calls || len(tg.Sent()) != sent
+		})
 		if got := tg.GetUpdatesCalls(); got != calls {
 			t.Errorf("%d getUpdates calls after stop", got-calls)
 		}

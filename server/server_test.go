@@ -802,7 +802,10 @@ func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *store.DB,
 		t.Fatalf("llm.New: %v", err)
 	}
 	reg := harness.NewRegistry()
-	if err := reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: o.Logger, PollTimeout: 2 * time.Second})); err != nil {
+	// Telegram's default long poll, a minute: a poll held with no update
+	// pending stays held until the channel stops, so a test that sees one
+	// held knows no other getUpdates call is on its way.
+	if err := reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: o.Logger})); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: o.Logger})); err != nil {
@@ -814,7 +817,7 @@ func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *store.DB,
 	if err := reg.RegisterChannel("webhook_extra", extraKeysReceiver{extraKeys{hook, []string{"secret", "callback_url"}}, hook}); err != nil {
 		t.Fatal(err)
 	}
-	tgx := telegram.New(telegram.Options{Logger: o.Logger, PollTimeout: 2 * time.Second})
+	tgx := telegram.New(telegram.Options{Logger: o.Logger})
 	if err := reg.RegisterChannel("telegram_extra", extraKeys{tgx, []string{"bot_token", "api_url"}}); err != nil {
 		t.Fatal(err)
 	}
