@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 // createdAtRE is the format of a resource timestamp (see docs/api.md).
@@ -223,7 +224,10 @@ func TestAgentDeleteRemovesEverything(t *testing.T) {
 	if got := must(t, e.post("/api/agents/doomed/channels/"+chID+"/start", nil), http.StatusOK).object(t); got["status"] != "running" {
 		t.Fatalf("start: %v", got)
 	}
-	eventually(t, 10*time.Second, "the channel to poll", func() bool { return tg.ActivePolls() > 0 })
+	// A poll held (no update pending, a minute's timeout): until the
+	// delete stops the channel, no other getUpdates call can start.
+	harnesstest.Eventually(t, 10*time.Second, "the channel to poll", func() bool { return tg.ActivePolls() > 0 })
+	calls := tg.GetUpdatesCalls()
 	kbDir := filepath.Join(e.dataDir, "kb", "doomed")
 	if _, err := os.Stat(filepath.Join(kbDir, "notes.md")); err != nil {
 		t.Fatalf("the knowledge-base file is not on disk: %v", err)
@@ -241,10 +245,14 @@ func TestAgentDeleteRemovesEverything(t *testing.T) {
 		t.Errorf("the knowledge-base directory is still there: %v", err)
 	}
 	// The channel stopped: no poll is held, and a message gets no answer.
-	eventually(t, 10*time.Second, "polling to stop", func() bool { return tg.ActivePolls() == 0 })
-	calls := tg.GetUpdatesCalls()
+	harnesstest.Eventually(t, 10*time.Second, "polling to stop", func() bool { return tg.ActivePolls() == 0 })
 	tg.SendUserMessage(7, 7, "anyone there?")
-	time.Sleep(500 * time.Millisecond)
+	// Nothing marks the moment a deleted agent's channel would poll or
+	// answer again: watch for a while. Nothing it did before the delete is
+	// still on its way, so a slow machine cannot fail this.
+	harnesstest.Never(t, 500*time.Millisecond, "a getUpdates call or an answer after the delete", func() bool {
+		return tg.GetUpdatesCalls() != calls || len(tg.Sent()) != 0
+	})
 	if got := tg.GetUpdatesCalls(); got != calls {
 		t.Errorf("getUpdates called %d more times after the delete", got-calls)
 	}

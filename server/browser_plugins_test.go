@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
 )
 
@@ -73,7 +74,7 @@ func TestBrowserPlugins(t *testing.T) {
 	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the kill to be noticed", func() bool {
+	harnesstest.Eventually(t, 10*time.Second, "the kill to be noticed", func() bool {
 		for _, s := range e.plugins.List() {
 			if s.Name == "gauntlet-evaluator-testeval" {
 				return s.Health == host.HealthCrashed

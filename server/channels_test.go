@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
@@ -57,7 +58,7 @@ func (e *testEnv) channel(agentID, channelID string) map[string]any {
 func (e *testEnv) waitChannelStatus(agentID, channelID, status string) map[string]any {
 	e.t.Helper()
 	var c map[string]any
-	eventually(e.t, channelWait, "channel status "+status, func() bool {
+	harnesstest.Eventually(e.t, channelWait, "channel status "+status, func() bool {
 		c = e.channel(agentID, channelID)
 		return c["status"] == status
 	})
@@ -391,13 +392,22 @@ func TestTelegramChannel(t *testing.T) {
 	})
 
 	t.Run("stop ends polling", func(t *testing.T) {
+		// Stopped while its poll is held (no update pending, a minute's
+		// timeout), the channel has no other getUpdates call on its way:
+		// any call counted after this one is a poll after the stop.
+		harnesstest.Eventually(t, channelWait, "a held poll", func() bool { return tg.ActivePolls() == 1 })
+		calls, sent := tg.GetUpdatesCalls(), len(tg.Sent())
 		if got := e.channelAction("bot", id, "stop"); got["status"] != "stopped" {
 			t.Fatalf("stop answered %v", got)
 		}
-		eventually(t, channelWait, "polling to stop", func() bool { return tg.ActivePolls() == 0 })
-		calls, sent := tg.GetUpdatesCalls(), len(tg.Sent())
+		harnesstest.Eventually(t, channelWait, "polling to stop", func() bool { return tg.ActivePolls() == 0 })
 		tg.SendUserMessage(42, 42, "are you there?")
-		time.Sleep(500 * time.Millisecond)
+		// Nothing marks the moment a stopped channel would poll or answer
+		// again: watch for a while. Nothing the channel did before the stop
+		// is still on its way, so a slow machine cannot fail this.
+		harnesstest.Never(t, 500*time.Millisecond, "a getUpdates call or an answer after stop", func() bool {
+			return tg.GetUpdatesCalls() != calls || len(tg.Sent()) != sent
+		})
 		if got := tg.GetUpdatesCalls(); got != calls {
 			t.Errorf("%d getUpdates calls after stop", got-calls)
 		}
@@ -411,7 +421,7 @@ func TestTelegramChannel(t *testing.T) {
 		e.channelAction("bot", id, "start")
 		// An update the stopped poller had handled but not yet confirmed
 		// (Telegram confirms by the next getUpdates) may come again first.
-		eventually(t, channelWait, "the reply to the message sent while stopped", func() bool {
+		harnesstest.Eventually(t, channelWait, "the reply to the message sent while stopped", func() bool {
 			for _, m := range tg.Sent()[n:] {
 				if m.Text == "Reply to: are you there?" {
 					return true

@@ -16,6 +16,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
@@ -201,7 +202,7 @@ func TestListPlugins(t *testing.T) {
 	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the killed plugin to show crashed", func() bool {
+	harnesstest.Eventually(t, 10*time.Second, "the killed plugin to show crashed", func() bool {
 		_, list = e.listPlugins()
 		return list["gauntlet-evaluator-testeval"].State == "crashed"
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
@@ -49,7 +50,7 @@ func (e *testEnv) runInfo(id string) runInfo {
 func TestResumeRun(t *testing.T) {
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 100 * time.Millisecond}, concurrency: 1})
 	id := e.start(map[string]any{"model_name": "resumable", "timeout_s": 9, "retries": 1})
-	eventually(t, runWait, "two finished tests", func() bool { return e.status().Progress >= 2 })
+	harnesstest.Eventually(t, runWait, "two finished tests", func() bool { return e.status().Progress >= 2 })
 	must(t, e.post("/api/stop", nil), http.StatusOK)
 	e.waitIdle()
 	stopped := e.runInfo(id)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
@@ -86,7 +87,7 @@ func TestRunLive(t *testing.T) {
 
 	t.Run("status while running", func(t *testing.T) {
 		var st statusBody
-		eventually(t, runWait, "a running status naming the current cell", func() bool {
+		harnesstest.Eventually(t, runWait, "a running status naming the current cell", func() bool {
 			st = e.status()
 			return st.Status == "running" && st.CurrentDomain != nil
 		})
@@ -113,7 +114,7 @@ func TestRunLive(t *testing.T) {
 
 	t.Run("matrix while running", func(t *testing.T) {
 		var m matrixBody
-		eventually(t, runWait, "a live matrix with a running and a pending cell", func() bool {
+		harnesstest.Eventually(t, runWait, "a live matrix with a running and a pending cell", func() bool {
 			m = e.matrix("/api/test_matrix")
 			var running, pending bool
 			for _, levels := range m.Domains {
@@ -358,7 +359,7 @@ func bulkFiles(n int) map[string]string {
 func drainLog(t *testing.T, e *testEnv) [][]string {
 	t.Helper()
 	var polls [][]string
-	eventually(t, runWait, "EVAL_COMPLETE", func() bool {
+	harnesstest.Eventually(t, runWait, "EVAL_COMPLETE", func() bool {
 		var p struct {
 			Messages  []string `json:"messages"`
 			IsRunning *bool    `json:"is_running"`
@@ -492,7 +493,7 @@ func TestLogPoll(t *testing.T) {
 			IsRunning bool     `json:"is_running"`
 		}
 		var all []string
-		eventually(t, runWait, "a poll saying is_running", func() bool {
+		harnesstest.Eventually(t, runWait, "a poll saying is_running", func() bool {
 			must(t, e.get("/api/log_poll"), http.StatusOK).decode(t, &p)
 			all = append(all, p.Messages...)
 			return p.IsRunning
@@ -549,7 +550,7 @@ func (e *testEnv) run(id string) runDetails {
 func (e *testEnv) waitRunStatus(id, status string) runDetails {
 	e.t.Helper()
 	var d runDetails
-	eventually(e.t, runWait, "run "+id+" to be "+status, func() bool {
+	harnesstest.Eventually(e.t, runWait, "run "+id+" to be "+status, func() bool {
 		d = e.run(id)
 		return d.RunInfo.Status == status
 	})
@@ -561,7 +562,7 @@ func TestStop(t *testing.T) {
 	t.Run("mid-run keeps finished results", func(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 200 * time.Millisecond}, concurrency: 1})
 		id := e.start(map[string]any{"model_name": "stopped"})
-		eventually(t, runWait, "two finished tests", func() bool { return e.status().Progress >= 2 })
+		harnesstest.Eventually(t, runWait, "two finished tests", func() bool { return e.status().Progress >= 2 })
 		var out struct {
 			Success bool   `json:"success"`
 			Message string `json:"message"`
@@ -605,7 +606,7 @@ func TestStop(t *testing.T) {
 	t.Run("with a model that never answers", func(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Timeouts: hangForever}})
 		id := e.start(map[string]any{"model_name": "hung"})
-		eventually(t, runWait, "a request in flight", func() bool { return e.mock.Stats().InFlight > 0 })
+		harnesstest.Eventually(t, runWait, "a request in flight", func() bool { return e.mock.Stats().InFlight > 0 })
 		r := must(t, e.post("/api/stop", nil), http.StatusOK).object(t)
 		if r["success"] != true {
 			t.Fatalf("stop: %v", r)
@@ -641,7 +642,7 @@ func TestReset(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Timeouts: hangForever}})
 		for range 2 { // the engine runs again after a reset
 			id := e.start(map[string]any{"model_name": "stuck"})
-			eventually(t, runWait, "a request in flight", func() bool { return e.mock.Stats().InFlight > 0 })
+			harnesstest.Eventually(t, runWait, "a request in flight", func() bool { return e.mock.Stats().InFlight > 0 })
 			r := must(t, e.post("/api/reset", nil), http.StatusOK).object(t)
 			if r["success"] != true {
 				t.Fatalf("reset: %v", r)
@@ -656,7 +657,7 @@ func TestReset(t *testing.T) {
 	t.Run("keeps finished results", func(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 200 * time.Millisecond}, concurrency: 1})
 		id := e.start(map[string]any{"model_name": "reset"})
-		eventually(t, runWait, "two finished tests", func() bool { return e.status().Progress >= 2 })
+		harnesstest.Eventually(t, runWait, "two finished tests", func() bool { return e.status().Progress >= 2 })
 		must(t, e.post("/api/reset", nil), http.StatusOK)
 		if st := e.status(); st.Status != "idle" {
 			t.Fatalf("status right after reset: %+v", st)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
@@ -165,14 +166,14 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 	// A bad token: status error.
 	expect(do(http.MethodPost, "/api/agents/bot/channels/"+badID+"/start", nil), http.StatusOK)
-	eventually(t, channelWait, "the bad token's channel to fail", func() bool {
+	harnesstest.Eventually(t, channelWait, "the bad token's channel to fail", func() bool {
 		r := do(http.MethodGet, "/api/agents/bot/channels", nil)
 		return strings.Contains(string(r.body), `"status":"error"`)
 	})
 	// A new token for a running channel: restarted, refused by the fake.
 	expect(do(http.MethodPut, "/api/agents/bot/channels/"+tgID, map[string]any{
 		"config": map[string]any{"bot_token": newBotToken, "api_url": tg.URL}}), http.StatusOK)
-	eventually(t, channelWait, "the new token to be refused", func() bool {
+	harnesstest.Eventually(t, channelWait, "the new token to be refused", func() bool {
 		r := do(http.MethodGet, "/api/agents/bot", nil)
 		return strings.Count(string(r.body), `"status":"error"`) == 2
 	})

@@ -28,6 +28,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
@@ -613,29 +614,13 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 		if eng.Running() {
 			eng.Stop(10 * time.Second)
 		}
-		// A reset run records its end from its own goroutine: wait for it.
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
+		// A reset run records its end from its own goroutine: wait for it,
+		// for 10 s at most.
+		harnesstest.Within(10*time.Second, func() bool {
 			list, _, err := rs.List(context.Background(), 1000, 0)
-			if err != nil || !slices.ContainsFunc(list, func(i runs.Info) bool { return i.Status == runs.StatusRunning }) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return err != nil || !slices.ContainsFunc(list, func(i runs.Info) bool { return i.Status == runs.StatusRunning })
+		})
 	})
-}
-
-// eventually calls cond every 10 ms until it returns true, and fails the
-// test when it has not after d. what says what was awaited.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // runWait bounds how long a test waits for a run to change state.
@@ -678,7 +663,7 @@ func (e *testEnv) start(body any) string {
 // waitIdle polls GET /api/status until the engine is idle.
 func (e *testEnv) waitIdle() {
 	e.t.Helper()
-	eventually(e.t, runWait, "the engine to be idle", func() bool { return e.status().Status == "idle" })
+	harnesstest.Eventually(e.t, runWait, "the engine to be idle", func() bool { return e.status().Status == "idle" })
 }
 
 // runToEnd starts a run, waits for it to end, and returns its id.
@@ -817,7 +802,10 @@ func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *store.DB,
 		t.Fatalf("llm.New: %v", err)
 	}
 	reg := harness.NewRegistry()
-	if err := reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: o.Logger, PollTimeout: 2 * time.Second})); err != nil {
+	// Telegram's default long poll, a minute: a poll held with no update
+	// pending stays held until the channel stops, so a test that sees one
+	// held knows no other getUpdates call is on its way.
+	if err := reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: o.Logger})); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: o.Logger})); err != nil {
@@ -829,7 +817,7 @@ func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *store.DB,
 	if err := reg.RegisterChannel("webhook_extra", extraKeysReceiver{extraKeys{hook, []string{"secret", "callback_url"}}, hook}); err != nil {
 		t.Fatal(err)
 	}
-	tgx := telegram.New(telegram.Options{Logger: o.Logger, PollTimeout: 2 * time.Second})
+	tgx := telegram.New(telegram.Options{Logger: o.Logger})
 	if err := reg.RegisterChannel("telegram_extra", extraKeys{tgx, []string{"bot_token", "api_url"}}); err != nil {
 		t.Fatal(err)
 	}

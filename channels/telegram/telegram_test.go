@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/channels/telegram"
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 const (
@@ -222,20 +224,23 @@ func TestCommands(t *testing.T) {
 		t.Errorf("commands reached the agent: %+v", host.Chats())
 	}
 
-	// Non-text messages get a short explanation.
+	// Non-text messages get a short explanation. This one goes to the
+	// group too: a chat's messages are answered one at a time, in order,
+	// so once its answer is sent the command for another bot has been
+	// dealt with, and an answer to it would be among those already sent.
 	srv.QueueUpdate(telegramtest.Update{Message: &telegramtest.Message{
-		From: &telegramtest.User{ID: 7, FirstName: "U"}, Chat: telegramtest.Chat{ID: 7, Type: "private"},
+		From: &telegramtest.User{ID: 7, FirstName: "U"}, Chat: telegramtest.Chat{ID: -100, Type: "group"},
 		Caption: "a photo",
 	}})
-	if sent, err = srv.WaitSent(ctx, 4); err != nil {
-		t.Fatal(err)
+	harnesstest.Eventually(t, 0, "the answer to the photo", func() bool {
+		return slices.ContainsFunc(srv.Sent(), func(m telegramtest.SentMessage) bool { return strings.Contains(m.Text, "only read text") })
+	})
+	sent = srv.Sent()
+	if n := len(sent); n != 4 {
+		t.Fatalf("sent %d messages, want 4 (command for another bot must be ignored): %+v", n, sent)
 	}
-	if !strings.Contains(sent[3].Text, "only read text") {
-		t.Errorf("non-text answer %q", sent[3].Text)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if n := len(srv.Sent()); n != 4 {
-		t.Errorf("sent %d messages, want 4 (command for another bot must be ignored)", n)
+	if sent[3].ChatID != -100 || !strings.Contains(sent[3].Text, "only read text") {
+		t.Errorf("non-text answer %+v", sent[3])
 	}
 }
 
@@ -257,26 +262,36 @@ func TestLongReplyIsSplit(t *testing.T) {
 	b.WriteString(strings.Repeat("🙂", 2500))
 	long := b.String()
 
-	host := &fakeHost{reply: func(context.Context, *harness.InboundMessage) (*harness.Reply, error) {
+	const done = "that was all"
+	host := &fakeHost{reply: func(_ context.Context, m *harness.InboundMessage) (*harness.Reply, error) {
+		if m.Text == done {
+			return &harness.Reply{Text: done}, nil
+		}
 		return &harness.Reply{Text: long}, nil
 	}}
 	start(t, srv.URL, testToken, host, telegram.Options{})
 	srv.SendUserMessage(5, 5, "tell me everything")
+	// A chat's messages are answered one at a time, in order: every part
+	// of the long reply, and any part too many, comes before the answer
+	// to a second message.
+	srv.SendUserMessage(5, 5, done)
+	harnesstest.Eventually(t, 0, "the answer to the second message", func() bool {
+		return slices.ContainsFunc(srv.Sent(), func(m telegramtest.SentMessage) bool { return m.Text == done })
+	})
+	sent := srv.Sent()
+	if last := sent[len(sent)-1]; last.Text != done {
+		t.Fatalf("the last message sent is %q, want the answer to the second message", last.Text)
+	}
+	sent = sent[:len(sent)-1]
 
 	// Only whitespace is dropped at the cuts: the parts, in order, rebuild
 	// the reply.
 	squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
-	texts := func() []string {
-		var texts []string
-		for _, m := range srv.Sent() {
-			texts = append(texts, m.Text)
-		}
-		return texts
+	var texts []string
+	for _, m := range sent {
+		texts = append(texts, m.Text)
 	}
-	waitFor(t, "the whole reply", func() bool { return len(squash(strings.Join(texts(), ""))) >= len(squash(long)) })
-	time.Sleep(100 * time.Millisecond) // anything more would be wrong
-	sent := srv.Sent()
-	if squash(strings.Join(texts(), "")) != squash(long) {
+	if squash(strings.Join(texts, "")) != squash(long) {
 		t.Errorf("parts do not rebuild the reply in order (%d parts)", len(sent))
 	}
 	if len(sent) != 5 {
@@ -493,7 +508,7 @@ func TestStopEndsPollingPromptly(t *testing.T) {
 	srv := telegramtest.NewServer(testToken)
 	defer srv.Close()
 	r := start(t, srv.URL, testToken, &fakeHost{}, telegram.Options{PollTimeout: time.Minute})
-	waitFor(t, "a held getUpdates", func() bool { return srv.ActivePolls() == 1 })
+	harnesstest.Eventually(t, 0, "a held getUpdates", func() bool { return srv.ActivePolls() == 1 })
 
 	began := time.Now()
 	if err := r.stop(t); err != nil {
@@ -503,11 +518,14 @@ func TestStopEndsPollingPromptly(t *testing.T) {
 		t.Errorf("Run took %s to return after cancel", d)
 	}
 	calls := srv.GetUpdatesCalls()
-	waitFor(t, "the held poll to end", func() bool { return srv.ActivePolls() == 0 })
-	time.Sleep(300 * time.Millisecond)
-	if n := srv.GetUpdatesCalls(); n != calls {
-		t.Errorf("getUpdates called %d times after Run returned", n-calls)
-	}
+	harnesstest.Eventually(t, 0, "the held poll to end", func() bool { return srv.ActivePolls() == 0 })
+	// Only a goroutine outliving Run could poll again, and nothing would
+	// mark when: watch for a while. The one poll was held (a minute's
+	// timeout, no update) when Run was stopped, so no other request can be
+	// on its way, and the check cannot fail wrongly on a slow machine.
+	harnesstest.Never(t, 300*time.Millisecond, "a getUpdates call after Run returned", func() bool {
+		return srv.GetUpdatesCalls() != calls
+	})
 }
 
 func TestStopDuringChat(t *testing.T) {
@@ -544,7 +562,7 @@ func TestRestartResumes(t *testing.T) {
 	if _, err := srv.WaitSent(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the next poll", func() bool { return srv.ActivePolls() == 1 })
+	harnesstest.Eventually(t, 0, "the next poll", func() bool { return srv.ActivePolls() == 1 })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -554,9 +572,18 @@ func TestRestartResumes(t *testing.T) {
 	if _, err := srv.WaitSent(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if sent := srv.Sent(); len(sent) != 2 || sent[1].Text != "echo: while stopped" {
-		t.Errorf("after restart sent %+v; want the waiting message answered once and nothing repeated", sent)
+	// The chat's messages are answered one at a time, in order: a repeated
+	// answer to an earlier message would come before the answer to this.
+	srv.SendUserMessage(6, 6, "after the restart")
+	harnesstest.Eventually(t, 0, "the answer to the message after the restart", func() bool {
+		return slices.ContainsFunc(srv.Sent(), func(m telegramtest.SentMessage) bool { return m.Text == "echo: after the restart" })
+	})
+	var texts []string
+	for _, m := range srv.Sent() {
+		texts = append(texts, m.Text)
+	}
+	if want := []string{"echo: first", "echo: while stopped", "echo: after the restart"}; !slices.Equal(texts, want) {
+		t.Errorf("sent %q; want %q: the waiting message answered once and nothing repeated", texts, want)
 	}
 }
 
@@ -666,16 +693,5 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 	})
 	if !errors.Is(err, harness.ErrInvalid) {
 		t.Errorf("Run = %v, want ErrInvalid", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 const secret = "s3cr3t-webhook-key-value"
@@ -67,15 +68,31 @@ func (h *fakeHost) Chats() []harness.InboundMessage {
 // for the secret when it ends.
 func newChannel(t *testing.T, opts webhook.Options) *webhook.Channel {
 	t.Helper()
+	ch, _ := newLoggedChannel(t, opts)
+	return ch
+}
+
+// newLoggedChannel is newChannel that also returns the log buffer, for a
+// test that waits for a log line: the channel's only sign that a
+// background reply is over.
+func newLoggedChannel(t *testing.T, opts webhook.Options) (*webhook.Channel, *syncBuffer) {
+	t.Helper()
 	logs := &syncBuffer{}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ch := webhook.New(opts)
+	channelLogs.Store(ch, logs)
 	t.Cleanup(func() {
+		channelLogs.Delete(ch)
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("logs contain the secret:\n%s", logs.String())
 		}
 	})
-	return webhook.New(opts)
+	return ch, logs
 }
+
+// channelLogs holds the log buffer of each channel newLoggedChannel made,
+// for startRun: *webhook.Channel → *syncBuffer.
+var channelLogs sync.Map
 
 func channelRun(host harness.ChannelHost, config map[string]any) *harness.ChannelRun {
 	return &harness.ChannelRun{
@@ -90,12 +107,29 @@ func signed(body string) *harness.InboundRequest {
 	return &harness.InboundRequest{Body: []byte(body), Header: h}
 }
 
-// startRun runs the channel until the test ends or stop is called.
+// startRun runs the channel until the test ends or stop is called, and
+// returns once Run is active: a message received before that is answered
+// in the background under a context of its own, which stopping Run
+// neither cancels nor waits for.
 func startRun(t *testing.T, ch *webhook.Channel, run *harness.ChannelRun) (stop func() error) {
 	t.Helper()
+	v, ok := channelLogs.Load(ch)
+	if !ok {
+		t.Fatal("startRun needs a channel made by newChannel")
+	}
+	logs := v.(*syncBuffer)
+	const started = "webhook channel started"
+	before := strings.Count(logs.String(), started)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ch.Run(ctx, run) }()
+	harnesstest.Eventually(t, 0, "Run to start", func() bool {
+		return strings.Count(logs.String(), started) > before || len(done) > 0
+	})
+	if len(done) > 0 {
+		cancel()
+		t.Fatalf("Run returned at once: %v", <-done)
+	}
 	var once sync.Once
 	var err error
 	stop = func() error {
@@ -409,31 +443,42 @@ func TestCallbackRetries(t *testing.T) {
 			t.Errorf("%d attempts, want 3", n)
 		}
 	})
+	// The channel logs "webhook callback failed" when it gives up, and
+	// makes no attempt after it: once the line is there, the count of
+	// attempts is final, and no window is needed to show there is no
+	// extra one.
+	gaveUp := func(t *testing.T, logs *syncBuffer) {
+		t.Helper()
+		harnesstest.Eventually(t, 0, "the callback to be given up", func() bool {
+			return strings.Contains(logs.String(), "webhook callback failed")
+		})
+	}
 	t.Run("gives up", func(t *testing.T) {
 		cs := newCallbackServer(t, func(int) int { return http.StatusBadGateway })
-		ch := newChannel(t, webhook.Options{RetryDelay: 10 * time.Millisecond, CallbackRetries: 3})
+		ch, logs := newLoggedChannel(t, webhook.Options{RetryDelay: 10 * time.Millisecond, CallbackRetries: 3})
 		run := channelRun(&fakeHost{}, map[string]any{"secret": secret, "callback_url": cs.URL})
 		stop := startRun(t, ch, run)
 		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return cs.attempts.Load() == 4 })
-		time.Sleep(200 * time.Millisecond)
+		gaveUp(t, logs)
 		if n := cs.attempts.Load(); n != 4 {
 			t.Errorf("%d attempts, want 4", n)
+		}
+		if !strings.Contains(logs.String(), "attempts=4") {
+			t.Errorf("the failure is not logged with its 4 attempts:\n%s", logs)
 		}
 		_ = stop()
 	})
 	t.Run("refused is not retried", func(t *testing.T) {
 		cs := newCallbackServer(t, func(int) int { return http.StatusBadRequest })
-		ch := newChannel(t, webhook.Options{RetryDelay: 10 * time.Millisecond})
+		ch, logs := newLoggedChannel(t, webhook.Options{RetryDelay: 10 * time.Millisecond})
 		run := channelRun(&fakeHost{}, map[string]any{"secret": secret, "callback_url": cs.URL})
 		startRun(t, ch, run)
 		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return cs.attempts.Load() == 1 })
-		time.Sleep(200 * time.Millisecond)
+		gaveUp(t, logs)
 		if n := cs.attempts.Load(); n != 1 {
 			t.Errorf("%d attempts, want 1", n)
 		}
@@ -456,7 +501,7 @@ func TestCallbackRetries(t *testing.T) {
 		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"u","message":"m"}`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return attempts.Load() == 2 })
+		harnesstest.Eventually(t, 0, "2 callback attempts", func() bool { return attempts.Load() == 2 })
 		_ = stop()
 	})
 }
@@ -469,7 +514,7 @@ func TestStopCancelsPendingReplies(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
-	ch := newChannel(t, webhook.Options{})
+	ch, logs := newLoggedChannel(t, webhook.Options{})
 	run := channelRun(host, map[string]any{"secret": secret, "callback_url": cs.URL})
 	stop := startRun(t, ch, run)
 	reqCtx, cancelReq := context.WithCancel(context.Background())
@@ -485,7 +530,11 @@ func TestStopCancelsPendingReplies(t *testing.T) {
 	if d := time.Since(began); d > time.Second {
 		t.Errorf("Run took %s to stop", d)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Run waits for the replies in progress: the reply has already seen
+	// the stop and ended without a callback, so nothing can come later.
+	if !strings.Contains(logs.String(), "webhook reply dropped: channel stopped") {
+		t.Errorf("the reply in progress had not ended when Run returned:\n%s", logs)
+	}
 	if n := cs.attempts.Load(); n != 0 {
 		t.Errorf("%d callbacks after stop", n)
 	}
@@ -603,16 +652,5 @@ func TestValidateChannelConfigMessages(t *testing.T) {
 		if err == nil || err.Error() != "invalid: "+tc.want {
 			t.Errorf("ValidateChannelConfig(%v) = %v, want %q", tc.config, err, tc.want)
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -145,6 +145,9 @@ wait:
 			t.Fatalf("helper did not print %q", want)
 		}
 	}
+	// delay picks the moment of the crash (0 when the helper paused itself
+	// at the chosen step), not a wait for anything: whatever the moment,
+	// the tree left must be whole.
 	time.Sleep(delay)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -48,3 +48,28 @@ func Within(timeout time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// Never checks that cond stays false for the whole of window, polling it
+// as Eventually does, and marks the test failed with "<what>: happened
+// within <window>" as soon as it turns true; the test goes on, so the
+// caller may report the details. A window of 0 or less checks cond once.
+//
+// It is for what a test can only watch for a while: that something does
+// not happen when nothing marks the moment it would have — a stopped
+// channel polling again, a leaked goroutine calling out. Prefer a barrier
+// where there is one (an event that must come after the unwanted one, such
+// as the answer to a later message in the same ordered queue) and an
+// Eventually on it. When only a window will do, make it one that cannot
+// fail wrongly: first wait for everything that should happen and for
+// anything in flight to land, so that all cond can see is what must not
+// happen. A slow machine then only makes the check see less, never fail.
+func Never(t testing.TB, window time.Duration, what string, cond func() bool) {
+	t.Helper()
+	happened := cond()
+	if !happened && window > 0 {
+		happened = Within(window, cond)
+	}
+	if happened {
+		t.Errorf("%s: happened within %v", what, window)
+	}
+}

@@ -182,13 +182,16 @@ func (pushChannel) Receive(ctx context.Context, run *harness.ChannelRun, req *ha
 
 // Broken channels.
 
-// keepsRunning ignores cancellation for a while.
+// keepsRunning ignores cancellation for a while: it returns 3 s after its
+// context is done, past the kit's 2 s limit however late the cancellation
+// comes. (The sleep is the bug it plays, not a wait of the test's.)
 type keepsRunning struct{}
 
 func (keepsRunning) Run(ctx context.Context, run *harness.ChannelRun) error {
 	if run == nil {
 		return harness.ErrInvalid
 	}
+	<-ctx.Done()
 	time.Sleep(3 * time.Second)
 	return nil
 }
@@ -281,7 +284,8 @@ func (toolPanicsOnNil) Call(ctx context.Context, req *harness.ToolCallRequest) (
 }
 
 // slow ignores its context: once it is done, it keeps retrying its
-// backend for a while.
+// backend for a while, 3 s, past the kit's 2 s limit. (The sleep is the
+// bug it plays, not a wait of the test's.)
 type slow struct{ add }
 
 func (slow) Call(ctx context.Context, req *harness.ToolCallRequest) (*harness.ToolResult, error) {

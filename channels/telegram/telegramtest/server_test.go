@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 const token = "4242:test-token_ABC"
@@ -215,7 +216,7 @@ func TestLongPoll(t *testing.T) {
 		_, a := call(t, srv.URL, token, "getUpdates", map[string]any{"timeout": 10})
 		got <- updates(t, a)
 	}()
-	waitFor(t, func() bool { return srv.ActivePolls() == 1 })
+	harnesstest.Eventually(t, 0, "a held getUpdates", func() bool { return srv.ActivePolls() == 1 })
 	select {
 	case <-got:
 		t.Fatal("getUpdates returned before any update")
@@ -247,7 +248,7 @@ func TestLongPoll(t *testing.T) {
 		status, _ := call(t, srv.URL, token, "getUpdates", map[string]any{"offset": 2, "timeout": 10})
 		first <- status
 	}()
-	waitFor(t, func() bool { return srv.ActivePolls() == 1 })
+	harnesstest.Eventually(t, 0, "a held getUpdates", func() bool { return srv.ActivePolls() == 1 })
 	second := make(chan int, 1)
 	go func() {
 		status, _ := call(t, srv.URL, token, "getUpdates", map[string]any{"offset": 2, "timeout": 1})
@@ -328,7 +329,7 @@ func TestCloseEndsHeldPolls(t *testing.T) {
 		defer close(done)
 		call(t, srv.URL, token, "getUpdates", map[string]any{"timeout": 30})
 	}()
-	waitFor(t, func() bool { return srv.ActivePolls() == 1 })
+	harnesstest.Eventually(t, 0, "a held getUpdates", func() bool { return srv.ActivePolls() == 1 })
 	closed := make(chan struct{})
 	go func() { srv.Close(); close(closed) }()
 	for _, ch := range []chan struct{}{done, closed} {
@@ -337,16 +338,5 @@ func TestCloseEndsHeldPolls(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatal("Close did not end the held poll")
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
