@@ -1,8 +1,8 @@
 package server_test
 
-// Browser tests of navigation races in the history view: an answer the
-// page was waiting for when the user went elsewhere must not draw over
-// the view the user went to. A proxy in front of the test server holds
+// Browser tests of navigation races in the history view and the cell
+// drill-down: an answer the page was waiting for when the user went
+// elsewhere must not draw over the view (or cell) the user went to. A proxy in front of the test server holds
 // one chosen request until the test lets it through, so the late answer
 // arrives at a known moment, after the navigation.
 
@@ -257,5 +257,32 @@ func TestBrowserRunLoadAfterBackToHistory(t *testing.T) {
 	r.letThrough(details)
 	if got := r.title(); got != "History" {
 		t.Errorf("after the late details the page shows %q, want the history list", got)
+	}
+}
+
+// TestBrowserCellLoadAfterAnotherCell opens a cell of a run, closes it
+// before its tests arrive and opens another: when the first cell's tests
+// do arrive, the dialog keeps showing the second cell's.
+func TestBrowserCellLoadAfterAnotherCell(t *testing.T) {
+	r := newRaceEnv(t)
+	r.b.open("#/run/" + r.done)
+	r.b.wait("the run's matrix", allCellsDone(len(exampleCells)))
+	evalJS[chromedp.Void](r.b, countBodies)
+	first := "/api/run/" + r.done + "/tests/arithmetic/1"
+	r.proxy.hold(first)
+	r.b.click(`.cell[data-domain="arithmetic"][data-level="1"]`)
+	r.proxy.waitHeld("the first cell's tests")
+	r.b.click("#cell-dialog [data-close]")
+	r.b.wait("the dialog to close", `!document.getElementById('cell-dialog').open`)
+	r.b.click(`.cell[data-domain="knowledge"][data-level="1"]`)
+	r.b.wait("the second cell's tests", `document.querySelector('#cell-dialog[open] details.test') !== null`)
+	tests := `[...document.querySelectorAll('#cell-dialog details.test')].map(d => d.dataset.test).join(',')`
+	want := evalJS[string](r.b, tests)
+	r.letThrough(first)
+	if got := evalJS[string](r.b, tests); got != want {
+		t.Errorf("after the first cell's late answer the dialog lists %q, want the second cell's %q", got, want)
+	}
+	if got := r.b.text("#cell-title"); !strings.Contains(strings.ToLower(got), "knowledge") {
+		t.Errorf("dialog title %q, want the knowledge cell's", got)
 	}
 }
