@@ -7,6 +7,7 @@ package server_test
 // arrives at a known moment, after the navigation.
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -92,17 +95,19 @@ func (p *holdingProxy) waitHeld(what string) {
 // let lets the held request through.
 func (p *holdingProxy) let() { p.once.Do(func() { close(p.release) }) }
 
-// countBodies makes the page count, per path, the answers whose body it
-// has read, one task after the read: by the time a count moves, what the
-// page does with that answer in the same turn (microtasks included) is
-// done. The dashboard calls the global fetch at each request, so wrapping
-// it after load is enough.
-const countBodies = `(() => {
+// countRequests makes the page count, per path, the requests it makes
+// (window.__asked) and the answers whose body it has read, one task after
+// the read (window.__bodies): by the time that count moves, what the page
+// does with the answer in the same turn (microtasks included) is done. It
+// runs before the page's own scripts (see newRaceEnv).
+const countRequests = `(() => {
+	window.__asked = {};
 	window.__bodies = {};
 	const orig = window.fetch.bind(window);
 	window.fetch = async (input, init) => {
-		const res = await orig(input, init);
 		const path = new URL(String(input), location.href).pathname;
+		window.__asked[path] = (window.__asked[path] || 0) + 1;
+		const res = await orig(input, init);
 		const text = res.text.bind(res);
 		res.text = async () => {
 			const t = await text();
@@ -113,8 +118,7 @@ const countBodies = `(() => {
 	};
 })()`
 
-// bodiesRead is how many answers of GET path the page has read since
-// countBodies.
+// bodiesRead is how many answers of path the page has read.
 func (b *browser) bodiesRead(path string) int {
 	b.t.Helper()
 	return evalJS[int](b, fmt.Sprintf(`(window.__bodies || {})[%q] || 0`, path))
@@ -147,6 +151,10 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	r.done = e.runToEnd(map[string]any{"model_name": "done"})
 	r.proxy = newHoldingProxy(t, e.url)
 	r.b = newBrowser(t, r.proxy.url, 1280, 900)
+	r.b.do("count the answers read", func(ctx context.Context, tab *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: countRequests})
+		return chromedp.Void{}, err
+	})
 	return r
 }
 
@@ -195,7 +203,6 @@ func (r *raceEnv) openRunning() (id, poll string) {
 	id = r.startSlow()
 	r.b.open("#/run/" + id)
 	r.b.wait("the running run", `document.querySelector('main > .view:not([hidden]) h1').textContent.includes('slow')`)
-	evalJS[chromedp.Void](r.b, countBodies)
 	poll = "/api/run/" + id + "/matrix"
 	r.proxy.hold(poll)
 	r.proxy.waitHeld("the running run's matrix again")
@@ -246,7 +253,6 @@ func TestBrowserRunLoadAfterBackToHistory(t *testing.T) {
 	r := newRaceEnv(t)
 	r.b.open("#/history")
 	r.b.wait("the history list", `document.querySelectorAll('table.history tbody tr').length === 1`)
-	evalJS[chromedp.Void](r.b, countBodies)
 	details := "/api/run/" + r.done
 	r.proxy.hold(details)
 	r.b.route("#/run/" + r.done)
@@ -267,7 +273,6 @@ func TestBrowserCellLoadAfterAnotherCell(t *testing.T) {
 	r := newRaceEnv(t)
 	r.b.open("#/run/" + r.done)
 	r.b.wait("the run's matrix", allCellsDone(len(exampleCells)))
-	evalJS[chromedp.Void](r.b, countBodies)
 	first := "/api/run/" + r.done + "/tests/arithmetic/1"
 	r.proxy.hold(first)
 	r.b.click(`.cell[data-domain="arithmetic"][data-level="1"]`)
@@ -284,5 +289,63 @@ func TestBrowserCellLoadAfterAnotherCell(t *testing.T) {
 	}
 	if got := r.b.text("#cell-title"); !strings.Contains(strings.ToLower(got), "knowledge") {
 		t.Errorf("dialog title %q, want the knowledge cell's", got)
+	}
+}
+
+// TestBrowserLiveLogAfterComingBack opens the live view while the page's
+// poller waits for a log answer: showing the view must not start a second
+// poll beside the one in flight (it would read the log from the same
+// cursor, show new lines twice and keep a second timer), and once the
+// answer is in, the log holds each line once.
+func TestBrowserLiveLogAfterComingBack(t *testing.T) {
+	r := newRaceEnv(t)
+	r.b.open("#/history")
+	const logPoll = "/api/log_poll"
+	r.b.wait("the first run's log", fmt.Sprintf(`((window.__bodies || {})[%q] || 0) >= 1`, logPoll))
+	r.proxy.hold(logPoll)
+	r.proxy.waitHeld("the log") // the poller reads it every few seconds
+	want := r.logLines()        // the first run's, read when the page opened
+	r.runToEnd(map[string]any{"model_name": "again"})
+	want += r.logLines()
+	before := r.b.bodiesRead(logPoll)
+	asked := evalJS[int](r.b, `window.__asked['/api/status'] || 0`)
+	evalJS[chromedp.Void](r.b, `location.hash = '#/live'`)
+	r.b.wait("the live view", `!document.getElementById('view-live').hidden`)
+	// The view asks for a poll as it is shown, in a task of its own: once a
+	// task queued after it has run, a second poll would have asked for the
+	// engine status.
+	got, err := chromedp.Run(r.b.ctx, chromedp.Evaluate[int](`new Promise((ok) => setTimeout(() => ok(window.__asked['/api/status'] || 0), 0))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("count the status requests: %v", err)
+	}
+	if got != asked {
+		t.Errorf("showing the live view while a poll waited started another poll (%d status requests, want %d)", got, asked)
+	}
+	r.proxy.let()
+	r.b.wait("the second run's end in the log, and two log answers read", fmt.Sprintf(
+		`document.querySelectorAll('#log .log-end').length >= 2 && ((window.__bodies || {})[%q] || 0) >= %d`, logPoll, before+2))
+	if got := evalJS[int](r.b, `document.querySelectorAll('#log li').length`); got != want {
+		t.Errorf("the page's log has %d lines, want the two runs' %d", got, want)
+	}
+	if got := evalJS[int](r.b, `document.querySelectorAll('#log .log-end').length`); got != 2 {
+		t.Errorf("the log shows %d run ends, want 2", got)
+	}
+}
+
+// logLines counts the lines of the server's log: those of the last run.
+func (r *raceEnv) logLines() int {
+	r.t.Helper()
+	n := 0
+	for since := 0; ; {
+		var page struct {
+			Messages []string `json:"messages"`
+			Cursor   int      `json:"cursor"`
+		}
+		must(r.t, r.get(fmt.Sprintf("/api/log_poll?since=%d", since)), http.StatusOK).decode(r.t, &page)
+		if len(page.Messages) == 0 {
+			return n
+		}
+		n += len(page.Messages)
+		since = page.Cursor
 	}
 }
