@@ -14,6 +14,10 @@ const KNOWN_DETAILS = new Set(['extracted_answer', 'pass2_used', 'pass2_response
 
 /** @type {HTMLElement | null} */
 let opener = null;
+// Counts the cells opened: an answer for a cell opened before the current
+// one is dropped, so that a slow answer never shows one cell's tests under
+// another's title.
+let opened = 0;
 
 function dialog() {
   const dlg = /** @type {HTMLDialogElement} */ (document.getElementById('cell-dialog'));
@@ -35,6 +39,7 @@ function dialog() {
  * @param {{domainName?: string}} [opts]
  */
 export async function openCell(runId, domain, level, { domainName } = {}) {
+  const mine = ++opened;
   opener = /** @type {HTMLElement | null} */ (document.activeElement);
   const dlg = dialog();
   const body = /** @type {HTMLElement} */ (dlg.querySelector('#cell-body'));
@@ -45,9 +50,9 @@ export async function openCell(runId, domain, level, { domainName } = {}) {
   try {
     /** @type {CellTests} */
     const cell = await get(`/api/run/${seg(runId)}/tests/${seg(domain)}/${seg(level)}`);
-    fill(body, ...renderCell(cell, runId));
+    if (mine === opened) fill(body, ...renderCell(cell, runId));
   } catch (err) {
-    fill(body, h('p', { class: 'error', role: 'alert' }, `Could not load the tests: ${errorText(err)}`));
+    if (mine === opened) fill(body, h('p', { class: 'error', role: 'alert' }, `Could not load the tests: ${errorText(err)}`));
   }
 }
 

@@ -19,22 +19,44 @@ let section;
 let pollTimer;
 /** @type {DomainNames} */
 let names = new Map();
+// Which rendering of the section is current. Every show and hide moves it
+// on; a rendering or a poll that was waiting on the server when that
+// happened finds it moved after its await and stops there, so that a late
+// answer neither draws over the view the user went to nor polls again.
+let generation = 0;
+
+/**
+ * Whether the rendering that got this check is still the current one.
+ * @typedef {() => boolean} Current
+ */
+
+/**
+ * Starts a new rendering of the section: stops the poll of the previous
+ * one and makes every check it holds false.
+ * @returns {Current}
+ */
+function begin() {
+  clearTimeout(pollTimer);
+  const mine = ++generation;
+  return () => mine === generation;
+}
 
 /** @param {HTMLElement} s */
 export function mount(s) { section = s; }
 
-export function hide() { clearTimeout(pollTimer); }
+export function hide() { begin(); }
 
 /**
  * Renders the route: ['history'], ['run', id] or ['compare', a, b].
  * @param {Route} route
  */
 export async function show(route) {
-  clearTimeout(pollTimer);
+  const current = begin();
   await loadNames();
-  if (route[0] === 'run' && route[1]) return showRun(route[1]);
-  if (route[0] === 'compare' && route[1] && route[2]) return showCompare(route[1], route[2]);
-  return showList(Number(new URLSearchParams(route.query || '').get('offset')) || 0);
+  if (!current()) return;
+  if (route[0] === 'run' && route[1]) return showRun(route[1], current);
+  if (route[0] === 'compare' && route[1] && route[2]) return showCompare(route[1], route[2], current);
+  return showList(Number(new URLSearchParams(route.query || '').get('offset')) || 0, current);
 }
 
 async function loadNames() {
@@ -52,17 +74,22 @@ function loading(title) {
 
 // ---- List ----
 
-/** @param {number} offset */
-async function showList(offset) {
+/**
+ * @param {number} offset
+ * @param {Current} current
+ */
+async function showList(offset, current) {
   loading('History');
   /** @type {HistoryPage} */
   let page;
   try {
     page = await get(`/api/history?limit=${PAGE}&offset=${offset}`);
   } catch (err) {
+    if (!current()) return;
     fill(section, h('h1', null, 'History'), h('p', { class: 'error', role: 'alert' }, `Could not load the history: ${errorText(err)}`));
     return;
   }
+  if (!current()) return;
   const runs = page.runs || [];
   /** @type {Set<string>} */
   const selected = new Set();
@@ -93,7 +120,7 @@ async function showList(offset) {
       td('Actions', 'row-actions',
         h('a', { class: 'button small', href: `#/run/${seg(r.run_id)}` }, 'Open'),
         h('button', { type: 'button', class: 'small danger', dataset: { action: 'delete' },
-          'aria-label': `Delete run ${r.model_name} ${r.run_id}`, onclick: () => deleteRun(r, () => showList(offset)) }, 'Delete')));
+          'aria-label': `Delete run ${r.model_name} ${r.run_id}`, onclick: () => deleteRun(r, () => { if (current()) showList(offset, current); }) }, 'Delete')));
   });
   const nav = h('div', { class: 'pager' },
     h('span', null, runs.length ? `Runs ${offset + 1}–${offset + runs.length} of ${page.total}` : ''),
@@ -187,8 +214,11 @@ async function deleteRun(r, after) {
 
 // ---- One run ----
 
-/** @param {string} id */
-async function showRun(id) {
+/**
+ * @param {string} id
+ * @param {Current} current
+ */
+async function showRun(id, current) {
   loading('Run');
   /** @type {RunDetails} */
   let run;
@@ -198,10 +228,12 @@ async function showRun(id) {
     [run, matrix] = await Promise.all([/** @type {Promise<RunDetails>} */ (get(`/api/run/${seg(id)}`)),
       /** @type {Promise<LiveMatrix>} */ (get(`/api/run/${seg(id)}/matrix`))]);
   } catch (err) {
+    if (!current()) return;
     fill(section, h('p', null, h('a', { href: '#/history' }, '← History')), h('h1', null, 'Run'),
       h('p', { class: 'error', role: 'alert' }, err instanceof APIError && err.status === 404 ? `There is no run ${id}.` : `Could not load run ${id}: ${errorText(err)}`));
     return;
   }
+  if (!current()) return;
   const info = run.run_info;
   const stats = run.stats || { status_counts: {} };
   const mv = new MatrixView({ caption: `Run ${info.model_name}: domain × level results`,
@@ -240,7 +272,14 @@ async function showRun(id) {
     h('section', { class: 'card' }, h('h2', null, 'Matrix'), h('p', { class: 'hint' }, 'Select a cell to see its tests.'), mv.el));
   if (info.status === 'running') {
     const refresh = async () => {
-      try { const m = /** @type {LiveMatrix} */ (await get(`/api/run/${seg(id)}/matrix`)); mv.update(m); if (m.status !== 'running') return showRun(id); } catch { /* retry */ }
+      /** @type {LiveMatrix | null} */
+      let m = null;
+      try { m = await get(`/api/run/${seg(id)}/matrix`); } catch { /* retry */ }
+      if (!current()) return;
+      if (m) {
+        mv.update(m);
+        if (m.status !== 'running') return showRun(id, current);
+      }
       pollTimer = setTimeout(refresh, 1500);
     };
     pollTimer = setTimeout(refresh, 1500);
@@ -267,8 +306,9 @@ function configFacts(c) {
 /**
  * @param {string} idA
  * @param {string} idB
+ * @param {Current} current
  */
-async function showCompare(idA, idB) {
+async function showCompare(idA, idB, current) {
   loading('Compare runs');
   let runs;
   try {
@@ -278,10 +318,12 @@ async function showCompare(idA, idB) {
       return { id, info: run.run_info, results: run.test_results || [], matrix: matrix.domains || {} };
     }));
   } catch (err) {
+    if (!current()) return;
     fill(section, h('p', null, h('a', { href: '#/history' }, '← History')), h('h1', null, 'Compare runs'),
       h('p', { class: 'error', role: 'alert' }, `Could not load the runs: ${errorText(err)}`));
     return;
   }
+  if (!current()) return;
   // Before is the older run.
   runs.sort((x, y) => (x.info.started_at < y.info.started_at ? -1 : x.info.started_at > y.info.started_at ? 1 : 0));
   const [a, b] = runs;

@@ -23,7 +23,7 @@ const MAX_LOG = 5000;
  *   section: HTMLElement | null, visible: boolean, timer: ReturnType<typeof setTimeout> | undefined,
  *   status: EngineStatus | null, running: boolean, watchRun: string | null, announced: Set<string>,
  *   matrix: LiveMatrix | null, needMatrix: boolean, domains: Domain[], names: DomainNames,
- *   engineMissing: boolean, configModel: string, logCursor: number,
+ *   engineMissing: boolean, configModel: string, logCursor: number, ticking: boolean, again: boolean,
  *   runInfo?: RunInfo | null, infoFor?: string,
  * }}
  */
@@ -42,6 +42,8 @@ const st = {
   engineMissing: false,
   configModel: '',
   logCursor: 0,         // the since of the next /api/log_poll
+  ticking: false,       // a tick is waiting on the server
+  again: false,         // poked during that tick: tick again at once after it
 };
 
 const LOG_PAGE = 100;   // the most lines one log poll returns
@@ -168,12 +170,20 @@ export function setModels(configModel, available) {
 /** Starts the poller; it runs for the life of the page. */
 export function startPolling() { poke(); }
 
+// One tick at a time: a poke while a tick waits on the server (the view
+// shown again, a start or a stop) does not start a second one, which
+// would read the log from the same cursor, append its lines twice, and
+// re-arm a second timer for good; the tick in flight ticks again at once
+// when it ends instead.
 function poke() {
+  if (st.ticking) { st.again = true; return; }
   clearTimeout(st.timer);
   st.timer = setTimeout(tick, 0);
 }
 
 async function tick() {
+  st.ticking = true;
+  st.again = false;
   let next = st.visible ? SLOW : IDLE;
   try {
     if (st.engineMissing) return;
@@ -217,7 +227,8 @@ async function tick() {
     // Unreachable server: app.js shows the banner; keep trying.
     next = Math.max(next, 3000);
   } finally {
-    if (!st.engineMissing) st.timer = setTimeout(tick, next);
+    st.ticking = false;
+    if (!st.engineMissing) st.timer = setTimeout(tick, st.again ? 0 : next);
   }
 }
 
@@ -401,15 +412,21 @@ async function announceEnd(runID) {
 
 // ---- Domains ----
 
+// Counts the reads of the domains: only the latest one's answer is shown.
+let domainReads = 0;
+
 async function loadDomains() {
+  const mine = ++domainReads;
   try {
     /** @type {{domains: Domain[]}} */
     const { domains } = await get('/api/settings/domains');
+    if (mine !== domainReads) return;
     st.domains = domains || [];
     st.names = new Map(st.domains.map((d) => [d.id, { name: d.name, color: d.color }]));
     matrixView.setNames(st.names);
     renderDomainChecks();
   } catch (err) {
+    if (mine !== domainReads) return;
     fill(els.checks, h('span', { class: 'error' }, `Could not load the domains: ${errorText(err)}`));
   }
 }

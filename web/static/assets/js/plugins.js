@@ -38,19 +38,22 @@ const REFRESH_MS = 5000;
 let section;
 /** @type {ReturnType<typeof setTimeout> | undefined} */
 let timer;
-let visible = false;
+// Which read of the list is current: each read, and hide, moves it on. A
+// read whose answer comes back after that shows nothing and schedules
+// nothing, so that one chain of reads runs at a time, only while the view
+// is shown, and an older answer never replaces a newer one.
+let generation = 0;
 
 /** @param {HTMLElement} s the view's section */
 export function mount(s) { section = s; }
 
 export function hide() {
-  visible = false;
+  generation++;
   clearTimeout(timer);
 }
 
 /** Renders the view: the list, then keeps it fresh. */
 export async function show() {
-  visible = true;
   clearTimeout(timer);
   const status = h('p', { class: 'hint', id: 'plugins-refreshed', role: 'status' }, 'Loading…');
   const body = h('div', { id: 'plugins-body' });
@@ -64,22 +67,26 @@ export async function show() {
 }
 
 /**
- * Reads the list and shows it; schedules the next read while visible.
+ * Reads the list and shows it, then schedules the next read; unless a
+ * newer read, or hide, came while it waited: then it does neither.
  * @param {HTMLElement} body
  * @param {HTMLElement} status
  */
 async function refresh(body, status) {
   clearTimeout(timer);
+  const mine = ++generation;
   try {
     /** @type {PluginList} */
     const list = await get('/api/plugins');
+    if (mine !== generation) return;
     render(body, list);
     status.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshed every ${REFRESH_MS / 1000} s.`;
   } catch (err) {
+    if (mine !== generation) return;
     fill(body, h('p', { class: 'error', role: 'alert' }, `Could not list the plugins: ${errorText(err)}`));
     status.textContent = '';
   }
-  if (visible) timer = setTimeout(() => refresh(body, status), REFRESH_MS);
+  timer = setTimeout(() => refresh(body, status), REFRESH_MS);
 }
 
 /** The state as a badge: a symbol and a word, never colour alone. */
