@@ -101,6 +101,9 @@ var specEndpoints = []string{
 
 	// The server's plugin manager.
 	"GET /api/plugins",
+
+	// Datasets: tests from the rows of a JSONL or CSV file.
+	"POST /api/settings/tests/import",
 }
 
 // agentCreates are the agent paths whose POST creates a record (201).

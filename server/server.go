@@ -77,6 +77,7 @@ func New(opts Options) (*Server, error) {
 	registerDomains(s.api, opts.Catalog, s.log)
 	registerLevels(s.api, opts.Catalog, s.log)
 	registerTests(s.api, opts.Catalog, s.log)
+	registerDatasets(s.api, opts.Catalog, s.log)
 	registerEvaluators(s.api, opts.Catalog, s.log)
 	registerTools(s.api, opts.Catalog, s.log)
 	registerDefinitions(s.api, opts.Catalog, s.log)

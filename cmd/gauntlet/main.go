@@ -95,6 +95,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return pluginsCmd(ctx, args[1:], stdout, stderr)
 	case "validate":
 		return validateCmd(ctx, args[1:], stdout, stderr)
+	case "import-tests":
+		return importTestsCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "gauntlet", server.Version)
 		return nil
@@ -118,6 +120,7 @@ Commands:
   run       run one evaluation without the server (for CI)
   plugins   list the plugins found, with versions and health
   validate  check every definition file (unknown keys, YAML errors, bad values)
+  import-tests  create tests from a JSONL or CSV dataset: import-tests FILE --domain D --level N
   version   print the version
 
 Run "gauntlet <command> -h" for a command's flags.
