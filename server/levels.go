@@ -35,7 +35,7 @@ type apiLevel struct {
 	SystemPromptMode apiSystemPromptMode `json:"system_prompt_mode"`
 	PassThreshold    float64             `json:"pass_threshold" minimum:"0" maximum:"1" doc:"Mean score at which the level's cell is passed."`
 	Tools            []string            `json:"tools" doc:"Tool ids offered to the model for every test of the level."`
-	Params           *apiParams          `json:"params,omitempty" doc:"Default sampling parameters of the level's model requests; a run's own override them key by key. Absent when the level sets none."`
+	Params           map[string]any      `json:"params,omitempty" doc:"Default sampling parameters of the level's model requests (temperature, top_p, max_tokens, seed), only the keys set; a run's own override them key by key. Absent when the level sets none."`
 }
 
 func toAPILevel(l harness.LevelConfig) apiLevel {
@@ -44,8 +44,7 @@ func toAPILevel(l harness.LevelConfig) apiLevel {
 		SystemPromptMode: apiSystemPromptMode(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: nonNil(l.Tools),
 	}
 	if l.Params != nil && !l.Params.IsZero() {
-		p := apiParams(*l.Params)
-		out.Params = &p
+		out.Params = l.Params.Map()
 	}
 	return out
 }
@@ -108,7 +107,7 @@ type apiLevelImport struct {
 	SystemPromptMode apiSystemPromptMode `json:"system_prompt_mode,omitempty"`
 	PassThreshold    *float64            `json:"pass_threshold,omitempty" doc:"0 to 1; default 0.5."`
 	Tools            []string            `json:"tools,omitempty"`
-	Params           *apiParamsInput     `json:"params,omitempty" doc:"Default sampling parameters of the level."`
+	Params           *apiParamsInput     `json:"params,omitempty"`
 }
 
 func (b *apiLevelImport) config() harness.LevelConfig {

@@ -44,7 +44,7 @@ type apiRunStart struct {
 	Model     string          `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
 	TimeoutS  *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
 	Retries   *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
-	Params    *apiParamsInput `json:"params,omitempty" doc:"Sampling parameters of every model request of this run, over each level's defaults key by key; recorded in run_info.config.params."`
+	Params    *apiParamsInput `json:"params,omitempty"`
 }
 
 // apiParamsInput are sampling parameters in a request body: each key is
@@ -56,14 +56,6 @@ type apiParamsInput struct {
 	TopP        *float64 `json:"top_p,omitempty" exclusiveMinimum:"0" maximum:"1" doc:"Nucleus sampling mass: greater than 0, at most 1."`
 	MaxTokens   *int     `json:"max_tokens,omitempty" minimum:"1" maximum:"1048576" doc:"Bound on the tokens of each answer, 1 to 1048576."`
 	Seed        *int64   `json:"seed,omitempty" doc:"Seed for reproducible sampling, where the endpoint supports it."`
-}
-
-// apiParams are sampling parameters in an answer: only the keys set.
-type apiParams struct {
-	Temperature *float64 `json:"temperature,omitempty" doc:"Sampling temperature, 0 to 2."`
-	TopP        *float64 `json:"top_p,omitempty" doc:"Nucleus sampling mass: greater than 0, at most 1."`
-	MaxTokens   *int     `json:"max_tokens,omitempty" doc:"Bound on the tokens of each answer."`
-	Seed        *int64   `json:"seed,omitempty" doc:"Seed for reproducible sampling."`
 }
 
 // apiRunStarted is the answer of start-run and resume-run.
