@@ -49,6 +49,9 @@ type LevelConfig struct {
 	PassThreshold float64 `json:"pass_threshold"` // 0 to 1
 	// Tools lists tool ids offered to the model for every test of the level.
 	Tools []string `json:"tools"`
+	// Params are the level's default sampling parameters; a run's own
+	// override them field by field. Nil: none.
+	Params *Params `json:"params,omitempty"`
 }
 
 // EffectiveSystemPrompt combines a domain's system prompt with a level's,

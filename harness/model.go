@@ -53,9 +53,15 @@ type ChatRequest struct {
 	Model    string
 	Messages []Message
 	// Tools are the functions the model may call.
-	Tools       []FunctionDef
+	Tools []FunctionDef
+	// Temperature, when not nil, is sent as the sampling temperature.
 	Temperature *float64
-	MaxTokens   int
+	// TopP, when not nil, is sent as top_p (nucleus sampling).
+	TopP *float64
+	// MaxTokens, when positive, bounds the tokens of the answer.
+	MaxTokens int
+	// Seed, when not nil, asks the endpoint for reproducible sampling.
+	Seed *int64
 	// Timeout, when positive, bounds each attempt of this request instead
 	// of the model client's own timeout.
 	Timeout time.Duration

@@ -203,6 +203,12 @@ func (v Validator) Level(l *LevelConfig) error {
 		ve.Add("pass_threshold", "must be between 0 and 1")
 	}
 	v.checkTools(ve, "tools", l.Tools)
+	if l.Params != nil && l.Params.IsZero() {
+		l.Params = nil
+	}
+	if l.Params != nil {
+		ve.Merge("params", l.Params.Validate())
+	}
 	return ve.Err()
 }
 

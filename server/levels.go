@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -32,13 +35,18 @@ type apiLevel struct {
 	SystemPromptMode apiSystemPromptMode `json:"system_prompt_mode"`
 	PassThreshold    float64             `json:"pass_threshold" minimum:"0" maximum:"1" doc:"Mean score at which the level's cell is passed."`
 	Tools            []string            `json:"tools" doc:"Tool ids offered to the model for every test of the level."`
+	Params           map[string]any      `json:"params,omitempty" doc:"Default sampling parameters of the level's model requests (temperature, top_p, max_tokens, seed), only the keys set; a run's own override them key by key. Absent when the level sets none."`
 }
 
 func toAPILevel(l harness.LevelConfig) apiLevel {
-	return apiLevel{
+	out := apiLevel{
 		DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
 		SystemPromptMode: apiSystemPromptMode(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: nonNil(l.Tools),
 	}
+	if l.Params != nil && !l.Params.IsZero() {
+		out.Params = l.Params.Map()
+	}
+	return out
 }
 
 // apiLevelUpdate is the body of update-level: the fields present change.
@@ -47,6 +55,7 @@ type apiLevelUpdate struct {
 	SystemPromptMode *apiSystemPromptMode `json:"system_prompt_mode,omitempty"`
 	PassThreshold    *float64             `json:"pass_threshold,omitempty" doc:"Mean score at which the level's cell is passed, 0 to 1. A new level's is 0.5."`
 	Tools            []string             `json:"tools,omitempty" doc:"Tool ids offered to the model for every test of the level; the list replaces the current one."`
+	Params           paramsPatch          `json:"params,omitempty" doc:"Default sampling parameters of the level: an object replaces them all, null removes them, absent keeps them."`
 }
 
 func (b *apiLevelUpdate) apply(l *harness.LevelConfig) {
@@ -58,6 +67,35 @@ func (b *apiLevelUpdate) apply(l *harness.LevelConfig) {
 	if b.Tools != nil {
 		l.Tools = b.Tools
 	}
+	if b.Params.Set {
+		l.Params = nil
+		if b.Params.V != nil {
+			p := harness.Params(*b.Params.V)
+			l.Params = &p
+		}
+	}
+}
+
+// paramsPatch is a params field of an update body, which tells an absent
+// field (keep) from null (remove).
+type paramsPatch struct {
+	Set bool            // the field was present
+	V   *apiParamsInput // nil: null
+}
+
+// UnmarshalJSON records that the field was present, and its value.
+func (p *paramsPatch) UnmarshalJSON(b []byte) error {
+	p.Set, p.V = true, nil
+	if string(bytes.TrimSpace(b)) == "null" {
+		return nil
+	}
+	p.V = new(apiParamsInput)
+	return json.Unmarshal(b, p.V)
+}
+
+// Schema is the parameters' schema or null.
+func (paramsPatch) Schema(r huma.Registry) *huma.Schema {
+	return nullable(r.Schema(reflect.TypeFor[apiParamsInput](), true, ""))
 }
 
 // apiLevelImport is a level configuration in an import body. An absent
@@ -69,6 +107,7 @@ type apiLevelImport struct {
 	SystemPromptMode apiSystemPromptMode `json:"system_prompt_mode,omitempty"`
 	PassThreshold    *float64            `json:"pass_threshold,omitempty" doc:"0 to 1; default 0.5."`
 	Tools            []string            `json:"tools,omitempty"`
+	Params           *apiParamsInput     `json:"params,omitempty"`
 }
 
 func (b *apiLevelImport) config() harness.LevelConfig {
@@ -82,6 +121,10 @@ func (b *apiLevelImport) config() harness.LevelConfig {
 	}
 	if b.PassThreshold != nil {
 		out.PassThreshold = *b.PassThreshold
+	}
+	if b.Params != nil {
+		p := harness.Params(*b.Params)
+		out.Params = &p
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
@@ -38,11 +39,23 @@ type runHandler struct {
 
 // apiRunStart is the body of start-run; every field is optional.
 type apiRunStart struct {
-	ModelName string   `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
-	Domains   []string `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
-	Model     string   `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
-	TimeoutS  *float64 `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
-	Retries   *int     `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
+	ModelName string          `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
+	Domains   []string        `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
+	Model     string          `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
+	TimeoutS  *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
+	Retries   *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
+	Params    *apiParamsInput `json:"params,omitempty"`
+}
+
+// apiParamsInput are sampling parameters in a request body: each key is
+// optional, and an absent key is not sent to the endpoint. Its fields
+// match harness.Params one to one (the conversion is a plain type
+// conversion, which the compiler checks).
+type apiParamsInput struct {
+	Temperature *float64 `json:"temperature,omitempty" minimum:"0" maximum:"2" doc:"Sampling temperature, 0 to 2."`
+	TopP        *float64 `json:"top_p,omitempty" exclusiveMinimum:"0" maximum:"1" doc:"Nucleus sampling mass: greater than 0, at most 1."`
+	MaxTokens   *int     `json:"max_tokens,omitempty" minimum:"1" maximum:"1048576" doc:"Bound on the tokens of each answer, 1 to 1048576."`
+	Seed        *int64   `json:"seed,omitempty" doc:"Seed for reproducible sampling, where the endpoint supports it."`
 }
 
 // apiRunStarted is the answer of start-run and resume-run.
@@ -208,6 +221,9 @@ func (h *runHandler) start(ctx context.Context, in *startInput) (*runStartedOutp
 	var req engine.StartRequest
 	if b := in.Body; b != nil {
 		req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
+		if b.Params != nil {
+			req.Params = harness.Params(*b.Params)
+		}
 		if b.TimeoutS != nil {
 			req.Timeout = time.Duration(*b.TimeoutS * float64(time.Second))
 		}

@@ -61,6 +61,7 @@ var schemaDocs = map[string]string{
 	"RunDetails":          "A run's summary, every result and the counts per status.",
 	"RunInfo":             "A run's summary: status, counts, score and provenance.",
 	"RunList":             "A page of runs, newest first.",
+	"ParamsInput":         "Sampling parameters, each optional: temperature 0 to 2, top_p above 0 and at most 1, max_tokens 1 to 1048576, seed any integer. A key left out is not sent to the endpoint.",
 	"RunStart":            "What to run; every field is optional.",
 	"RunStarted":          "The run that start-run or resume-run set going.",
 	"RunStats":            "The counts of a run's results.",

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
@@ -53,6 +54,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		retries = n
 		return nil
 	})
+	var params harness.Params
+	fs.Func("temperature", "sampling `temperature` of this run's model requests, 0 to 2 (default: the level's, else the endpoint's)", func(v string) error {
+		return parseParam(v, &params.Temperature, strconv.ParseFloat)
+	})
+	fs.Func("top-p", "nucleus sampling mass `p` of this run, greater than 0 and at most 1 (default: the level's, else the endpoint's)", func(v string) error {
+		return parseParam(v, &params.TopP, strconv.ParseFloat)
+	})
+	fs.Func("max-tokens", "bound `n` on the tokens of each answer in this run (default: the level's, else the endpoint's)", func(v string) error {
+		return parseParam(v, &params.MaxTokens, func(s string, _ int) (int, error) { return strconv.Atoi(s) })
+	})
+	fs.Func("seed", "sampling `seed` of this run, where the endpoint supports one (default: the level's, else none)", func(v string) error {
+		return parseParam(v, &params.Seed, func(s string, _ int) (int64, error) { return strconv.ParseInt(s, 10, 64) })
+	})
 	if err := parseFlags(fs, args, stderr, "choose domains with --domains a,b"); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -69,8 +83,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if retries >= 0 {
 		req.Retries = &retries
 	}
-	if f.resume != "" && (f.domains != "" || f.model != "") {
-		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains or --model")
+	req.Params = params
+	if f.resume != "" && (f.domains != "" || f.model != "" || !params.IsZero()) {
+		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains, --model or sampling parameters")
+	}
+	if err := params.Validate(); err != nil {
+		return fmt.Errorf("sampling parameters: %w", err)
 	}
 	switch f.format {
 	case "text", "json", "junit":
@@ -209,4 +227,14 @@ func deref(f *float64) float64 {
 		return 0
 	}
 	return *f
+}
+
+// parseParam parses a sampling parameter flag into *dst.
+func parseParam[T any](v string, dst **T, parse func(string, int) (T, error)) error {
+	n, err := parse(strings.TrimSpace(v), 64)
+	if err != nil {
+		return errors.New("not a number")
+	}
+	*dst = &n
+	return nil
 }

@@ -197,12 +197,44 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// TestRunParams: the sampling flags reach the run's configuration (and
+// its requests: the engine's tests check every one).
+func TestRunParams(t *testing.T) {
+	flags := runFixture(t)
+	var out strings.Builder
+	args := []string{"run", "--format", "json", "--domains", "arithmetic", "--temperature", "0.3", "--top-p", "0.9",
+		"--max-tokens", "64", "--seed", "-5"}
+	if err := run(context.Background(), append(args, flags...), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		RunInfo struct {
+			Config struct {
+				Params map[string]any `json:"params"`
+			} `json:"config"`
+		} `json:"run_info"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	got, _ := json.Marshal(doc.RunInfo.Config.Params)
+	if want := `{"max_tokens":64,"seed":-5,"temperature":0.3,"top_p":0.9}`; string(got) != want {
+		t.Errorf("params = %s, want %s", got, want)
+	}
+}
+
 func TestRunBadInput(t *testing.T) {
 	flags := runFixture(t)
 	cases := map[string][]string{
-		"unknown domain": {"--domains", "nope"},
-		"bad format":     {"--format", "xml"},
-		"bad min score":  {"--min-score", "2"},
+		"unknown domain":           {"--domains", "nope"},
+		"bad format":               {"--format", "xml"},
+		"bad min score":            {"--min-score", "2"},
+		"temperature out of range": {"--temperature", "3"},
+		"temperature not a number": {"--temperature", "hot"},
+		"top-p zero":               {"--top-p", "0"},
+		"max tokens zero":          {"--max-tokens", "0"},
+		"seed not an integer":      {"--seed", "1.5"},
+		"params with resume":       {"--resume", "x", "--seed", "1"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -28,12 +28,13 @@ type domainRow struct {
 
 type levelRow struct {
 	bun.BaseModel    `bun:"table:def_levels"`
-	DomainID         string   `bun:"domain_id,pk"`
-	Level            int      `bun:"level,pk"`
-	SystemPrompt     string   `bun:"system_prompt,notnull"`
-	SystemPromptMode string   `bun:"system_prompt_mode,notnull"`
-	PassThreshold    float64  `bun:"pass_threshold,notnull"`
-	Tools            []string `bun:"tools,type:text"`
+	DomainID         string          `bun:"domain_id,pk"`
+	Level            int             `bun:"level,pk"`
+	SystemPrompt     string          `bun:"system_prompt,notnull"`
+	SystemPromptMode string          `bun:"system_prompt_mode,notnull"`
+	PassThreshold    float64         `bun:"pass_threshold,notnull"`
+	Tools            []string        `bun:"tools,type:text"`
+	Params           *harness.Params `bun:"params,type:text"` // NULL: the level sets none
 }
 
 type testRow struct {
@@ -85,6 +86,9 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX IF NOT EXISTS "def_tests_evaluator" ON "def_tests" ("evaluator_id")`,
 		)
 	}},
+	{Version: 2, Name: "level sampling parameters", Up: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx, `ALTER TABLE "def_levels" ADD COLUMN "params" text`)
+	}},
 }
 
 func toDomainRow(d harness.Domain) *domainRow {
@@ -99,13 +103,23 @@ func (r *domainRow) domain() harness.Domain {
 
 func toLevelRow(l harness.LevelConfig) *levelRow {
 	return &levelRow{DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
-		SystemPromptMode: string(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: l.Tools}
+		SystemPromptMode: string(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: l.Tools,
+		Params: nonZero(l.Params)}
+}
+
+// nonZero returns p, or nil when it sets nothing: a level without
+// parameters stores NULL and answers none.
+func nonZero(p *harness.Params) *harness.Params {
+	if p == nil || p.IsZero() {
+		return nil
+	}
+	return p
 }
 
 func (r *levelRow) level() harness.LevelConfig {
 	return harness.LevelConfig{DomainID: r.DomainID, Level: r.Level, SystemPrompt: r.SystemPrompt,
 		SystemPromptMode: harness.PromptMode(r.SystemPromptMode), PassThreshold: r.PassThreshold,
-		Tools: nonNil(r.Tools)}
+		Tools: nonNil(r.Tools), Params: nonZero(r.Params)}
 }
 
 func toTestRow(t harness.Test, pos int) *testRow {

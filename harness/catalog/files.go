@@ -69,11 +69,12 @@ type domainDoc struct {
 // levelDoc is the form of level-<n>.yaml: the level's configuration and
 // its tests, in order.
 type levelDoc struct {
-	SystemPrompt     string         `yaml:"system_prompt,omitempty"`
-	SystemPromptMode string         `yaml:"system_prompt_mode,omitempty"`
-	PassThreshold    *float64       `yaml:"pass_threshold,omitempty"`
-	Tools            []string       `yaml:"tools,omitempty"`
-	Tests            []harness.Test `yaml:"tests"`
+	SystemPrompt     string          `yaml:"system_prompt,omitempty"`
+	SystemPromptMode string          `yaml:"system_prompt_mode,omitempty"`
+	PassThreshold    *float64        `yaml:"pass_threshold,omitempty"`
+	Tools            []string        `yaml:"tools,omitempty"`
+	Params           *harness.Params `yaml:"params,omitempty"`
+	Tests            []harness.Test  `yaml:"tests"`
 }
 
 // marshal writes a definition file with the package's own YAML emitter
@@ -121,6 +122,9 @@ func encodeLevel(l harness.LevelConfig, tests []harness.Test) ([]byte, error) {
 		Tools:            l.Tools,
 		Tests:            make([]harness.Test, len(tests)),
 	}
+	if l.Params != nil && !l.Params.IsZero() {
+		doc.Params = l.Params
+	}
 	if doc.SystemPromptMode == string(harness.PromptAppend) {
 		doc.SystemPromptMode = ""
 	}
@@ -152,6 +156,7 @@ func decodeLevel(data []byte, domainID string, level int) (harness.LevelConfig, 
 		SystemPromptMode: harness.PromptMode(doc.SystemPromptMode),
 		PassThreshold:    harness.DefaultPassThreshold,
 		Tools:            doc.Tools,
+		Params:           doc.Params,
 	}
 	if doc.PassThreshold != nil {
 		l.PassThreshold = *doc.PassThreshold

@@ -66,6 +66,20 @@ func TestStrictFiles(t *testing.T) {
 			gone: []string{"add-small"},
 		},
 		{
+			name: "typo in a sampling parameter",
+			rel:  "domains/math/level-1.yaml",
+			body: "params:\n  temprature: 0.5\ntests:\n  - id: add-small\n    prompt: p\n    expected: {answer: '4'}\n",
+			errs: []want{{2, "temprature", `did you mean "temperature"?`}},
+			gone: []string{"add-small"},
+		},
+		{
+			name: "sampling parameter out of range",
+			rel:  "domains/math/level-1.yaml",
+			body: "params:\n  top_p: 0.5\n  max_tokens: 0\ntests:\n  - id: add-small\n    prompt: p\n    expected: {answer: '4'}\n",
+			errs: []want{{3, "", "params.max_tokens"}},
+			gone: []string{"add-small"},
+		},
+		{
 			name: "evaluator key",
 			rel:  "evaluators/number.yaml",
 			body: "name: Number\nextration_regex: '(\\d+)'\n",
@@ -170,7 +184,7 @@ func TestUnknownKeyMessage(t *testing.T) {
 		"Tests":         `unknown key "Tests" (did you mean "tests"?)`,
 		"test":          `unknown key "test" (did you mean "tests"?)`,
 		"prompt":        `unknown key "prompt" (did you mean "system_prompt"?)`,
-		"zzz":           `unknown key "zzz" (known keys: pass_threshold, system_prompt, system_prompt_mode, tests, tools)`,
+		"zzz":           `unknown key "zzz" (known keys: params, pass_threshold, system_prompt, system_prompt_mode, tests, tools)`,
 	} {
 		if got := unknownKeyMessage(key, fields); got != want {
 			t.Errorf("%s: got %s, want %s", key, got, want)

@@ -100,6 +100,11 @@ type StartRequest struct {
 	// Retries, when not nil, is the number of retries of a failed model
 	// request in this run (default Options.Retries).
 	Retries *int
+	// Params are the sampling parameters of every model request of this
+	// run. They override a level's defaults (LevelConfig.Params) field by
+	// field, and are recorded in the run's configuration. Out of range:
+	// an error wrapping harness.ErrInvalid naming params.<field>.
+	Params harness.Params
 	// OnEvent, when set, receives this run's events, from EventRunStarted
 	// to EventRunFinished, in order, on a goroutine of its own: a slow
 	// OnEvent never holds up the run. When it falls more than
@@ -275,6 +280,7 @@ type job struct {
 	systemPrompt string
 	tools        []harness.ToolDefinition
 	evaluator    harness.EvaluatorConfig
+	params       harness.Params // the level's default sampling parameters
 }
 
 // plan builds the jobs of a run: the selected domains in the given order
@@ -347,6 +353,9 @@ func plan(snap *harness.Snapshot, domains []string) ([]string, []*cell, []job, e
 			sp := harness.EffectiveSystemPrompt(d.SystemPrompt, lc)
 			for _, t := range testsBy[id][l] {
 				j := job{test: t, cell: c, systemPrompt: sp}
+				if lc.Params != nil {
+					j.params = *lc.Params
+				}
 				for _, tid := range append(slices.Clone(lc.Tools), t.Tools...) {
 					if td, ok := tools[tid]; ok && !slices.ContainsFunc(j.tools, func(x harness.ToolDefinition) bool { return x.ID == tid }) {
 						j.tools = append(j.tools, td)
@@ -426,7 +435,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	timeout, retries, err := e.bounds(req.Timeout, req.Retries)
+	timeout, retries, err := e.bounds(req.Timeout, req.Retries, req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +473,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		Status: runs.StatusRunning, TotalTests: len(jobs), Domains: domains,
 		Config: &runs.Config{
 			Model: model, BaseURL: e.opts.BaseURL, Concurrency: e.opts.Concurrency,
-			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: 1, Params: map[string]any{},
+			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: 1, Params: req.Params.Map(),
 			DefinitionsHash: hash, GauntletVersion: e.opts.Version,
 		},
 	}
@@ -476,15 +485,18 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		return nil, err
 	}
 	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
+	r.params = req.Params
 	e.begin(r, req.OnEvent)
 	r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
 	r.launch(ctx)
 	return r, nil
 }
 
-// bounds checks a run's request bounds and fills in the defaults.
-func (e *Engine) bounds(timeout time.Duration, retries *int) (time.Duration, int, error) {
+// bounds checks a run's request bounds and sampling parameters and fills
+// in the defaults.
+func (e *Engine) bounds(timeout time.Duration, retries *int, params harness.Params) (time.Duration, int, error) {
 	ve := &harness.ValidationError{}
+	ve.Merge("params", params.Validate())
 	if timeout < 0 || timeout > MaxTimeout {
 		ve.Add("timeout_s", "must be between 0 and %v seconds", MaxTimeout.Seconds())
 	}
@@ -601,8 +613,12 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 		return harness.Invalid("run_id", "run %s has nothing left to run: every test has a result that is not an error", runID)
 	}
 	timeout, retries := e.opts.Timeout, e.opts.Retries
+	var params harness.Params
 	if c := info.Config; c != nil {
 		timeout, retries = time.Duration(c.TimeoutS*float64(time.Second)), c.Retries
+		if params, err = harness.ParamsFromMap(c.Params); err != nil {
+			return fmt.Errorf("resume run %s: %w", runID, err)
+		}
 	}
 	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)
 	if err != nil {
@@ -610,6 +626,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	}
 	now := time.Now()
 	r := e.newRun(ctx, reopened, now, cells, left, timeout, retries)
+	r.params = params
 	r.priorMS = info.TotalDurationMS
 	// The live state starts from the results kept.
 	for _, res := range kept {

@@ -128,10 +128,11 @@ type run struct {
 	cancel  context.CancelFunc
 	done_   chan struct{}
 	logFile *os.File
-	logBuf  *bufio.Writer // buffers logFile; flushed after each batch and at the end
-	timeout time.Duration // bounds each model request
-	retries int           // retries of a failed model request
-	first   cellKey       // the first cell: run-level log lines name it
+	logBuf  *bufio.Writer  // buffers logFile; flushed after each batch and at the end
+	timeout time.Duration  // bounds each model request
+	retries int            // retries of a failed model request
+	params  harness.Params // the run's sampling parameters, over each level's
+	first   cellKey        // the first cell: run-level log lines name it
 
 	mu            sync.Mutex
 	cells         []*cell
@@ -665,9 +666,11 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		return res, true
 	}
 	retries := r.retries
+	chat := harness.ChatRequest{Model: r.info.Model, Messages: msgs, Timeout: r.timeout, MaxRetries: &retries}
+	j.params.Merge(r.params).Apply(&chat)
 	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
 		Client:    e.opts.Client,
-		Chat:      harness.ChatRequest{Model: r.info.Model, Messages: msgs, Timeout: r.timeout, MaxRetries: &retries},
+		Chat:      chat,
 		Tools:     j.tools,
 		Registry:  e.opts.Registry,
 		MaxRounds: e.opts.MaxToolRounds,

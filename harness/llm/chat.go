@@ -17,7 +17,7 @@ import (
 
 // Chat performs one chat completion (POST /chat/completions, not
 // streamed): every message of req, its tools offered as function tools,
-// temperature and max_tokens when set. The answer carries the first
+// temperature, top_p, max_tokens and seed when set. The answer carries the first
 // choice's message (text, tool calls with their raw JSON arguments), its
 // finish reason, the token usage and the model that answered.
 //
@@ -140,6 +140,12 @@ func chatParams(model string, req *harness.ChatRequest) (openai.ChatCompletionNe
 	}
 	if req.Temperature != nil {
 		p.Temperature = param.NewOpt(*req.Temperature)
+	}
+	if req.TopP != nil {
+		p.TopP = param.NewOpt(*req.TopP)
+	}
+	if req.Seed != nil {
+		p.Seed = param.NewOpt(*req.Seed)
 	}
 	if req.MaxTokens > 0 {
 		// max_tokens rather than max_completion_tokens: Ollama, llama.cpp

@@ -80,6 +80,7 @@ func TestChat(t *testing.T) {
 	defer srv.Close()
 	c := newClient(t, srv.URL, Options{APIKey: secretKey})
 	temp := 0.0
+	topP, seed := 0.25, int64(1<<62+7)
 	cases := []struct {
 		name      string
 		req       *harness.ChatRequest
@@ -110,11 +111,22 @@ func TestChat(t *testing.T) {
 					t.Errorf("Authorization %q", got)
 				}
 			}},
+		{name: "top_p and seed are sent",
+			req:  &harness.ChatRequest{Messages: []harness.Message{userMsg("y")}, TopP: &topP, Seed: &seed},
+			want: "y",
+			check: func(t *testing.T, r *llmtest.Request) {
+				if r.TopP == nil || *r.TopP != 0.25 || r.Seed == nil || *r.Seed != seed {
+					t.Errorf("top_p %v, seed %v: %s", r.TopP, r.Seed, r.Body)
+				}
+				if r.Temperature != nil || r.MaxTokens != 0 {
+					t.Errorf("unset parameters sent: %s", r.Body)
+				}
+			}},
 		{name: "no temperature, no max tokens", req: ask("x"), want: "x",
 			check: func(t *testing.T, r *llmtest.Request) {
 				var raw map[string]any
 				json.Unmarshal(r.Body, &raw)
-				for _, k := range []string{"temperature", "max_tokens", "max_completion_tokens", "tools", "stream"} {
+				for _, k := range []string{"temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "tools", "stream"} {
 					if _, ok := raw[k]; ok {
 						t.Errorf("%s sent: %s", k, r.Body)
 					}

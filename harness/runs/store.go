@@ -42,7 +42,7 @@ type runRow struct {
 	Failed          int      `bun:"failed,notnull"`
 	Errors          int      `bun:"errors,notnull"`
 	Error           string   `bun:"error,notnull"`
-	Config          *Config  `bun:"config,type:text"`
+	Config          *Config  `bun:"config,type:text,json_use_number"` // json_use_number: a seed in Params keeps all its digits
 	DefinitionsHash string   `bun:"definitions_hash,notnull"`
 }
 

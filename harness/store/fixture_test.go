@@ -189,10 +189,50 @@ func TestFixtureDatabase(t *testing.T) {
 	for _, c := range []struct {
 		component string
 		want      int
-	}{{"catalog", 1}, {"runs", 2}, {"agent", 1}} {
+	}{{"catalog", 2}, {"runs", 2}, {"agent", 1}} {
 		if v, err := store.Version(ctx, db, c.component); v != c.want || err != nil {
 			t.Errorf("%s schema version = %d, %v; want %d", c.component, v, err, c.want)
 		}
+	}
+}
+
+// TestFixtureLevelParams: the catalog's migration from the 0.1.0 schema
+// adds the column of level sampling parameters, and a level's parameters
+// go through the migrated cache.
+func TestFixtureLevelParams(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFixture(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"domains/math/domain.yaml":  "id: math\nname: Math\nenabled: true\n",
+		"domains/math/level-1.yaml": "params:\n  temperature: 0.3\n  seed: 9007199254740993\ntests:\n  - id: m1\n    prompt: What is 1 + 1?\n    expected:\n      answer: \"2\"\n",
+		"domains/math/level-2.yaml": "tests: []\n",
+	}
+	for rel, text := range files {
+		path := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: dir, DB: db})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("catalog on the old database: %v %+v", err, res)
+	}
+	l, err := cat.Level(ctx, "math", 1)
+	if err != nil || l.Params == nil || l.Params.Temperature == nil || *l.Params.Temperature != 0.3 ||
+		l.Params.Seed == nil || *l.Params.Seed != 9007199254740993 || l.Params.TopP != nil || l.Params.MaxTokens != nil {
+		t.Fatalf("level 1 = %+v, %v", l, err)
+	}
+	if l, err := cat.Level(ctx, "math", 2); err != nil || l.Params != nil {
+		t.Errorf("level 2 without params = %+v, %v", l.Params, err)
+	}
+	var stored string
+	if err := sqldb.Bun(db).QueryRowContext(ctx, `SELECT params FROM def_levels WHERE domain_id = 'math' AND level = 1`).Scan(&stored); err != nil ||
+		stored != `{"temperature":0.3,"seed":9007199254740993}` {
+		t.Errorf("stored params = %s, %v", stored, err)
 	}
 }
 

@@ -159,6 +159,10 @@ type Request struct {
 	Tools []harness.FunctionDef
 	// Temperature is nil when the request sets none.
 	Temperature *float64
+	// TopP is top_p; nil when the request sets none.
+	TopP *float64
+	// Seed is nil when the request sets none.
+	Seed *int64
 	// MaxTokens is max_tokens, else max_completion_tokens; 0 when unset.
 	MaxTokens int
 	// Header is the request's HTTP header.

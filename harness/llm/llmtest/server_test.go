@@ -339,7 +339,7 @@ func TestRespond(t *testing.T) {
 	}})
 	defer srv.Close()
 
-	r := post(t, srv.URL, map[string]any{"model": "m", "messages": []any{user("scripted")}, "temperature": 0, "max_tokens": 50})
+	r := post(t, srv.URL, map[string]any{"model": "m", "messages": []any{user("scripted")}, "temperature": 0, "max_tokens": 50, "top_p": 0.5, "seed": 9007199254740993})
 	if text(t, r) != "from the script" || r.usage != (wireUsage{1, 2, 3}) {
 		t.Fatalf("answer %s", r.raw)
 	}
@@ -359,6 +359,7 @@ func TestRespond(t *testing.T) {
 	}
 	first := seen[0]
 	if first.Model != "m" || first.Temperature == nil || *first.Temperature != 0 || first.MaxTokens != 50 ||
+		first.TopP == nil || *first.TopP != 0.5 || first.Seed == nil || *first.Seed != 9007199254740993 ||
 		first.Header.Get("Content-Type") != "application/json" || !bytes.Contains(first.Body, []byte(`"scripted"`)) {
 		t.Fatalf("request %+v", first)
 	}

@@ -18,6 +18,8 @@ type wireRequest struct {
 	Messages            []wireMessage `json:"messages"`
 	Tools               []wireTool    `json:"tools"`
 	Temperature         *float64      `json:"temperature"`
+	TopP                *float64      `json:"top_p"`
+	Seed                *int64        `json:"seed"`
 	MaxTokens           *int          `json:"max_tokens"`
 	MaxCompletionTokens *int          `json:"max_completion_tokens"`
 	Stream              bool          `json:"stream"`
@@ -91,7 +93,7 @@ func decodeRequest(body []byte) (*Request, *wireRequest, error) {
 	if len(wr.Messages) == 0 {
 		return nil, nil, errors.New("[] is too short - 'messages': at least one message is required.")
 	}
-	req := &Request{Model: wr.Model, Temperature: wr.Temperature, Body: body}
+	req := &Request{Model: wr.Model, Temperature: wr.Temperature, TopP: wr.TopP, Seed: wr.Seed, Body: body}
 	switch {
 	case wr.MaxTokens != nil:
 		req.MaxTokens = *wr.MaxTokens
