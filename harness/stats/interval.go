@@ -101,9 +101,11 @@ func (o Options) alpha() float64 {
 }
 
 // rng returns the generator of one computation. The second PCG word is a
-// fixed odd constant so that seed 0 is as good as any other.
-func (o Options) rng() *rand.Rand {
-	return rand.New(rand.NewPCG(o.Seed, 0x9e3779b97f4a7c15))
+// fixed constant so that seed 0 is as good as any other. The concrete
+// *rand.PCG (not a *rand.Rand around it) lets the hot loops call Uint64
+// without an interface call.
+func (o Options) rng() *rand.PCG {
+	return rand.NewPCG(o.Seed, 0x9e3779b97f4a7c15)
 }
 
 // Wilson returns the 95 % Wilson score interval for passes successes out of
@@ -169,17 +171,30 @@ func meanSE(xs []float64) (mean, se float64) {
 }
 
 // bootstrapMean returns the 2.5 % and 97.5 % percentiles of the means of B
-// resamples (with replacement, of size len(xs)) of xs.
-func bootstrapMean(xs []float64, b int, r *rand.Rand) Interval {
+// resamples (with replacement, of size len(xs)) of xs. len(xs) must be
+// below 2^32.
+//
+// Each index is drawn from 32 random bits by multiply-and-shift (two
+// indices per 64-bit draw): its bias, at most n/2^32 (2·10^-6 for n =
+// 10,000), is far below the Monte Carlo noise, and it halves the cost of
+// the loop that dominates the whole computation.
+func bootstrapMean(xs []float64, b int, r *rand.PCG) Interval {
 	n := len(xs)
 	means := make([]float64, b)
 	un := uint64(n)
 	for j := range means {
-		var s float64
-		for range n {
-			s += xs[r.Uint64N(un)]
+		// Two sums break the chain of dependent additions.
+		var s0, s1 float64
+		i := 0
+		for ; i+1 < n; i += 2 {
+			w := r.Uint64()
+			s0 += xs[((w&0xffffffff)*un)>>32]
+			s1 += xs[((w>>32)*un)>>32]
 		}
-		means[j] = s / float64(n)
+		if i < n {
+			s0 += xs[((r.Uint64()>>32)*un)>>32]
+		}
+		means[j] = (s0 + s1) / float64(n)
 	}
 	slices.Sort(means)
 	return Interval{Low: quantile(means, 0.025), High: quantile(means, 0.975)}
