@@ -81,3 +81,19 @@ func BenchmarkCompare100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCell100k computes the interval of every cell of a 100,000-result
+// run of scores (100 cells of 1,000 tests, the bootstrap path): what a run
+// with repeats costs when it summarises its cells.
+func BenchmarkCell100k(b *testing.B) {
+	cells, _ := benchRuns(100_000, 100, false)
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		for _, c := range cells {
+			if s := Cell(c, Options{Seed: 1}); s.Method != MethodBootstrap || s.Tests != len(c) {
+				b.Fatalf("method %s, tests %d", s.Method, s.Tests)
+			}
+		}
+	}
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}

@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -62,10 +64,26 @@ const (
 	MethodSignFlipNormal Method = "sign-flip-normal"
 )
 
-// Interval is a closed interval [Low, High].
+// Interval is a closed interval [Low, High]. In JSON it is the array
+// [low, high].
 type Interval struct {
-	Low  float64 `json:"low"`
-	High float64 `json:"high"`
+	Low  float64
+	High float64
+}
+
+// MarshalJSON encodes the interval as [low, high].
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	return json.Marshal([2]float64{iv.Low, iv.High})
+}
+
+// UnmarshalJSON decodes [low, high].
+func (iv *Interval) UnmarshalJSON(b []byte) error {
+	var a [2]float64
+	if err := json.Unmarshal(b, &a); err != nil {
+		return fmt.Errorf("interval: %w", err)
+	}
+	iv.Low, iv.High = a[0], a[1]
+	return nil
 }
 
 // Contains reports whether x lies in the interval.

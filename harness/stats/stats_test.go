@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -351,5 +352,23 @@ func TestBootstrapCoverage(t *testing.T) {
 	}
 	if rate := float64(hits) / trials; rate < 0.90 || rate > 0.99 {
 		t.Fatalf("coverage %.3f, want about 0.95", rate)
+	}
+}
+
+func TestIntervalJSON(t *testing.T) {
+	b, err := json.Marshal(CellSummary{Tests: 10, Score: 0.8, CI95: Interval{0.25, 0.875}, Method: MethodWilson})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"tests":10,"samples":0,"errors":0,"score":0.8,"stderr":0,"ci95":[0.25,0.875],"method":"wilson"}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	var back CellSummary
+	if err := json.Unmarshal(b, &back); err != nil || back.CI95 != (Interval{0.25, 0.875}) {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	if err := json.Unmarshal([]byte(`{"ci95":{"low":1}}`), &back); err == nil {
+		t.Fatal("an object decoded as an interval")
 	}
 }
