@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -66,6 +68,12 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if format != "text" && format != "json" {
 		fmt.Fprintf(stderr, "gauntlet compare: --format must be text or json, not %q\n", format)
 		return errUsage
+	}
+	if s.database == "" {
+		// Reading must not leave an empty database in a mistyped --data.
+		if _, err := os.Stat(filepath.Join(s.data, "gauntlet.db")); err != nil {
+			return fmt.Errorf("no database in %s (--data): %w", s.data, err)
+		}
 	}
 	db, err := store.Open(ctx, s.databaseURL())
 	if err != nil {

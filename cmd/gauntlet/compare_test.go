@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,6 +148,14 @@ func TestCompareErrorsAndGate(t *testing.T) {
 	}
 	if err := run(ctx, []string{"compare", "base", "nope", "--data", dir}, &out, &errb); err == nil || !strings.Contains(err.Error(), `run "nope"`) {
 		t.Errorf("unknown run: err = %v", err)
+	}
+	// A data directory without a database: no empty one is left behind.
+	empty := filepath.Join(t.TempDir(), "typo")
+	if err := run(ctx, []string{"compare", "base", "worse", "--data", empty}, &out, &errb); err == nil || !strings.Contains(err.Error(), "no database in "+empty) {
+		t.Errorf("missing database: err = %v", err)
+	}
+	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("compare created %s: %v", empty, err)
 	}
 }
 
