@@ -104,6 +104,9 @@ var specEndpoints = []string{
 
 	// Datasets: tests from the rows of a JSONL or CSV file.
 	"POST /api/settings/tests/import",
+
+	// Is a change real? Two runs compared test by test.
+	"GET /api/compare",
 }
 
 // agentCreates are the agent paths whose POST creates a record (201).

@@ -85,6 +85,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Engine != nil && opts.Runs != nil {
 		registerRuns(s.api, opts.Engine, s.log)
 		registerHistory(s.api, opts.Runs, opts.Engine, s.log)
+		registerCompare(s.api, opts.Runs, s.log)
 	}
 	if opts.Agents != nil {
 		registerAgents(s.api, opts.Agents, s.log)

@@ -12,6 +12,9 @@
 //	gauntlet plugins  list the plugins found, with versions and health
 //	gauntlet validate check every definition file: exits 1 listing the
 //	                  errors as file:line: message
+//	gauntlet compare  compare two runs test by test; with
+//	                  --fail-on-regression exits 1 when a domain and
+//	                  level got significantly worse
 //	gauntlet version  print the version
 //
 // Every setting of serve and run can also be set through its environment
@@ -97,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return validateCmd(ctx, args[1:], stdout, stderr)
 	case "import-tests":
 		return importTestsCmd(ctx, args[1:], stdout, stderr)
+	case "compare":
+		return compareCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "gauntlet", server.Version)
 		return nil
@@ -120,6 +125,7 @@ Commands:
   run       run one evaluation without the server (for CI)
   plugins   list the plugins found, with versions and health
   validate  check every definition file (unknown keys, YAML errors, bad values)
+  compare   compare two runs test by test: compare BASE HEAD [--fail-on-regression]
   import-tests  create tests from a JSONL or CSV dataset: import-tests FILE --domain D --level N
   version   print the version
 
