@@ -51,6 +51,7 @@ type resultRow struct {
 	ID               int64            `bun:"id,pk,autoincrement"`
 	RunID            string           `bun:"run_id,notnull"`
 	TestID           string           `bun:"test_id,notnull"`
+	Repeat           int              `bun:"repeat,notnull"`
 	Domain           string           `bun:"domain,notnull"`
 	Level            int              `bun:"level,notnull"`
 	Name             string           `bun:"name,notnull"`
@@ -178,7 +179,7 @@ func (s *Store) CreateRun(ctx context.Context, in Info, cells []CellKey) error {
 }
 
 func toResultRow(r Result) *resultRow {
-	return &resultRow{RunID: r.RunID, TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name,
+	return &resultRow{RunID: r.RunID, TestID: r.TestID, Repeat: r.Repeat, Domain: r.Domain, Level: r.Level, Name: r.Name,
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: r.Details, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt}
@@ -189,7 +190,7 @@ func (r *resultRow) result() Result {
 	if d == nil {
 		d = map[string]any{}
 	}
-	out := Result{RunID: r.RunID, TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name,
+	out := Result{RunID: r.RunID, TestID: r.TestID, Repeat: r.Repeat, Domain: r.Domain, Level: r.Level, Name: r.Name,
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: d, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt}

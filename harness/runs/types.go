@@ -63,18 +63,20 @@ type Config struct {
 	Model           string         `json:"model"`    // The endpoint model.
 	BaseURL         string         `json:"base_url"` // The model endpoint, without credentials.
 	Concurrency     int            `json:"concurrency"`
-	TimeoutS        float64        `json:"timeout_s"` // Bound of each model request, in seconds.
-	Retries         int            `json:"retries"`   // Retries of a failed model request.
-	Repeats         int            `json:"repeats"`
+	TimeoutS        float64        `json:"timeout_s"`        // Bound of each model request, in seconds.
+	Retries         int            `json:"retries"`          // Retries of a failed model request.
+	Repeats         int            `json:"repeats"`          // Times each test was asked; 1 for runs made before repeats existed.
 	Params          map[string]any `json:"params"`           // Sampling parameters sent to the endpoint.
 	DefinitionsHash string         `json:"definitions_hash"` // SHA-256 of the definitions the run used; GET /api/run/{run_id}/definitions returns them.
 	GauntletVersion string         `json:"gauntlet_version"`
 }
 
-// Result is one test's result: the spec's per-cell result entry.
+// Result is one answer to one test: a run's per-cell result entry. A run
+// asks each test Config.Repeats times; (RunID, TestID, Repeat) is unique.
 type Result struct {
 	RunID            string           `json:"run_id"`
 	TestID           string           `json:"test_id"`
+	Repeat           int              `json:"repeat"` // Which asking of the test this is, from 0: a run with repeats N asks each test N times.
 	Domain           string           `json:"domain"`
 	Level            int              `json:"level"`
 	Name             string           `json:"name"`
