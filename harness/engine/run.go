@@ -523,7 +523,11 @@ func (r *run) report(res *runs.Result, settled *runs.Cell) {
 	if msg, ok := res.Details["error"].(string); ok && res.Status == runs.TestError {
 		detail = ": " + msg
 	}
-	r.logf(res.Domain, res.Level, "%s %s (score %.2f, %d ms)%s", res.TestID, res.Status, res.Score, res.DurationMS, detail)
+	name := res.TestID
+	if c := r.info.Config; c != nil && c.Repeats > 1 {
+		name += "#" + strconv.Itoa(res.Repeat)
+	}
+	r.logf(res.Domain, res.Level, "%s %s (score %.2f, %d ms)%s", name, res.Status, res.Score, res.DurationMS, detail)
 	// The writer reuses its batch: the event gets its own copy.
 	out := *res
 	r.emit(Event{Kind: EventTestFinished, Domain: res.Domain, Level: res.Level, Result: &out})
@@ -644,7 +648,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	ctx := r.ctx
 	start := time.Now()
 	res := runs.Result{
-		RunID: r.info.RunID, TestID: j.test.ID, Domain: j.test.DomainID, Level: j.test.Level, Name: j.test.Name,
+		RunID: r.info.RunID, TestID: j.test.ID, Repeat: j.repeat, Domain: j.test.DomainID, Level: j.test.Level, Name: j.test.Name,
 		Prompt: j.test.Prompt, Expected: j.test.Expected, ModelName: r.info.ModelName, SystemPrompt: j.systemPrompt,
 		Details: map[string]any{},
 	}

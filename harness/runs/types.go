@@ -35,7 +35,9 @@ const (
 )
 
 // Info is a run's summary: the spec's run_info plus its status, counts
-// and provenance.
+// and provenance. With repeats, every count is of samples (one asking of
+// one test): TotalTests is the tests × Config.Repeats, and done = passed +
+// failed + errors still holds.
 type Info struct {
 	RunID           string   `json:"run_id"`
 	StartedAt       string   `json:"started_at"`
@@ -46,8 +48,8 @@ type Info struct {
 	OverallScore    *float64 `json:"overall_score"` // Mean score over the scored tests (passed and failed); null when none was scored.
 	TotalTokens     int      `json:"total_tokens"`
 	TotalDurationMS int64    `json:"total_duration_ms"`
-	TotalTests      int      `json:"total_tests"`
-	DoneTests       int      `json:"done_tests"` // Tests finished: passed + failed + errors.
+	TotalTests      int      `json:"total_tests"` // Samples to run: tests × repeats.
+	DoneTests       int      `json:"done_tests"`  // Tests finished: passed + failed + errors.
 	Passed          int      `json:"passed"`
 	Failed          int      `json:"failed"`
 	Errors          int      `json:"errors"`          // Tests that ended in error: not scored, never counted as failed.
@@ -102,7 +104,7 @@ type Cell struct {
 	Status     string   `json:"status"` // pending, running, passed, failed, error, partial, skipped
 	Score      *float64 `json:"score"`
 	DurationMS *int64   `json:"duration_ms,omitempty"`
-	Tests      int      `json:"tests"`  // Tests in the cell.
+	Tests      int      `json:"tests"`  // Samples in the cell: its tests × the run's repeats.
 	Done       int      `json:"done"`   // Tests finished: passed + failed + errors.
 	Passed     int      `json:"passed"` // Tests passed.
 	Failed     int      `json:"failed"` // Tests failed.
