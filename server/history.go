@@ -69,8 +69,8 @@ type apiRunInfo struct {
 	OverallScore    *float64             `json:"overall_score" doc:"Mean score over the scored tests (passed and failed); null when none was scored."`
 	TotalTokens     int                  `json:"total_tokens"`
 	TotalDurationMS int64                `json:"total_duration_ms"`
-	TotalTests      int                  `json:"total_tests"`
-	DoneTests       int                  `json:"done_tests" doc:"Tests finished: passed + failed + errors."`
+	TotalTests      int                  `json:"total_tests" doc:"Samples to run: the tests × the run's repeats."`
+	DoneTests       int                  `json:"done_tests" doc:"Samples finished: passed + failed + errors."`
 	Passed          int                  `json:"passed"`
 	Failed          int                  `json:"failed"`
 	Errors          int                  `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
