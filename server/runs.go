@@ -94,14 +94,16 @@ func toAPIEngineStatus(s engine.Status) apiEngineStatus {
 
 // apiMatrixCell is one domain × level cell of a matrix.
 type apiMatrixCell struct {
-	Status     string   `json:"status" enum:"pending,running,passed,failed,error,partial,skipped" doc:"passed and failed: every test finished, and the score reached the level's pass threshold or not. error: every finished test ended in error. partial: the run ended with some of the tests finished. skipped: none was reached."`
-	Score      *float64 `json:"score" doc:"Mean score over the scored (passed and failed) tests; null when none was scored."`
-	DurationMS *int64   `json:"duration_ms,omitempty" doc:"Present on finished cells."`
-	Tests      int      `json:"tests" doc:"Samples in the cell: its tests × the run's repeats."`
-	Done       int      `json:"done" doc:"Tests finished: passed + failed + errors."`
-	Passed     int      `json:"passed"`
-	Failed     int      `json:"failed"`
-	Errors     int      `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
+	Status     string    `json:"status" enum:"pending,running,passed,failed,error,partial,skipped" doc:"passed and failed: every test finished, and the score reached the level's pass threshold or not. error: every finished test ended in error. partial: the run ended with some of the tests finished. skipped: none was reached."`
+	Score      *float64  `json:"score" doc:"Mean score over the scored (passed and failed) tests; null when none was scored."`
+	DurationMS *int64    `json:"duration_ms,omitempty" doc:"Present on finished cells."`
+	Tests      int       `json:"tests" doc:"Samples in the cell: its tests × the run's repeats."`
+	Done       int       `json:"done" doc:"Tests finished: passed + failed + errors."`
+	Passed     int       `json:"passed"`
+	Failed     int       `json:"failed"`
+	Errors     int       `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
+	StdErr     *float64  `json:"stderr" doc:"Standard error of the score, over tests (a test's repeats are averaged first); null until the cell is finished or when nothing was scored."`
+	CI95       []float64 `json:"ci95" minItems:"2" maxItems:"2" nullable:"true" doc:"95% interval of the score, [low, high], over tests (a test's repeats are averaged first); null until the cell is finished or when nothing was scored."`
 }
 
 // apiMatrix is a run's domain × level matrix: the live one, or a stored
@@ -124,7 +126,12 @@ func toAPICells(m runs.Matrix) map[string]map[string]apiMatrixCell {
 		for level, c := range levels {
 			row[level] = apiMatrixCell{
 				Status: c.Status, Score: c.Score, DurationMS: c.DurationMS,
-				Tests: c.Tests, Done: c.Done, Passed: c.Passed, Failed: c.Failed, Errors: c.Errors,
+				Tests: c.Tests, Done: c.Done, Passed: c.Passed, Failed: c.Failed, Errors: c.Errors, StdErr: c.StdErr,
+			}
+			if c.CI95 != nil {
+				cell := row[level]
+				cell.CI95 = []float64{c.CI95.Low, c.CI95.High}
+				row[level] = cell
 			}
 		}
 		out[domain] = row

@@ -11,7 +11,26 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/stats"
 )
+
+// TestCellWithoutScoreHasNoInterval: a cell whose every sample ended in
+// error has no score, so no standard error nor interval either.
+func TestCellWithoutScoreHasNoInterval(t *testing.T) {
+	var on atomic.Bool
+	on.Store(true)
+	d := newDefs().domain("d", "", true).test(harness.Test{ID: "bad", DomainID: "d", Level: 1,
+		Name: "Errs", Prompt: "[bad] What is 1 + 1? FAIL", Expected: harness.Expected{Answer: "2", Type: "numeric"}})
+	f := newFixture(t, fixtureOpts{snap: d.snap(), maxRetries: -1, llm: llmtest.Options{Respond: failPrompts("FAIL", &on)}})
+	id := f.start(t, engine.StartRequest{Repeats: 2})
+	if info, _ := f.wait(t, id); info.Errors != 2 {
+		t.Fatalf("info = %+v", info)
+	}
+	m, _ := f.runs.Matrix(context.Background(), id)
+	if c := m["d"]["1"]; c.Status != runs.CellError || c.Score != nil || c.StdErr != nil || c.CI95 != nil {
+		t.Errorf("error cell = %+v", c)
+	}
+}
 
 type sample struct {
 	test   string
@@ -67,14 +86,27 @@ func TestRepeats(t *testing.T) {
 	if c := m["d"]["2"]; c.Tests != 9 || c.Done != 9 || c.Passed != 9 || c.Status != runs.CellPassed {
 		t.Errorf("cell 2 = %+v", c)
 	}
+	// The interval is over tests, repeats averaged first: cell 1's tests
+	// score 1, 1, 1 and 0, so it is Wilson's for 3 of 4, not 9 of 12.
+	if c := m["d"]["1"]; c.CI95 == nil || *c.CI95 != stats.Wilson(3, 4) || !near(c.StdErr, 0.25) {
+		t.Errorf("cell 1 uncertainty = %v ± %v", c.CI95, c.StdErr)
+	}
+	if c := m["d"]["2"]; c.CI95 == nil || *c.CI95 != stats.Wilson(3, 3) || !near(c.StdErr, 0) {
+		t.Errorf("cell 2 uncertainty = %v ± %v", c.CI95, c.StdErr)
+	}
 	stored, _ := f.runs.Run(ctx, id)
 	if stored.Config == nil || stored.Config.Repeats != 3 || stored.TotalTests != 21 {
 		t.Errorf("stored run = %+v", stored)
 	}
 	finished := 0
 	for _, ev := range evs {
-		if ev.Kind == engine.EventTestFinished {
+		switch ev.Kind {
+		case engine.EventTestFinished:
 			finished++
+		case engine.EventCellFinished:
+			if ev.Cell.CI95 == nil || ev.Cell.StdErr == nil {
+				t.Errorf("finished cell %s/%d without its interval: %+v", ev.Domain, ev.Level, ev.Cell)
+			}
 		}
 	}
 	if finished != 21 {
@@ -140,6 +172,9 @@ func TestResumeRepeats(t *testing.T) {
 		t.Fatalf("first = %+v; want d-err's 3 samples in error", first)
 	}
 	checkStored(t, f, id)
+	if m, _ := f.runs.Matrix(ctx, id); m["d"]["1"].Status != runs.CellPartial || m["d"]["1"].CI95 == nil {
+		t.Errorf("partial cell = %+v", m["d"]["1"])
+	}
 	rs, _ := f.runs.Results(ctx, id)
 	kept := map[sample]bool{}
 	for _, r := range rs {

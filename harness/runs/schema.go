@@ -22,6 +22,14 @@ var migrations = []sqldb.Migration{
 	}},
 	{Version: 2, Name: "errors apart from failures, partial cells, provenance, one result per test", Up: migrateCounts},
 	{Version: 3, Name: "repeats: one result per test and repeat", Up: migrateRepeats},
+	{Version: 4, Name: "cell standard error and 95% interval", Up: func(ctx context.Context, tx bun.Tx) error {
+		// Cells stored before have none: they read as null.
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "run_cells" ADD COLUMN "stderr" DOUBLE PRECISION`,
+			`ALTER TABLE "run_cells" ADD COLUMN "ci95_low" DOUBLE PRECISION`,
+			`ALTER TABLE "run_cells" ADD COLUMN "ci95_high" DOUBLE PRECISION`,
+		)
+	}},
 }
 
 // migrateRepeats numbers each result's repeat (0-based) so that a test

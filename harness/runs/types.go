@@ -1,6 +1,9 @@
 package runs
 
-import "github.com/gauntlet-eval/gauntlet/harness"
+import (
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/stats"
+)
 
 // Run statuses.
 const (
@@ -109,6 +112,13 @@ type Cell struct {
 	Passed     int      `json:"passed"` // Tests passed.
 	Failed     int      `json:"failed"` // Tests failed.
 	Errors     int      `json:"errors"` // Tests that ended in error.
+	// StdErr and CI95 are the uncertainty of the cell's score, set when
+	// the cell settles (or is left partial) with at least one scored
+	// sample, null otherwise and for runs stored before they existed. The
+	// unit is the test: a test's repeats are averaged first, so repeats
+	// never narrow the interval as new tests would (see package stats).
+	StdErr *float64        `json:"stderr"`
+	CI95   *stats.Interval `json:"ci95"` // [low, high], 95 %
 }
 
 // Stats summarises a run's results.
