@@ -69,8 +69,8 @@ type apiRunInfo struct {
 	OverallScore    *float64             `json:"overall_score" doc:"Mean score over the scored tests (passed and failed); null when none was scored."`
 	TotalTokens     int                  `json:"total_tokens"`
 	TotalDurationMS int64                `json:"total_duration_ms"`
-	TotalTests      int                  `json:"total_tests"`
-	DoneTests       int                  `json:"done_tests" doc:"Tests finished: passed + failed + errors."`
+	TotalTests      int                  `json:"total_tests" doc:"Samples to run: the tests × the run's repeats."`
+	DoneTests       int                  `json:"done_tests" doc:"Samples finished: passed + failed + errors."`
 	Passed          int                  `json:"passed"`
 	Failed          int                  `json:"failed"`
 	Errors          int                  `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
@@ -105,6 +105,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 type apiTestResult struct {
 	RunID            string         `json:"run_id"`
 	TestID           string         `json:"test_id"`
+	Repeat           int            `json:"repeat" minimum:"0" doc:"Which asking of the test this is, from 0: a run with repeats N asks each test N times, and (test_id, repeat) is unique in a run."`
 	Domain           string         `json:"domain"`
 	Level            int            `json:"level"`
 	Name             string         `json:"name"`
@@ -131,7 +132,7 @@ func toAPIResults(rs []runs.Result) []apiTestResult {
 			details = map[string]any{}
 		}
 		out[i] = apiTestResult{
-			RunID: r.RunID, TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
+			RunID: r.RunID, TestID: r.TestID, Repeat: r.Repeat, Domain: r.Domain, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
 			Response: r.Response, ResponseBase64: r.ResponseBase64, Expected: toAPIExpected(r.Expected),
 			Score: r.Score, Status: r.Status, Details: details, DurationMS: r.DurationMS, ModelName: r.ModelName,
 			SystemPrompt: r.SystemPrompt, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,

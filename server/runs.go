@@ -44,6 +44,7 @@ type apiRunStart struct {
 	Model     string          `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
 	TimeoutS  *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
 	Retries   *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
+	Repeats   *int            `json:"repeats,omitempty" minimum:"1" maximum:"100" doc:"How many times each test is asked, 1 to 100 (default 1). Each asking is a result of its own, numbered by repeat from 0; the run's and the cells' counts are then of samples, tests × repeats."`
 	Params    *apiParamsInput `json:"params,omitempty"`
 }
 
@@ -93,14 +94,16 @@ func toAPIEngineStatus(s engine.Status) apiEngineStatus {
 
 // apiMatrixCell is one domain × level cell of a matrix.
 type apiMatrixCell struct {
-	Status     string   `json:"status" enum:"pending,running,passed,failed,error,partial,skipped" doc:"passed and failed: every test finished, and the score reached the level's pass threshold or not. error: every finished test ended in error. partial: the run ended with some of the tests finished. skipped: none was reached."`
-	Score      *float64 `json:"score" doc:"Mean score over the scored (passed and failed) tests; null when none was scored."`
-	DurationMS *int64   `json:"duration_ms,omitempty" doc:"Present on finished cells."`
-	Tests      int      `json:"tests" doc:"Tests in the cell."`
-	Done       int      `json:"done" doc:"Tests finished: passed + failed + errors."`
-	Passed     int      `json:"passed"`
-	Failed     int      `json:"failed"`
-	Errors     int      `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
+	Status     string    `json:"status" enum:"pending,running,passed,failed,error,partial,skipped" doc:"passed and failed: every test finished, and the score reached the level's pass threshold or not. error: every finished test ended in error. partial: the run ended with some of the tests finished. skipped: none was reached."`
+	Score      *float64  `json:"score" doc:"Mean score over the scored (passed and failed) tests; null when none was scored."`
+	DurationMS *int64    `json:"duration_ms,omitempty" doc:"Present on finished cells."`
+	Tests      int       `json:"tests" doc:"Samples in the cell: its tests × the run's repeats."`
+	Done       int       `json:"done" doc:"Tests finished: passed + failed + errors."`
+	Passed     int       `json:"passed"`
+	Failed     int       `json:"failed"`
+	Errors     int       `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
+	StdErr     *float64  `json:"stderr" doc:"Standard error of the score, over tests (a test's repeats are averaged first); null until the cell is finished or when nothing was scored."`
+	CI95       []float64 `json:"ci95" minItems:"2" maxItems:"2" nullable:"true" doc:"95% interval of the score, [low, high], over tests (a test's repeats are averaged first); null until the cell is finished or when nothing was scored."`
 }
 
 // apiMatrix is a run's domain × level matrix: the live one, or a stored
@@ -123,7 +126,12 @@ func toAPICells(m runs.Matrix) map[string]map[string]apiMatrixCell {
 		for level, c := range levels {
 			row[level] = apiMatrixCell{
 				Status: c.Status, Score: c.Score, DurationMS: c.DurationMS,
-				Tests: c.Tests, Done: c.Done, Passed: c.Passed, Failed: c.Failed, Errors: c.Errors,
+				Tests: c.Tests, Done: c.Done, Passed: c.Passed, Failed: c.Failed, Errors: c.Errors, StdErr: c.StdErr,
+			}
+			if c.CI95 != nil {
+				cell := row[level]
+				cell.CI95 = []float64{c.CI95.Low, c.CI95.High}
+				row[level] = cell
 			}
 		}
 		out[domain] = row
@@ -223,6 +231,9 @@ func (h *runHandler) start(ctx context.Context, in *startInput) (*runStartedOutp
 		req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
 		if b.Params != nil {
 			req.Params = harness.Params(*b.Params)
+		}
+		if b.Repeats != nil {
+			req.Repeats = *b.Repeats
 		}
 		if b.TimeoutS != nil {
 			req.Timeout = time.Duration(*b.TimeoutS * float64(time.Second))

@@ -77,7 +77,7 @@ var schemaDocs = map[string]string{
 	"TestCreate":          "A new test (or, in an import, a test to write).",
 	"TestList":            "Tests, ordered by domain, level and position in the level.",
 	"TestMove":            "Where to move a test: it goes at the end of the target level.",
-	"TestResult":          "One test's result in a run.",
+	"TestResult":          "One answer to one test in a run: with repeats, each test has one result per repeat.",
 	"TestUpdate":          "Changes to a test: the fields present change, the others stay; a new domain or level moves it.",
 	"TokenUsage":          "Tokens used by model calls.",
 	"Tool":                "A function offered to the model, with the output returned when it is called.",

@@ -42,6 +42,16 @@ type verdict struct {
 	Reasons    []string `json:"reasons"`
 }
 
+// sampleName names a result in a report: its test id, followed by
+// "#<repeat>" when the run asked each test more than once, so that the
+// repeats of a test are told apart.
+func sampleName(info runs.Info, res runs.Result) string {
+	if info.Config != nil && info.Config.Repeats > 1 {
+		return res.TestID + "#" + strconv.Itoa(res.Repeat)
+	}
+	return res.TestID
+}
+
 func newReport(info runs.Info, m runs.Matrix, results []runs.Result, minScore float64) *report {
 	return &report{info: info, matrix: m, results: results, verdict: gate(info, results, minScore)}
 }
@@ -236,7 +246,7 @@ func (r *report) writeText(w io.Writer) error {
 			if res.Status == runs.TestError {
 				tag = "ERROR"
 			}
-			fmt.Fprintf(b, "  %s %s  %s/L%d  expected %s (%s), got %s: %s\n", tag, oneLine(res.TestID, 120), oneLine(res.Domain, 80), res.Level,
+			fmt.Fprintf(b, "  %s %s  %s/L%d  expected %s (%s), got %s: %s\n", tag, oneLine(sampleName(info, res), 120), oneLine(res.Domain, 80), res.Level,
 				quoted(res.Expected.Answer), oneLine(res.Expected.Type, 40), quoted(extracted(res)), oneLine(reasonOf(res), maxField))
 		}
 	}
@@ -419,7 +429,7 @@ func (r *report) writeJUnit(w io.Writer) error {
 			doc.Suites = append(doc.Suites, junitSuite{Name: name, Timestamp: stamp, Properties: props})
 		}
 		s := &doc.Suites[i]
-		c := junitCase{Name: res.TestID, Classname: res.Domain + ".L" + strconv.Itoa(res.Level), Time: seconds(res.DurationMS), SystemOut: res.Response}
+		c := junitCase{Name: sampleName(info, res), Classname: res.Domain + ".L" + strconv.Itoa(res.Level), Time: seconds(res.DurationMS), SystemOut: res.Response}
 		switch res.Status {
 		case runs.TestFailed:
 			c.Failure = &junitProblem{Type: res.Expected.Type,

@@ -223,6 +223,65 @@ func TestRunParams(t *testing.T) {
 	}
 }
 
+// TestRunRepeats: --repeats asks each test n times; the report lists a
+// result per (test, repeat), counts samples, and names each JUnit case
+// with its repeat.
+func TestRunRepeats(t *testing.T) {
+	flags := runFixture(t)
+	var out strings.Builder
+	args := []string{"run", "--format", "json", "--domains", "tool_use", "--repeats", "3"}
+	if err := run(context.Background(), append(args, flags...), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		RunInfo     runs.Info     `json:"run_info"`
+		TestResults []runs.Result `json:"test_results"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if doc.RunInfo.TotalTests != 6 || doc.RunInfo.DoneTests != 6 || doc.RunInfo.Config.Repeats != 3 || len(doc.TestResults) != 6 {
+		t.Fatalf("run = %+v, %d results", doc.RunInfo, len(doc.TestResults))
+	}
+	seen := map[string]bool{}
+	for _, r := range doc.TestResults {
+		seen[r.TestID+"#"+strconv.Itoa(r.Repeat)] = true
+	}
+	if len(seen) != 6 {
+		t.Errorf("samples = %v", seen)
+	}
+
+	outFile := filepath.Join(t.TempDir(), "report.xml")
+	args = []string{"run", "--format", "junit", "--output", outFile, "--domains", "tool_use", "--repeats", "2"}
+	if err := run(context.Background(), append(args, flags...), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites junitSuites
+	if err := xml.Unmarshal(data, &suites); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, s := range suites.Suites {
+		for _, c := range s.Cases {
+			if c.Classname != gateSuite {
+				names[c.Name] = true
+			}
+		}
+	}
+	for n := range names {
+		if !strings.HasSuffix(n, "#0") && !strings.HasSuffix(n, "#1") {
+			t.Errorf("case %q does not name its repeat", n)
+		}
+	}
+	if len(names) != 4 {
+		t.Errorf("JUnit cases = %v, want 2 tests × 2 repeats", names)
+	}
+}
+
 func TestRunBadInput(t *testing.T) {
 	flags := runFixture(t)
 	cases := map[string][]string{
@@ -235,6 +294,10 @@ func TestRunBadInput(t *testing.T) {
 		"max tokens zero":          {"--max-tokens", "0"},
 		"seed not an integer":      {"--seed", "1.5"},
 		"params with resume":       {"--resume", "x", "--seed", "1"},
+		"repeats zero":             {"--repeats", "0"},
+		"repeats above 100":        {"--repeats", "101"},
+		"repeats not an integer":   {"--repeats", "2.5"},
+		"repeats with resume":      {"--resume", "x", "--repeats", "2"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

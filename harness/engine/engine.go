@@ -33,6 +33,8 @@ const (
 	// MaxTimeout and MaxRetries bound what a run may ask for.
 	MaxTimeout = time.Hour
 	MaxRetries = 10
+	// MaxRepeats bounds how many times a run may ask each test.
+	MaxRepeats = 100
 )
 
 // ErrNotRunning is returned by Stop when no run is active.
@@ -105,6 +107,13 @@ type StartRequest struct {
 	// field, and are recorded in the run's configuration. Out of range:
 	// an error wrapping harness.ErrInvalid naming params.<field>.
 	Params harness.Params
+	// Repeats is how many times each test is asked (1 to MaxRepeats; 0
+	// means 1). Each asking is a sample with a result of its own, numbered
+	// by runs.Result.Repeat from 0; the run's and the cells' counts
+	// (TotalTests, DoneTests, Cell.Tests, Cell.Done…) count samples, tests
+	// × repeats, so that done = passed + failed + errors holds. Out of
+	// range: an error wrapping harness.ErrInvalid naming repeats.
+	Repeats int
 	// OnEvent, when set, receives this run's events, from EventRunStarted
 	// to EventRunFinished, in order, on a goroutine of its own: a slow
 	// OnEvent never holds up the run. When it falls more than
@@ -273,9 +282,11 @@ func newRunID(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// job is one test of a run, with what it needs to run.
+// job is one asking of one test of a run (one sample), with what it
+// needs to run.
 type job struct {
 	test         harness.Test
+	repeat       int // which asking of the test, from 0
 	cell         *cell
 	systemPrompt string
 	tools        []harness.ToolDefinition
@@ -285,8 +296,10 @@ type job struct {
 
 // plan builds the jobs of a run: the selected domains in the given order
 // (all enabled ones by id when nil), levels ascending, tests in file
-// order.
-func plan(snap *harness.Snapshot, domains []string) ([]string, []*cell, []job, error) {
+// order, each test's repeats (at least 1) one after another. A cell's
+// tests count samples: its tests × repeats.
+func plan(snap *harness.Snapshot, domains []string, repeats int) ([]string, []*cell, []job, error) {
+	repeats = max(repeats, 1)
 	byID := map[string]harness.Domain{}
 	for _, d := range snap.Domains {
 		byID[d.ID] = d
@@ -348,7 +361,7 @@ func plan(snap *harness.Snapshot, domains []string) ([]string, []*cell, []job, e
 			if !ok {
 				lc = harness.LevelConfig{DomainID: id, Level: l, SystemPromptMode: harness.PromptAppend, PassThreshold: harness.DefaultPassThreshold}
 			}
-			c := &cell{domain: id, level: l, threshold: lc.PassThreshold, tests: len(testsBy[id][l]), status: runs.CellPending}
+			c := &cell{domain: id, level: l, threshold: lc.PassThreshold, tests: len(testsBy[id][l]) * repeats, status: runs.CellPending}
 			cells = append(cells, c)
 			sp := harness.EffectiveSystemPrompt(d.SystemPrompt, lc)
 			for _, t := range testsBy[id][l] {
@@ -370,7 +383,10 @@ func plan(snap *harness.Snapshot, domains []string) ([]string, []*cell, []job, e
 				} else {
 					j.evaluator = harness.EvaluatorConfig{Type: harness.EvaluatorTypeRegex}
 				}
-				jobs = append(jobs, j)
+				for k := range repeats {
+					j.repeat = k
+					jobs = append(jobs, j)
+				}
 			}
 		}
 	}
@@ -435,10 +451,11 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	timeout, retries, err := e.bounds(req.Timeout, req.Retries, req.Params)
+	timeout, retries, err := e.bounds(req.Timeout, req.Retries, req.Params, req.Repeats)
 	if err != nil {
 		return nil, err
 	}
+	repeats := max(req.Repeats, 1)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current != nil {
@@ -448,7 +465,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	domains, cells, jobs, err := plan(snap, req.Domains)
+	domains, cells, jobs, err := plan(snap, req.Domains, repeats)
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +490,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		Status: runs.StatusRunning, TotalTests: len(jobs), Domains: domains,
 		Config: &runs.Config{
 			Model: model, BaseURL: e.opts.BaseURL, Concurrency: e.opts.Concurrency,
-			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: 1, Params: req.Params.Map(),
+			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
 			DefinitionsHash: hash, GauntletVersion: e.opts.Version,
 		},
 	}
@@ -487,15 +504,23 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
 	r.params = req.Params
 	e.begin(r, req.OnEvent)
-	r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
+	if repeats > 1 {
+		r.logRun("run %s started: %d tests × %d repeats = %d samples in %d cells, model %s, label %q",
+			info.RunID, len(jobs)/repeats, repeats, len(jobs), len(cells), model, label)
+	} else {
+		r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
+	}
 	r.launch(ctx)
 	return r, nil
 }
 
-// bounds checks a run's request bounds and sampling parameters and fills
-// in the defaults.
-func (e *Engine) bounds(timeout time.Duration, retries *int, params harness.Params) (time.Duration, int, error) {
+// bounds checks a run's request bounds, sampling parameters and repeats,
+// and fills in the defaults.
+func (e *Engine) bounds(timeout time.Duration, retries *int, params harness.Params, repeats int) (time.Duration, int, error) {
 	ve := &harness.ValidationError{}
+	if repeats < 0 || repeats > MaxRepeats {
+		ve.Add("repeats", "must be between 1 and %d", MaxRepeats)
+	}
 	ve.Merge("params", params.Validate())
 	if timeout < 0 || timeout > MaxTimeout {
 		ve.Add("timeout_s", "must be between 0 and %v seconds", MaxTimeout.Seconds())
@@ -554,9 +579,9 @@ func (e *Engine) begin(r *run, onEvent func(Event)) {
 	e.emit(r, Event{Kind: EventRunStarted, Info: &info})
 }
 
-// Resume runs again, into the same run and with the definitions the run
-// stored when it started, every test of a finished run that has no result
-// or ended in error: a stopped, interrupted or aborted run, or one whose
+// Resume runs again, into the same run and with the definitions and
+// repeats the run stored when it started, every sample (test and repeat)
+// of a finished run that has no result or ended in error: a stopped, interrupted or aborted run, or one whose
 // endpoint failed. The errors' results are replaced; passed and failed
 // results are kept, never duplicated. The run is running again and ends
 // as any run does; as with Start, it lives until then, Stop or Reset, or
@@ -589,7 +614,11 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	_, cells, jobs, err := plan(snap, info.Domains)
+	repeats := 1
+	if info.Config != nil {
+		repeats = max(info.Config.Repeats, 1)
+	}
+	_, cells, jobs, err := plan(snap, info.Domains, repeats)
 	if err != nil {
 		return fmt.Errorf("resume run %s: %w", runID, err)
 	}
@@ -597,15 +626,19 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	kept := map[string]*runs.Result{}
+	type sample struct {
+		test   string
+		repeat int
+	}
+	kept := map[sample]*runs.Result{}
 	for i := range results {
 		if results[i].Status != runs.TestError {
-			kept[results[i].TestID] = &results[i]
+			kept[sample{results[i].TestID, results[i].Repeat}] = &results[i]
 		}
 	}
 	var left []job
 	for _, j := range jobs {
-		if kept[j.test.ID] == nil {
+		if kept[sample{j.test.ID, j.repeat}] == nil {
 			left = append(left, j)
 		}
 	}
@@ -645,7 +678,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 		}
 	}
 	e.begin(r, nil)
-	r.logRun("run %s resumed: %d of %d tests left to run", runID, len(left), len(jobs))
+	r.logRun("run %s resumed: %d of %d samples left to run", runID, len(left), len(jobs))
 	r.launch(ctx)
 	return nil
 }

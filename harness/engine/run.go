@@ -14,6 +14,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/stats"
 )
 
 // counts are the finished tests of a cell or a run: done = passed +
@@ -53,6 +54,9 @@ func (c *counts) score() *float64 {
 // cell is the live state of one domain × level cell. Guarded by run.mu.
 type cell struct {
 	counts
+	samples   []stats.Sample // every finished sample, for the cell's interval
+	stderr    *float64       // set by settle and leave when a sample was scored
+	ci95      *stats.Interval
 	domain    string
 	level     int
 	threshold float64
@@ -62,8 +66,30 @@ type cell struct {
 	last      time.Time
 }
 
+// add counts a finished sample of the cell.
+func (c *cell) add(res *runs.Result) {
+	c.counts.add(res)
+	c.samples = append(c.samples, stats.Sample{TestID: res.TestID, Repeat: res.Repeat, Score: res.Score,
+		Passed: res.Status == runs.TestPassed, Error: res.Status == runs.TestError})
+}
+
+// measure computes the uncertainty of the cell's score from its samples,
+// once, when the cell's status becomes final: none when nothing was
+// scored. The bootstrap's seed is fixed, so a cell's interval depends on
+// its results only.
+func (c *cell) measure() {
+	c.stderr, c.ci95 = nil, nil
+	sum := stats.Cell(c.samples, stats.Options{Seed: 1})
+	if sum.Tests == 0 {
+		return
+	}
+	se, ci := sum.StdErr, sum.CI95
+	c.stderr, c.ci95 = &se, &ci
+}
+
 func (c *cell) state() runs.Cell {
-	out := runs.Cell{Status: c.status, Tests: c.tests, Done: c.done, Passed: c.passed, Failed: c.failed, Errors: c.errors}
+	out := runs.Cell{Status: c.status, Tests: c.tests, Done: c.done, Passed: c.passed, Failed: c.failed, Errors: c.errors,
+		StdErr: c.stderr, CI95: c.ci95}
 	switch c.status {
 	case runs.CellPassed, runs.CellFailed, runs.CellError, runs.CellPartial:
 		out.Score = c.score()
@@ -79,6 +105,7 @@ func (c *cell) state() runs.Cell {
 // when every one ended in error, else passed when the mean score of the
 // scored tests reaches the threshold, failed otherwise.
 func (c *cell) settle() {
+	c.measure()
 	switch s := c.score(); {
 	case s == nil:
 		c.status = runs.CellError
@@ -92,6 +119,7 @@ func (c *cell) settle() {
 // leave gives a cell the run leaves before all its tests finished its
 // final status: partial when some finished, skipped when none did.
 func (c *cell) leave() {
+	c.measure()
 	if c.done == 0 {
 		c.status = runs.CellSkipped
 	} else {
@@ -523,7 +551,11 @@ func (r *run) report(res *runs.Result, settled *runs.Cell) {
 	if msg, ok := res.Details["error"].(string); ok && res.Status == runs.TestError {
 		detail = ": " + msg
 	}
-	r.logf(res.Domain, res.Level, "%s %s (score %.2f, %d ms)%s", res.TestID, res.Status, res.Score, res.DurationMS, detail)
+	name := res.TestID
+	if c := r.info.Config; c != nil && c.Repeats > 1 {
+		name += "#" + strconv.Itoa(res.Repeat)
+	}
+	r.logf(res.Domain, res.Level, "%s %s (score %.2f, %d ms)%s", name, res.Status, res.Score, res.DurationMS, detail)
 	// The writer reuses its batch: the event gets its own copy.
 	out := *res
 	r.emit(Event{Kind: EventTestFinished, Domain: res.Domain, Level: res.Level, Result: &out})
@@ -644,7 +676,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	ctx := r.ctx
 	start := time.Now()
 	res := runs.Result{
-		RunID: r.info.RunID, TestID: j.test.ID, Domain: j.test.DomainID, Level: j.test.Level, Name: j.test.Name,
+		RunID: r.info.RunID, TestID: j.test.ID, Repeat: j.repeat, Domain: j.test.DomainID, Level: j.test.Level, Name: j.test.Name,
 		Prompt: j.test.Prompt, Expected: j.test.Expected, ModelName: r.info.ModelName, SystemPrompt: j.systemPrompt,
 		Details: map[string]any{},
 	}

@@ -21,6 +21,29 @@ var migrations = []sqldb.Migration{
 		)
 	}},
 	{Version: 2, Name: "errors apart from failures, partial cells, provenance, one result per test", Up: migrateCounts},
+	{Version: 3, Name: "repeats: one result per test and repeat", Up: migrateRepeats},
+	{Version: 4, Name: "cell standard error and 95% interval", Up: func(ctx context.Context, tx bun.Tx) error {
+		// Cells stored before have none: they read as null.
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "run_cells" ADD COLUMN "stderr" DOUBLE PRECISION`,
+			`ALTER TABLE "run_cells" ADD COLUMN "ci95_low" DOUBLE PRECISION`,
+			`ALTER TABLE "run_cells" ADD COLUMN "ci95_high" DOUBLE PRECISION`,
+		)
+	}},
+}
+
+// migrateRepeats numbers each result's repeat (0-based) so that a test
+// asked several times in one run keeps one result per repeat. Results are
+// keyed by an auto-increment id, with (run, test) unique through an index:
+// the column is added (every stored result becomes repeat 0, nothing else
+// changes) and the unique index is replaced by one over (run, test,
+// repeat).
+func migrateRepeats(ctx context.Context, tx bun.Tx) error {
+	return sqldb.ExecAll(ctx, tx,
+		`ALTER TABLE "run_results" ADD COLUMN "repeat" INTEGER NOT NULL DEFAULT 0`,
+		`DROP INDEX "run_results_test"`,
+		`CREATE UNIQUE INDEX "run_results_test_repeat" ON "run_results" ("run_id", "test_id", "repeat")`,
+	)
 }
 
 // migrateCounts adds the counts that keep errors apart from failures, the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/harness/stats"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
@@ -51,6 +52,7 @@ type resultRow struct {
 	ID               int64            `bun:"id,pk,autoincrement"`
 	RunID            string           `bun:"run_id,notnull"`
 	TestID           string           `bun:"test_id,notnull"`
+	Repeat           int              `bun:"repeat,notnull"`
 	Domain           string           `bun:"domain,notnull"`
 	Level            int              `bun:"level,notnull"`
 	Name             string           `bun:"name,notnull"`
@@ -82,6 +84,9 @@ type cellRow struct {
 	Passed        int      `bun:"passed,notnull"`
 	Failed        int      `bun:"failed,notnull"`
 	Errors        int      `bun:"errors,notnull"`
+	StdErr        *float64 `bun:"stderr"`
+	CI95Low       *float64 `bun:"ci95_low"`
+	CI95High      *float64 `bun:"ci95_high"`
 }
 
 type definitionsRow struct {
@@ -178,7 +183,7 @@ func (s *Store) CreateRun(ctx context.Context, in Info, cells []CellKey) error {
 }
 
 func toResultRow(r Result) *resultRow {
-	return &resultRow{RunID: r.RunID, TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name,
+	return &resultRow{RunID: r.RunID, TestID: r.TestID, Repeat: r.Repeat, Domain: r.Domain, Level: r.Level, Name: r.Name,
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: r.Details, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt}
@@ -189,7 +194,7 @@ func (r *resultRow) result() Result {
 	if d == nil {
 		d = map[string]any{}
 	}
-	out := Result{RunID: r.RunID, TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name,
+	out := Result{RunID: r.RunID, TestID: r.TestID, Repeat: r.Repeat, Domain: r.Domain, Level: r.Level, Name: r.Name,
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: d, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt}
@@ -244,9 +249,14 @@ func (s *Store) SaveCell(ctx context.Context, runID, domain string, level int, c
 }
 
 func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, c Cell) error {
+	var low, high *float64
+	if c.CI95 != nil {
+		low, high = &c.CI95.Low, &c.CI95.High
+	}
 	_, err := db.NewUpdate().Model((*cellRow)(nil)).
 		Set("status = ?", c.Status).Set("score = ?", c.Score).Set("duration_ms = ?", c.DurationMS).
 		Set("done = ?", c.Done).Set("passed = ?", c.Passed).Set("failed = ?", c.Failed).Set("errors = ?", c.Errors).
+		Set("stderr = ?", c.StdErr).Set("ci95_low = ?", low).Set("ci95_high = ?", high).
 		Where("run_id = ? AND domain = ? AND level = ?", runID, domain, level).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("save cell %s/%d: %w", domain, level, err)
@@ -393,8 +403,12 @@ func (s *Store) Matrix(ctx context.Context, id string) (Matrix, error) {
 		if m[r.Domain] == nil {
 			m[r.Domain] = map[string]Cell{}
 		}
-		m[r.Domain][strconv.Itoa(r.Level)] = Cell{Status: r.Status, Score: r.Score, DurationMS: r.DurationMS,
-			Tests: r.Tests, Done: r.Done, Passed: r.Passed, Failed: r.Failed, Errors: r.Errors}
+		c := Cell{Status: r.Status, Score: r.Score, DurationMS: r.DurationMS,
+			Tests: r.Tests, Done: r.Done, Passed: r.Passed, Failed: r.Failed, Errors: r.Errors, StdErr: r.StdErr}
+		if r.CI95Low != nil && r.CI95High != nil {
+			c.CI95 = &stats.Interval{Low: *r.CI95Low, High: *r.CI95High}
+		}
+		m[r.Domain][strconv.Itoa(r.Level)] = c
 	}
 	return m, nil
 }

@@ -1,6 +1,9 @@
 package runs
 
-import "github.com/gauntlet-eval/gauntlet/harness"
+import (
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/stats"
+)
 
 // Run statuses.
 const (
@@ -35,7 +38,9 @@ const (
 )
 
 // Info is a run's summary: the spec's run_info plus its status, counts
-// and provenance.
+// and provenance. With repeats, every count is of samples (one asking of
+// one test): TotalTests is the tests × Config.Repeats, and done = passed +
+// failed + errors still holds.
 type Info struct {
 	RunID           string   `json:"run_id"`
 	StartedAt       string   `json:"started_at"`
@@ -46,8 +51,8 @@ type Info struct {
 	OverallScore    *float64 `json:"overall_score"` // Mean score over the scored tests (passed and failed); null when none was scored.
 	TotalTokens     int      `json:"total_tokens"`
 	TotalDurationMS int64    `json:"total_duration_ms"`
-	TotalTests      int      `json:"total_tests"`
-	DoneTests       int      `json:"done_tests"` // Tests finished: passed + failed + errors.
+	TotalTests      int      `json:"total_tests"` // Samples to run: tests × repeats.
+	DoneTests       int      `json:"done_tests"`  // Tests finished: passed + failed + errors.
 	Passed          int      `json:"passed"`
 	Failed          int      `json:"failed"`
 	Errors          int      `json:"errors"`          // Tests that ended in error: not scored, never counted as failed.
@@ -63,18 +68,20 @@ type Config struct {
 	Model           string         `json:"model"`    // The endpoint model.
 	BaseURL         string         `json:"base_url"` // The model endpoint, without credentials.
 	Concurrency     int            `json:"concurrency"`
-	TimeoutS        float64        `json:"timeout_s"` // Bound of each model request, in seconds.
-	Retries         int            `json:"retries"`   // Retries of a failed model request.
-	Repeats         int            `json:"repeats"`
+	TimeoutS        float64        `json:"timeout_s"`        // Bound of each model request, in seconds.
+	Retries         int            `json:"retries"`          // Retries of a failed model request.
+	Repeats         int            `json:"repeats"`          // Times each test was asked; 1 for runs made before repeats existed.
 	Params          map[string]any `json:"params"`           // Sampling parameters sent to the endpoint.
 	DefinitionsHash string         `json:"definitions_hash"` // SHA-256 of the definitions the run used; GET /api/run/{run_id}/definitions returns them.
 	GauntletVersion string         `json:"gauntlet_version"`
 }
 
-// Result is one test's result: the spec's per-cell result entry.
+// Result is one answer to one test: a run's per-cell result entry. A run
+// asks each test Config.Repeats times; (RunID, TestID, Repeat) is unique.
 type Result struct {
 	RunID            string           `json:"run_id"`
 	TestID           string           `json:"test_id"`
+	Repeat           int              `json:"repeat"` // Which asking of the test this is, from 0: a run with repeats N asks each test N times.
 	Domain           string           `json:"domain"`
 	Level            int              `json:"level"`
 	Name             string           `json:"name"`
@@ -100,11 +107,18 @@ type Cell struct {
 	Status     string   `json:"status"` // pending, running, passed, failed, error, partial, skipped
 	Score      *float64 `json:"score"`
 	DurationMS *int64   `json:"duration_ms,omitempty"`
-	Tests      int      `json:"tests"`  // Tests in the cell.
+	Tests      int      `json:"tests"`  // Samples in the cell: its tests × the run's repeats.
 	Done       int      `json:"done"`   // Tests finished: passed + failed + errors.
 	Passed     int      `json:"passed"` // Tests passed.
 	Failed     int      `json:"failed"` // Tests failed.
 	Errors     int      `json:"errors"` // Tests that ended in error.
+	// StdErr and CI95 are the uncertainty of the cell's score, set when
+	// the cell settles (or is left partial) with at least one scored
+	// sample, null otherwise and for runs stored before they existed. The
+	// unit is the test: a test's repeats are averaged first, so repeats
+	// never narrow the interval as new tests would (see package stats).
+	StdErr *float64        `json:"stderr"`
+	CI95   *stats.Interval `json:"ci95"` // [low, high], 95 %
 }
 
 // Stats summarises a run's results.

@@ -87,7 +87,7 @@ func TestFixtureDatabase(t *testing.T) {
 		t.Fatalf("complete run results = %d, %v", len(results), err)
 	}
 	for _, r := range results {
-		if r.Response == "" || r.Prompt == "" || r.Expected.Type == "" || r.CreatedAt == "" {
+		if r.Response == "" || r.Prompt == "" || r.Expected.Type == "" || r.CreatedAt == "" || r.Repeat != 0 {
 			t.Errorf("result lost a field: %+v", r)
 		}
 	}
@@ -189,7 +189,7 @@ func TestFixtureDatabase(t *testing.T) {
 	for _, c := range []struct {
 		component string
 		want      int
-	}{{"catalog", 2}, {"runs", 2}, {"agent", 1}} {
+	}{{"catalog", 2}, {"runs", 4}, {"agent", 1}} {
 		if v, err := store.Version(ctx, db, c.component); v != c.want || err != nil {
 			t.Errorf("%s schema version = %d, %v; want %d", c.component, v, err, c.want)
 		}
@@ -257,7 +257,7 @@ func TestMigrateTwice(t *testing.T) {
 		t.Errorf("runs after a second open = %d, %v", total, err)
 	}
 	var n int
-	if err := sqldb.Bun(db2).QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = 'runs'`).Scan(&n); err != nil || n != 2 {
+	if err := sqldb.Bun(db2).QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = 'runs'`).Scan(&n); err != nil || n != 4 {
 		t.Errorf("runs migrations recorded = %d, %v", n, err)
 	}
 }

@@ -84,6 +84,10 @@ export interface Cell {
   passed: number;
   failed: number;
   errors: number;
+  /** Standard error of score; null until the cell is final or when nothing was scored. */
+  stderr: number | null;
+  /** 95 % interval of score, [low, high]; null as stderr is. */
+  ci95: [number, number] | null;
 }
 
 /** Cells by domain id, then by level (a number as a key). */
@@ -154,6 +158,8 @@ export interface ResultDetails {
 export interface TestResult {
   run_id: string;
   test_id: string;
+  /** Which asking of the test, from 0 (runs with repeats ask each test several times). */
+  repeat: number;
   domain: string;
   level: number;
   name: string;

@@ -348,7 +348,7 @@ async function showCompare(idA, idB, current) {
         h('span', { class: 'delta-text' }, deltaText));
     })));
 
-  const key = (/** @type {TestResult} */ r) => `${r.domain}\u0000${r.level}\u0000${r.test_id}`;
+  const key = (/** @type {TestResult} */ r) => `${r.domain}\u0000${r.level}\u0000${r.test_id}\u0000${r.repeat}`;
   const before = new Map(a.results.map((r) => [key(r), r]));
   /** @type {{worse: [TestResult, TestResult][], better: [TestResult, TestResult][]}} */
   const flips = { worse: [], better: [] };

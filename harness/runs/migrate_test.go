@@ -1,0 +1,72 @@
+package runs
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
+)
+
+// TestMigrateRepeats writes results with the schema before repeats, then
+// opens the store: every result is still there, byte for byte, as repeat
+// 0, and (run, test, repeat) is what must be unique from then on.
+func TestMigrateRepeats(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := sqldb.Bun(db)
+	if err := sqldb.Migrate(ctx, b, "runs", migrations[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ExecContext(ctx, `INSERT INTO "runs" ("run_id", "seq", "started_at", "model_name", "model", "status", "total_tokens", "total_duration_ms", "total_tests", "domains")
+		VALUES ('old', 1, '2026-01-02 03:04:05', 'label', 'm', 'completed', 0, 0, 2, '["math"]')`); err != nil {
+		t.Fatal(err)
+	}
+	odd := "ok\x00\xff\xfe end"
+	for i, test := range []string{"t1", "t2"} {
+		if _, err := b.DB.ExecContext(ctx, `INSERT INTO "run_results" ("run_id", "test_id", "domain", "level", "name", "prompt", "response", "score", "status", "duration_ms", "model_name", "system_prompt", "prompt_tokens", "completion_tokens", "created_at")
+			VALUES ('old', ?, 'math', 1, 'n', 'p', ?, 1, 'passed', ?, 'label', '', 1, 2, '2026-01-02 03:04:06')`, test, odd, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The old schema refused a second result of one test.
+	if _, err := b.DB.ExecContext(ctx, `INSERT INTO "run_results" ("run_id", "test_id", "domain", "level", "name", "prompt", "response", "score", "status", "duration_ms", "model_name", "system_prompt", "prompt_tokens", "completion_tokens", "created_at")
+		VALUES ('old', 't1', 'math', 1, 'n', 'p', '', 1, 'passed', 0, 'label', '', 1, 2, '2026-01-02 03:04:06')`); err == nil {
+		t.Fatal("the schema before repeats stored two results of one test")
+	}
+
+	s, err := Open(ctx, db)
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	if v, err := sqldb.Version(ctx, b, "runs"); err != nil || v != len(migrations) {
+		t.Fatalf("version = %d, %v", v, err)
+	}
+	got, err := s.Results(ctx, "old")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("results = %+v, %v", got, err)
+	}
+	for i, r := range got {
+		if r.Repeat != 0 || r.Response != odd || r.DurationMS != int64(i) || r.TestID != []string{"t1", "t2"}[i] {
+			t.Errorf("result %d after the migration = %+v", i, r)
+		}
+	}
+	// A second repeat of a test is stored; the same repeat twice is not.
+	r2 := got[0]
+	r2.Repeat = 1
+	if err := s.SaveResult(ctx, r2); err != nil {
+		t.Fatalf("repeat 1: %v", err)
+	}
+	if err := s.SaveResult(ctx, got[0]); err == nil {
+		t.Error("a second result for (run, test, repeat 0) was stored")
+	}
+	got, _ = s.Results(ctx, "old")
+	if len(got) != 3 || got[2].Repeat != 1 || got[2].TestID != "t1" {
+		t.Errorf("results = %+v", got)
+	}
+}
