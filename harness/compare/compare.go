@@ -215,15 +215,9 @@ func Seed(base, head string) uint64 {
 
 // sample is the statistics' view of a result.
 func sample(r runs.Result) stats.Sample {
-	return stats.Sample{TestID: r.TestID, Repeat: repeatOf(r), Score: r.Score,
+	return stats.Sample{TestID: r.TestID, Repeat: r.Repeat, Score: r.Score,
 		Passed: r.Status == runs.TestPassed, Error: r.Status == runs.TestError}
 }
-
-// repeatOf is the 0-based repeat of a result. Results carry no repeat
-// index yet (each test is asked once per run), so it is 0; when they do,
-// this is the one place to read it, and pairs then match repeat for
-// repeat.
-func repeatOf(runs.Result) int { return 0 }
 
 func status(passed bool) string {
 	if passed {
