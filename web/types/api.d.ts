@@ -418,3 +418,54 @@ export interface Problem {
   errors?: ErrorDetail[] | null;
   success?: boolean;
 }
+
+/** One domain × level cell of GET /api/compare: the tests both runs answered there. */
+export interface CompareCell {
+  /** Mean score of the paired tests in the base run, 0–1. */
+  base_score: number;
+  /** Mean score of the paired tests in the head run, 0–1. */
+  head_score: number;
+  /** head_score − base_score. */
+  delta: number;
+  /** 95 % interval of the change, [low, high]; it contains delta. */
+  ci95: [number, number];
+  /** Two-sided p-value of "both runs score the same". */
+  p_value: number;
+  /** p_value below 0.05. */
+  significant: boolean;
+  /** Tests paired in this cell. */
+  tests: number;
+}
+
+/** A test that passed in one run and failed in the other. */
+export interface CompareFlip {
+  test_id: string;
+  domain: string;
+  level: number;
+  base_status: 'passed' | 'failed';
+  head_status: 'passed' | 'failed';
+}
+
+/** Counts over every compared cell of GET /api/compare. */
+export interface CompareSummary {
+  /** Paired tests whose score went up. */
+  improved: number;
+  /** Paired tests whose score went down. */
+  regressed: number;
+  /** Paired tests whose score stayed the same. */
+  unchanged: number;
+  /** Cells whose score went down significantly. */
+  significant_regressions: number;
+  /** Cells whose score went up significantly. */
+  significant_improvements: number;
+}
+
+/** GET /api/compare?base=…&head=…: two runs compared test by test. */
+export interface Comparison {
+  base: string;
+  head: string;
+  /** Domain id → level (a string of digits) → comparison; only cells with a paired test. */
+  cells: Record<string, Record<string, CompareCell>>;
+  flipped: CompareFlip[];
+  summary: CompareSummary;
+}

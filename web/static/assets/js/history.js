@@ -1,5 +1,5 @@
 // @ts-check
-/** @import { Cell, Domain, HistoryPage, LiveMatrix, RunConfig, RunDetails, RunInfo, TestResult } from '../../../types/api' */
+/** @import { Cell, CompareFlip, Comparison, Domain, HistoryPage, LiveMatrix, RunConfig, RunDetails, RunInfo } from '../../../types/api' */
 /** @import { Child } from '../../../types/dom' */
 /** @import { DomainNames, Route } from '../../../types/views' */
 
@@ -304,6 +304,25 @@ function configFacts(c) {
 // ---- Compare ----
 
 /**
+ * A p-value as people read it: two decimals, three under 0.01, and
+ * "< 0.001" below that.
+ * @param {number} p
+ */
+function fmtP(p) {
+  if (p < 0.001) return 'p < 0.001';
+  return `p = ${p < 0.01 ? p.toFixed(3) : p.toFixed(2)}`;
+}
+
+/**
+ * A change in percentage points with its sign: "+12", "−50", "0".
+ * @param {number} d a change of a 0–1 score
+ */
+function fmtPts(d) {
+  const n = Math.round(d * 100);
+  return n > 0 ? `+${n}` : n < 0 ? `−${-n}` : '0';
+}
+
+/**
  * @param {string} idA
  * @param {string} idB
  * @param {Current} current
@@ -324,57 +343,11 @@ async function showCompare(idA, idB, current) {
     return;
   }
   if (!current()) return;
-  // Before is the older run.
+  // Before (the base) is the older run.
   runs.sort((x, y) => (x.info.started_at < y.info.started_at ? -1 : x.info.started_at > y.info.started_at ? 1 : 0));
   const [a, b] = runs;
   const title = (/** @type {typeof a} */ r) => `“${r.info.model_name}” (${fmtTime(r.info.started_at)})`;
-
-  const domains = [...new Set([...Object.keys(a.matrix), ...Object.keys(b.matrix)])].sort();
-  const levels = levelsOf(Object.fromEntries(domains.map((d) => [d, { ...(a.matrix[d] || {}), ...(b.matrix[d] || {}) }])));
-  const cellText = (/** @type {Cell | undefined} */ c) => c ? `${STATUS[c.status] ? STATUS[c.status].sym : ''} ${fmtScore(c.score)}` : '—';
-  const rows = domains.map((d) => h('tr', null,
-    h('th', { scope: 'row' }, (names.get(d) || {}).name || d),
-    levels.map((l) => {
-      const ca = (a.matrix[d] || {})[l];
-      const cb = (b.matrix[d] || {})[l];
-      if (!ca && !cb) return h('td', { class: 'nocell' });
-      const delta = ca && cb && ca.score !== null && cb.score !== null ? Math.round((cb.score - ca.score) * 100) : null;
-      const dir = delta === null ? 'na' : delta > 0 ? 'up' : delta < 0 ? 'down' : 'same';
-      const deltaText = delta === null ? (ca ? (cb ? 'n/a' : 'only before') : 'only after')
-        : delta > 0 ? `▲ +${delta} pts` : delta < 0 ? `▼ −${-delta} pts` : '= 0 pts';
-      return h('td', { class: `delta delta-${dir}`, dataset: { domain: d, level: l, delta: delta === null ? '' : String(delta) } },
-        h('span', { class: 'pair' }, h('span', null, cellText(ca)), h('span', { 'aria-hidden': 'true' }, ' → '),
-          h('span', { class: 'visually-hidden' }, ' then '), h('span', null, cellText(cb))),
-        h('span', { class: 'delta-text' }, deltaText));
-    })));
-
-  const key = (/** @type {TestResult} */ r) => `${r.domain}\u0000${r.level}\u0000${r.test_id}\u0000${r.repeat}`;
-  const before = new Map(a.results.map((r) => [key(r), r]));
-  /** @type {{worse: [TestResult, TestResult][], better: [TestResult, TestResult][]}} */
-  const flips = { worse: [], better: [] };
-  let onlyAfter = 0;
-  for (const r of b.results) {
-    const o = before.get(key(r));
-    if (!o) { onlyAfter++; continue; }
-    before.delete(key(r));
-    const pa = o.status === 'passed';
-    const pb = r.status === 'passed';
-    if (pa && !pb) flips.worse.push([o, r]);
-    if (!pa && pb) flips.better.push([o, r]);
-  }
-  const onlyBefore = before.size;
-  const flipTable = (/** @type {[TestResult, TestResult][]} */ list, /** @type {string} */ kind) => list.length ? h('div', { class: 'table-wrap' }, h('table', { class: `list flips flips-${kind}` },
-    h('thead', null, h('tr', null, ['Test', 'Cell', 'Before', 'After', ''].map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', null, list.map(([o, r]) => h('tr', { dataset: { test: r.test_id } },
-      h('td', null, r.name || r.test_id, r.name ? h('div', { class: 'did' }, r.test_id) : null),
-      h('td', null, `${(names.get(r.domain) || {}).name || r.domain} · L${r.level}`),
-      h('td', null, statusBadge(o.status), ` ${fmtScore(o.score)}`),
-      h('td', null, statusBadge(r.status), ` ${fmtScore(r.score)}`),
-      h('td', null, h('button', { type: 'button', class: 'small', onclick: () => openCell(b.id, r.domain, r.level, { domainName: (names.get(r.domain) || {}).name }) }, 'Show after'))))))) :
-    h('p', { class: 'muted' }, 'None.');
-
-  const overall = a.info.overall_score !== null && b.info.overall_score !== null ? Math.round((b.info.overall_score - a.info.overall_score) * 100) : null;
-  fill(section,
+  const head = [
     h('p', null, h('a', { href: '#/history' }, '← History')),
     h('h1', null, 'Compare runs'),
     h('div', { class: 'compare-head' },
@@ -382,17 +355,111 @@ async function showCompare(idA, idB, current) {
         dl([['Score', fmtScore(a.info.overall_score)], ['Model', a.info.model || '—'], ['Status', runBadge(a.info)]])),
       h('div', { class: 'card' }, h('h2', null, 'After'), h('p', null, h('a', { href: `#/run/${seg(b.id)}` }, title(b))),
         dl([['Score', fmtScore(b.info.overall_score)], ['Model', b.info.model || '—'], ['Status', runBadge(b.info)]]))),
+  ];
+
+  /** @type {Comparison} */
+  let cmp;
+  try {
+    cmp = await get(`/api/compare?base=${encodeURIComponent(a.id)}&head=${encodeURIComponent(b.id)}`);
+  } catch (err) {
+    if (!current()) return;
+    // 422: the runs share no scored test; the server says so in its own words.
+    const nothing = err instanceof APIError && err.status === 422;
+    fill(section, ...head, h('p', { class: nothing ? 'compare-nothing' : 'error', id: 'compare-nothing', role: 'alert' },
+      nothing ? err.message : `Could not compare the runs: ${errorText(err)}`));
+    return;
+  }
+  if (!current()) return;
+  const cells = cmp.cells || {};
+
+  const domains = [...new Set([...Object.keys(a.matrix), ...Object.keys(b.matrix), ...Object.keys(cells)])].sort();
+  const levels = levelsOf(Object.fromEntries(domains.map((d) => [d, { ...(a.matrix[d] || {}), ...(b.matrix[d] || {}) }])));
+  const cellText = (/** @type {Cell | undefined} */ c) => c ? `${STATUS[c.status] ? STATUS[c.status].sym : ''} ${fmtScore(c.score)}` : '—';
+  const rows = domains.map((d) => h('tr', null,
+    h('th', { scope: 'row' }, (names.get(d) || {}).name || d),
+    levels.map((l) => {
+      const ca = (a.matrix[d] || {})[l];
+      const cb = (b.matrix[d] || {})[l];
+      const c = (cells[d] || {})[String(l)];
+      if (!c) {
+        if (!ca && !cb) return h('td', { class: 'nocell' });
+        // Nothing paired here: one run lacks the cell, or every test of it is in error on a side.
+        const why = ca ? (cb ? 'no test to pair' : 'only before') : 'only after';
+        return h('td', { class: 'delta delta-na', dataset: { domain: d, level: l, delta: '' } },
+          h('span', { class: 'pair' }, h('span', null, cellText(ca)), h('span', { 'aria-hidden': 'true' }, ' → '),
+            h('span', { class: 'visually-hidden' }, ' then '), h('span', null, cellText(cb))),
+          h('span', { class: 'delta-text' }, why));
+      }
+      const pts = Math.round(c.delta * 100);
+      const dir = pts > 0 ? 'up' : pts < 0 ? 'down' : 'same';
+      const deltaText = pts > 0 ? `▲ +${pts} pts` : pts < 0 ? `▼ −${-pts} pts` : '= 0 pts';
+      const sig = c.significant && pts !== 0 ? (pts < 0 ? 'worse' : 'better') : '';
+      // An unchanged score needs no p-value; its interval still says how
+      // large a change these few tests could have missed.
+      const changed = c.delta !== 0;
+      const verdict = sig ? `significantly ${sig}, ${fmtP(c.p_value)}`
+        : changed ? `not significant, ${fmtP(c.p_value)}` : 'no change in score';
+      const label = `${(names.get(d) || {}).name || d}, level ${l}: ${fmtScore(c.base_score)} → ${fmtScore(c.head_score)}, ${deltaText.replace(/^[▲▼=] /, '')}; ${verdict}; ${c.tests} paired test${c.tests === 1 ? '' : 's'}`;
+      return h('td', { class: `delta delta-${dir}${sig ? ` delta-sig delta-sig-${sig}` : ''}`, title: label,
+        dataset: { domain: d, level: l, delta: String(pts), significant: sig, p: String(c.p_value) } },
+        h('span', { class: 'pair' }, h('span', null, fmtScore(c.base_score)), h('span', { 'aria-hidden': 'true' }, ' → '),
+          h('span', { class: 'visually-hidden' }, ' then '), h('span', null, fmtScore(c.head_score))),
+        h('span', { class: 'delta-text' }, deltaText),
+        h('span', { class: 'delta-ci' }, `95 % CI ${fmtPts(c.ci95[0])} to ${fmtPts(c.ci95[1])} pts`),
+        sig ? h('span', { class: `sig sig-${sig}`, title: verdict, 'aria-label': verdict },
+          sig === 'worse' ? '⚠ Significant regression' : '★ Significant improvement') : null,
+        h('span', { class: 'delta-p' }, changed ? (sig ? fmtP(c.p_value) : `not significant, ${fmtP(c.p_value)}`) : 'no change in score',
+          ` · ${c.tests} test${c.tests === 1 ? '' : 's'}`));
+    })));
+
+  const key = (/** @type {{domain: string, level: number, test_id: string}} */ r) => `${r.domain}\u0000${r.level}\u0000${r.test_id}`;
+  const inA = new Map(a.results.map((r) => [key(r), r]));
+  const inB = new Map(b.results.map((r) => [key(r), r]));
+  const flipped = cmp.flipped || [];
+  const worse = flipped.filter((f) => f.base_status === 'passed');
+  const better = flipped.filter((f) => f.base_status !== 'passed');
+  const flipTable = (/** @type {CompareFlip[]} */ list, /** @type {string} */ kind) => list.length ? h('div', { class: 'table-wrap' }, h('table', { class: `list flips flips-${kind}` },
+    h('thead', null, h('tr', null, ['Test', 'Cell', 'Before', 'After', ''].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', null, list.map((f) => {
+      const o = inA.get(key(f));
+      const r = inB.get(key(f));
+      const name = (r && r.name) || (o && o.name) || '';
+      return h('tr', { dataset: { test: f.test_id } },
+        h('td', null, name || f.test_id, name ? h('div', { class: 'did' }, f.test_id) : null),
+        h('td', null, `${(names.get(f.domain) || {}).name || f.domain} · L${f.level}`),
+        h('td', null, statusBadge(f.base_status), o ? ` ${fmtScore(o.score)}` : ''),
+        h('td', null, statusBadge(f.head_status), r ? ` ${fmtScore(r.score)}` : ''),
+        h('td', null, h('button', { type: 'button', class: 'small', onclick: () => openCell(b.id, f.domain, f.level, { domainName: (names.get(f.domain) || {}).name }) }, 'Show after')));
+    })))) :
+    h('p', { class: 'muted' }, 'None.');
+  let onlyBefore = 0;
+  for (const k of inA.keys()) if (!inB.has(k)) onlyBefore++;
+  let onlyAfter = 0;
+  for (const k of inB.keys()) if (!inA.has(k)) onlyAfter++;
+
+  const s = cmp.summary;
+  const plural = (/** @type {number} */ n, /** @type {string} */ one, /** @type {string} */ many) => `${fmtNumber(n)} ${n === 1 ? one : many}`;
+  const overall = a.info.overall_score !== null && b.info.overall_score !== null ? Math.round((b.info.overall_score - a.info.overall_score) * 100) : null;
+  fill(section, ...head,
     h('p', { class: 'overall-delta', id: 'overall-delta' }, 'Overall: ', fmtScore(a.info.overall_score), ' → ', fmtScore(b.info.overall_score),
       overall === null ? '' : ` (${overall > 0 ? `▲ +${overall}` : overall < 0 ? `▼ −${-overall}` : '= 0'} points)`),
+    h('p', { class: 'compare-summary', id: 'compare-summary' },
+      `Paired tests: ${fmtNumber(s.improved)} improved, ${fmtNumber(s.regressed)} regressed, ${fmtNumber(s.unchanged)} unchanged. `,
+      h('span', { class: s.significant_regressions ? 'sig sig-worse' : null },
+        s.significant_regressions ? '⚠ ' : '', `${plural(s.significant_regressions, 'cell', 'cells')} significantly worse`),
+      ', ',
+      h('span', { class: s.significant_improvements ? 'sig sig-better' : null },
+        s.significant_improvements ? '★ ' : '', `${plural(s.significant_improvements, 'cell', 'cells')} significantly better`),
+      '.'),
     h('section', { class: 'card' }, h('h2', null, 'Per cell'),
-      h('p', { class: 'hint' }, 'Each cell: the score before → after, and the change in percentage points (▲ better, ▼ worse).'),
+      h('p', { class: 'hint' }, 'Each cell compares the tests both runs answered: the score before → after, the change in percentage points (▲ better, ▼ worse) with its 95 % interval, and the p-value. A change is significant when p is below 0.05 (⚠ significant regression, ★ significant improvement).'),
       h('div', { class: 'table-wrap' }, h('table', { class: 'matrix compare' },
         h('caption', { class: 'visually-hidden' }, 'Score changes per domain and level'),
         h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Domain'), levels.map((l) => h('th', { scope: 'col' }, `Level ${l}`)))),
         h('tbody', null, rows)))),
-    h('section', { class: 'card' }, h('h2', null, h('span', { 'aria-hidden': 'true' }, '✗ '), `Now failing (${flips.worse.length})`),
-      h('p', { class: 'hint' }, 'Passed before, not after.'), flipTable(flips.worse, 'worse')),
-    h('section', { class: 'card' }, h('h2', null, h('span', { 'aria-hidden': 'true' }, '✓ '), `Now passing (${flips.better.length})`),
-      h('p', { class: 'hint' }, 'Not passed before, passed after.'), flipTable(flips.better, 'better')),
+    h('section', { class: 'card' }, h('h2', null, h('span', { 'aria-hidden': 'true' }, '✗ '), `Now failing (${worse.length})`),
+      h('p', { class: 'hint' }, 'Passed before, failed after.'), flipTable(worse, 'worse')),
+    h('section', { class: 'card' }, h('h2', null, h('span', { 'aria-hidden': 'true' }, '✓ '), `Now passing (${better.length})`),
+      h('p', { class: 'hint' }, 'Failed before, passed after.'), flipTable(better, 'better')),
     onlyBefore || onlyAfter ? h('p', { class: 'muted' }, `${onlyBefore} test(s) only in the earlier run, ${onlyAfter} only in the later one.`) : null);
 }
