@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/internal/kbtext"
 )
 
 // BenchmarkChatTurn measures one chat turn against llmtest with no
@@ -58,9 +59,9 @@ func kbEnv(b *testing.B) *env {
 	e := newEnv(b)
 	e.createAgent("a", "")
 	for i := range 10 {
-		text := fillerText(1<<20-64, uint64(100+i))
+		text := kbtext.Filler(1<<20-64, uint64(100+i))
 		if i == 6 {
-			text += "\n\n" + factParagraph
+			text += "\n\n" + kbtext.Fact
 		}
 		e.writeKB("a", fmt.Sprintf("part%02d.md", i), text)
 	}
@@ -77,7 +78,7 @@ func BenchmarkKBIndexBuild(b *testing.B) {
 		e.writeKB("a", "touch.md", fmt.Sprint("touch ", i)) // a change: the index is rebuilt
 		b.StartTimer()
 		got, err := e.svc.Retrieve(e.ctx, "a", "What is the launch code of Project Zephyrine?")
-		if err != nil || !strings.Contains(got, factParagraph) {
+		if err != nil || !strings.Contains(got, kbtext.Fact) {
 			b.Fatalf("retrieval missed the fact: %v", err)
 		}
 	}
@@ -95,7 +96,7 @@ func BenchmarkKBRetrieval(b *testing.B) {
 	build := time.Since(start)
 	for b.Loop() {
 		got, err := e.svc.Retrieve(e.ctx, "a", "What is the launch code of Project Zephyrine?")
-		if err != nil || !strings.Contains(got, factParagraph) {
+		if err != nil || !strings.Contains(got, kbtext.Fact) {
 			b.Fatalf("retrieval missed the fact: %v", err)
 		}
 	}

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,63 +9,13 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/internal/kbtext"
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 )
 
 // The knowledge-base files and retrieval have their own packages and tests
 // (harness/agent/kb, harness/agent/retrieval); these check how the
 // Service composes them.
-
-// fillerText returns about size bytes of text in paragraphs, made of a
-// fixed vocabulary that includes the common words of the questions asked
-// of it ("what", "launch", "code", "project"...), so that only rare words
-// single a passage out.
-func fillerText(size int, seed uint64) string {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	common := strings.Fields(`the a of and to in is was for on with as by at from that this it be are
-		what which launch code project team report system data value plan harbour market river city`)
-	vocab := make([]string, 0, 3000)
-	vocab = append(vocab, common...)
-	syll := strings.Fields("ka lo mi ne ru sa te vo pri stel dan gor fen bal cor")
-	for len(vocab) < cap(vocab) {
-		n := 2 + r.IntN(3)
-		var w strings.Builder
-		for range n {
-			w.WriteString(syll[r.IntN(len(syll))])
-		}
-		vocab = append(vocab, w.String())
-	}
-	var b strings.Builder
-	b.Grow(size + 1024)
-	for b.Len() < size {
-		sentences := 3 + r.IntN(4)
-		for s := range sentences {
-			words := 8 + r.IntN(12)
-			for i := range words {
-				var w string
-				if r.IntN(3) == 0 {
-					w = common[r.IntN(len(common))]
-				} else {
-					w = vocab[r.IntN(len(vocab))]
-				}
-				if i == 0 {
-					w = strings.ToUpper(w[:1]) + w[1:]
-				} else {
-					b.WriteByte(' ')
-				}
-				b.WriteString(w)
-			}
-			b.WriteByte('.')
-			if s < sentences-1 {
-				b.WriteByte(' ')
-			}
-		}
-		b.WriteString("\n\n")
-	}
-	return b.String()
-}
-
-const factParagraph = "Project Zephyrine's launch code is 7741-ALPHA; the harbour pilots chose it in the spring."
 
 // TestKBUnknownAgent: the knowledge base of an agent that does not exist
 // is refused, through the Service and through its store alike, and no
@@ -116,13 +65,13 @@ func TestChatGetsWholeKB(t *testing.T) {
 func TestChatGetsBestChunks(t *testing.T) {
 	e := newEnv(t, withOptions(func(o *agent.Options) { o.KBBudgetTokens = 1000 }))
 	e.createAgent("a", "Answer from the knowledge base.")
-	filler := fillerText(1<<20, 1)
+	filler := kbtext.Filler(1<<20, 1)
 	mid := strings.Index(filler[len(filler)/2:], "\n\n") + len(filler)/2 + 2
-	e.writeKB("a", "handbook.md", filler[:mid]+factParagraph+"\n\n"+filler[mid:])
+	e.writeKB("a", "handbook.md", filler[:mid]+kbtext.Fact+"\n\n"+filler[mid:])
 
 	e.chat("a", "u", "What is the launch code of Project Zephyrine?")
 	sys := systemOf(e.lastRequest())
-	if !strings.Contains(sys, factParagraph) {
+	if !strings.Contains(sys, kbtext.Fact) {
 		t.Fatalf("the system message (%d bytes) lacks the paragraph with the fact", len(sys))
 	}
 	if !strings.HasPrefix(sys, "Answer from the knowledge base.\n\nKnowledge base excerpts") {

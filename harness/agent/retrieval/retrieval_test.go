@@ -2,7 +2,6 @@ package retrieval_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,60 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-eval/gauntlet/harness/agent/internal/kbtext"
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 	"github.com/gauntlet-eval/gauntlet/harness/agent/retrieval"
 )
-
-// fillerText returns about size bytes of text in paragraphs, made of a
-// fixed vocabulary that includes the common words of the questions asked
-// of it ("what", "launch", "code", "project"...), so that only rare words
-// single a passage out.
-func fillerText(size int, seed uint64) string {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	common := strings.Fields(`the a of and to in is was for on with as by at from that this it be are
-		what which launch code project team report system data value plan harbour market river city`)
-	vocab := make([]string, 0, 3000)
-	vocab = append(vocab, common...)
-	syll := strings.Fields("ka lo mi ne ru sa te vo pri stel dan gor fen bal cor")
-	for len(vocab) < cap(vocab) {
-		n := 2 + r.IntN(3)
-		var w strings.Builder
-		for range n {
-			w.WriteString(syll[r.IntN(len(syll))])
-		}
-		vocab = append(vocab, w.String())
-	}
-	var b strings.Builder
-	b.Grow(size + 1024)
-	for b.Len() < size {
-		sentences := 3 + r.IntN(4)
-		for s := range sentences {
-			words := 8 + r.IntN(12)
-			for i := range words {
-				var w string
-				if r.IntN(3) == 0 {
-					w = common[r.IntN(len(common))]
-				} else {
-					w = vocab[r.IntN(len(vocab))]
-				}
-				if i == 0 {
-					w = strings.ToUpper(w[:1]) + w[1:]
-				} else {
-					b.WriteByte(' ')
-				}
-				b.WriteString(w)
-			}
-			b.WriteByte('.')
-			if s < sentences-1 {
-				b.WriteByte(' ')
-			}
-		}
-		b.WriteString("\n\n")
-	}
-	return b.String()
-}
-
-const factParagraph = "Project Zephyrine's launch code is 7741-ALPHA; the harbour pilots chose it in the spring."
 
 // env is a Retriever over a Store in a fresh directory.
 type env struct {
@@ -113,13 +62,13 @@ func TestWholeWhenItFits(t *testing.T) {
 
 func TestPicksTheRightChunk(t *testing.T) {
 	e := newEnv(t)
-	filler := fillerText(2<<20, 1)
+	filler := kbtext.Filler(2<<20, 1)
 	mid := strings.Index(filler[len(filler)/2:], "\n\n") + len(filler)/2 + 2
-	e.write(t, "handbook.md", filler[:mid]+factParagraph+"\n\n"+filler[mid:])
-	e.write(t, "more.txt", fillerText(512<<10, 2))
+	e.write(t, "handbook.md", filler[:mid]+kbtext.Fact+"\n\n"+filler[mid:])
+	e.write(t, "more.txt", kbtext.Filler(512<<10, 2))
 
 	got := e.context(t, "What is the launch code of Project Zephyrine?")
-	if !strings.Contains(got, factParagraph) {
+	if !strings.Contains(got, kbtext.Fact) {
 		t.Fatalf("the context (%d bytes) lacks the paragraph with the fact", len(got))
 	}
 	if budget := retrieval.DefaultBudgetTokens * 4; len(got) > budget+200 {
@@ -135,7 +84,7 @@ func TestPicksTheRightChunk(t *testing.T) {
 
 func TestFollowsChanges(t *testing.T) {
 	e := newEnv(t)
-	filler := fillerText(300<<10, 3)
+	filler := kbtext.Filler(300<<10, 3)
 	e.write(t, "base.md", filler+"\n\nThe vault password hint is BLUEFINCH.\n")
 	if !strings.Contains(e.context(t, "vault password hint?"), "BLUEFINCH") {
 		t.Fatal("first fact not retrieved")
@@ -166,14 +115,14 @@ func TestFollowsChanges(t *testing.T) {
 
 func TestIndexSearch(t *testing.T) {
 	ix := retrieval.NewIndex([]kb.Document{
-		{Name: "x.md", Text: fillerText(200<<10, 4) + "\n\n" + factParagraph + "\n\n" + fillerText(200<<10, 5)},
+		{Name: "x.md", Text: kbtext.Filler(200<<10, 4) + "\n\n" + kbtext.Fact + "\n\n" + kbtext.Filler(200<<10, 5)},
 		{Name: "y.md", Text: "Zephyrine is a project.\n\nNothing else."},
 	})
 	if ix.Len() < 400 {
 		t.Errorf("%d chunks for 400 KB, want about one per 800 bytes", ix.Len())
 	}
 	hits := ix.Search("7741-ALPHA: Zephyrine LAUNCH code", 5)
-	if len(hits) != 5 || hits[0].File != "x.md" || !strings.Contains(hits[0].Text, factParagraph) || hits[0].Score <= 0 {
+	if len(hits) != 5 || hits[0].File != "x.md" || !strings.Contains(hits[0].Text, kbtext.Fact) || hits[0].Score <= 0 {
 		t.Fatalf("hits = %+v", hits)
 	}
 	if !slices.IsSortedFunc(hits, func(a, b retrieval.Hit) int { return -cmpFloat(a.Score, b.Score) }) {
