@@ -45,20 +45,11 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&format, "format", "text", "text or json")
 	fs.StringVar(&s.data, "data", env("GAUNTLET_DATA", "./data"), "data directory holding the database (GAUNTLET_DATA)")
 	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
-	// BASE and HEAD may come before, between or after the flags: the flag
-	// package stops at the first argument.
-	var ids []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return errUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		ids, args = append(ids, fs.Arg(0)), fs.Args()[1:]
+	ids, err := parseArgs(fs, args, -1, stderr, "")
+	if errors.Is(err, errHelp) {
+		return nil
+	} else if err != nil {
+		return err
 	}
 	if len(ids) != 2 {
 		fmt.Fprintf(stderr, "gauntlet compare: want two run ids, BASE and HEAD, not %d\n", len(ids))

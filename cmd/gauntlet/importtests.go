@@ -52,39 +52,22 @@ func importTestsCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
 	fs.StringVar(&s.plugins, "plugins", env("GAUNTLET_PLUGINS", "./plugins"), "plugins whose expected types rows may use (GAUNTLET_PLUGINS)")
 	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex (GAUNTLET_PLUGIN_SHA256)")
-	// FILE may come first: the flag package stops at the first argument.
-	var file string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		file, args = args[0], args[1:]
-	}
-	parse := func(args []string) error {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return errHelp
-			}
-			return errUsage
-		}
-		return nil
-	}
-	err := parse(args)
-	// FILE between flags: take it and read the flags after it.
-	for err == nil && file == "" && fs.NArg() > 0 {
-		file = fs.Arg(0)
-		err = parse(fs.Args()[1:])
-	}
+	// FILE may come before, between or after the flags.
+	files, err := parseArgs(fs, args, 1, stderr, "")
 	if errors.Is(err, errHelp) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	rest := fs.Args()
+	var file string
+	if len(files) == 1 {
+		file = files[0]
+	}
 	usageErr := func(format string, a ...any) error {
 		fmt.Fprintf(stderr, "gauntlet import-tests: "+format+"\n", a...)
 		return errUsage
 	}
 	switch {
-	case len(rest) > 0:
-		return usageErr("unexpected argument %q", rest[0])
 	case file == "":
 		return usageErr("give the dataset file: gauntlet import-tests FILE --domain D --level N")
 	case domain == "":

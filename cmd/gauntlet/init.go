@@ -110,20 +110,14 @@ then against your model (Ollama's address shown):
 // its one optional positional argument, and returns that argument ("."
 // when absent). It refuses a second argument.
 func parseDirArg(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", errHelp
-		}
-		return "", errUsage
-	}
-	if fs.NArg() == 0 {
+	dirs, err := parseArgs(fs, args, 1, stderr, "give one directory")
+	switch {
+	case err != nil:
+		return "", err
+	case len(dirs) == 0:
 		return ".", nil
 	}
-	dir := fs.Arg(0)
-	if err := parseFlags(fs, fs.Args()[1:], stderr, "give one directory"); err != nil {
-		return "", err
-	}
-	return dir, nil
+	return dirs[0], nil
 }
 
 // suiteFiles lists the embedded suite's files, as slash paths relative to

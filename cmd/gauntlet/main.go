@@ -58,26 +58,42 @@ var errUsage = errors.New("usage")
 var errHelp = errors.New("help")
 
 // parseFlags parses a command's flags and refuses positional arguments,
-// which no command takes but init (its DIR): "gauntlet run arithmetic"
-// must not silently run every domain. hint, when not empty, says what to use instead. It returns
-// errHelp after -h (the caller returns nil) and errUsage on a bad flag or
-// an argument.
+// which most commands do not take: "gauntlet run arithmetic" must not
+// silently run every domain. hint, when not empty, says what to use
+// instead. It returns errHelp after -h (the caller returns nil) and
+// errUsage on a bad flag or an argument.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, hint string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
+	_, err := parseArgs(fs, args, 0, stderr, hint)
+	return err
+}
+
+// parseArgs parses a command's flags, which may come before, between or
+// after its positional arguments (the flag package alone stops at the
+// first argument), and returns those arguments in order. More than most
+// of them (most < 0: no limit) is a usage error naming the first extra,
+// with hint. It returns errHelp after -h and errUsage on a bad flag.
+func parseArgs(fs *flag.FlagSet, args []string, most int, stderr io.Writer, hint string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, errUsage
 		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		msg := fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-		if hint != "" {
-			msg += "; " + hint
+		if fs.NArg() == 0 {
+			return pos, nil
 		}
-		fmt.Fprintln(stderr, msg)
-		return errUsage
+		if most >= 0 && len(pos) == most {
+			msg := fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+			if hint != "" {
+				msg += "; " + hint
+			}
+			fmt.Fprintln(stderr, msg)
+			return nil, errUsage
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	return nil
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
