@@ -69,16 +69,28 @@ func registerPlugins(api huma.API, plugins PluginLister, _ *slog.Logger) {
 }
 
 func (h *pluginHandler) list(context.Context, *struct{}) (*pluginsOutput, error) {
-	out := &pluginsOutput{}
-	out.Body.Plugins = []apiPlugin{}
-	if h.plugins == nil {
-		return out, nil
+	return &pluginsOutput{Body: PluginReportOf(h.plugins)}, nil
+}
+
+// PluginReport is the body of GET /api/plugins, which "gauntlet plugins"
+// prints, whether it asked a server or scanned the directory itself.
+type PluginReport = apiPluginList
+
+// PluginInfo is one plugin of a PluginReport.
+type PluginInfo = apiPlugin
+
+// PluginReportOf describes a plugin manager's plugins as GET /api/plugins
+// does; a nil manager has none.
+func PluginReportOf(pl PluginLister) PluginReport {
+	out := PluginReport{Plugins: []apiPlugin{}}
+	if pl == nil {
+		return out
 	}
-	out.Body.Dir = h.plugins.Dir()
-	for _, st := range h.plugins.List() {
-		out.Body.Plugins = append(out.Body.Plugins, toPluginInfo(st))
+	out.Dir = pl.Dir()
+	for _, st := range pl.List() {
+		out.Plugins = append(out.Plugins, toPluginInfo(st))
 	}
-	return out, nil
+	return out
 }
 
 // toPluginInfo is a plugin's status as the API shows it.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
-	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
+	"github.com/gauntlet-eval/gauntlet/server"
 )
 
 // serverAskTimeout bounds the question to a running server.
@@ -23,27 +23,7 @@ const serverAskTimeout = 5 * time.Second
 
 // pluginList is the body of GET /api/plugins, which `gauntlet plugins`
 // prints; the local scan fills in the same shape.
-type pluginList struct {
-	Dir     string        `json:"dir"`
-	Plugins []pluginEntry `json:"plugins"`
-}
-
-// pluginEntry is one plugin of GET /api/plugins.
-type pluginEntry struct {
-	Name         string   `json:"name"`
-	Kind         string   `json:"kind"`
-	Type         string   `json:"type"`
-	Path         string   `json:"path"`
-	Version      string   `json:"version"`
-	State        string   `json:"state"`
-	PID          int      `json:"pid"`
-	Restarts     int      `json:"restarts"`
-	LastError    string   `json:"last_error"`
-	LastErrorAt  *string  `json:"last_error_at"`
-	Checksum     string   `json:"checksum"`
-	Capabilities []string `json:"capabilities"`
-	SecretFields []string `json:"secret_fields"`
-}
+type pluginList = server.PluginReport
 
 // errNoServer reports that no server answered: the caller scans the
 // directory itself instead.
@@ -191,7 +171,7 @@ func askServer(ctx context.Context, base, token string) (*pluginList, error) {
 		return nil, fmt.Errorf("the answer of %s is not a plugin list: %w", where, err)
 	}
 	if list.Plugins == nil {
-		list.Plugins = []pluginEntry{}
+		list.Plugins = []server.PluginInfo{}
 	}
 	return &list, nil
 }
@@ -217,28 +197,9 @@ func scanPlugins(ctx context.Context, dir, sums string) (*pluginList, error) {
 	for _, p := range m.List() {
 		_ = m.Start(ctx, p.Name) // a failure shows in the list
 	}
-	list := &pluginList{Dir: dir, Plugins: []pluginEntry{}}
-	for _, st := range m.List() {
-		e := entryOf(st)
-		e.PID = 0 // stopped again when this command ends
-		list.Plugins = append(list.Plugins, e)
+	list := server.PluginReportOf(m)
+	for i := range list.Plugins {
+		list.Plugins[i].PID = 0 // stopped again when this command ends
 	}
-	return list, nil
-}
-
-// entryOf is a plugin's status in the shape of GET /api/plugins.
-func entryOf(st host.Status) pluginEntry {
-	e := pluginEntry{
-		Name: st.Name, Kind: string(st.Kind), Type: st.Type, Path: st.Path, Version: st.Version, State: string(st.Health),
-		PID: st.PID, Restarts: st.Restarts, LastError: st.LastError, Checksum: string(st.Checksum),
-		Capabilities: st.Capabilities, SecretFields: st.SecretFields,
-	}
-	if e.Capabilities == nil {
-		e.Capabilities = []string{}
-	}
-	if !st.LastErrorAt.IsZero() {
-		at := st.LastErrorAt.UTC().Format(harness.TimeLayout)
-		e.LastErrorAt = &at
-	}
-	return e
+	return &list, nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/server"
 )
 
 // buildPlugin builds a plugin main package into dir under name.
@@ -213,7 +214,7 @@ func TestPluginsCommandFallsBackToTheDirectory(t *testing.T) {
 		t.Errorf("output does not say where the list comes from:\n%s", out.String())
 	}
 	list, _ := pluginsJSON(t, "--server", nobody, "--plugins", dir)
-	byName := map[string]pluginEntry{}
+	byName := map[string]server.PluginInfo{}
 	for _, p := range list.Plugins {
 		byName[p.Name] = p
 	}
