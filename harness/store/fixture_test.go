@@ -23,7 +23,14 @@ import (
 // it stands for what users' disks hold) and opens the copy.
 func openFixture(t *testing.T) (*store.DB, string) {
 	t.Helper()
-	src, err := os.Open(filepath.Join("testdata", "gauntlet-0.1.0.db"))
+	return openFixtureFile(t, "gauntlet-0.1.0.db")
+}
+
+// openFixtureFile copies a fixture database of testdata and opens the
+// copy.
+func openFixtureFile(t *testing.T, name string) (*store.DB, string) {
+	t.Helper()
+	src, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
