@@ -76,10 +76,12 @@ func (c *cell) add(res *runs.Result) {
 // measure computes the uncertainty of the cell's score from its samples,
 // once, when the cell's status becomes final: none when nothing was
 // scored. The bootstrap's seed is fixed, so a cell's interval depends on
-// its results only.
+// its results only. A final cell takes no more samples, so they are let
+// go: a long run holds the samples of its unfinished cells only.
 func (c *cell) measure() {
 	c.stderr, c.ci95 = nil, nil
 	sum := stats.Cell(c.samples, stats.Options{Seed: 1})
+	c.samples = nil
 	if sum.Tests == 0 {
 		return
 	}
