@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -18,8 +19,10 @@ import (
 // --llm-base-url.
 func mockllm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
-		addr string
-		opts llmtest.Options
+		addr                   string
+		opts                   llmtest.Options
+		answers, answersPreset string
+		skill                  = skillFlag{}
 	)
 	fs := flag.NewFlagSet("gauntlet mockllm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -46,6 +49,17 @@ number (retries are requests too), so the same --seed gives the same faults.
   --nul-rate          answered with a NUL byte after the answer's first word
 When several pick one request, the first of this list wins.
 
+Models of different skill, to try repeats, sweeps and comparisons:
+  --answers FILE      a dataset (.jsonl or .csv, as gauntlet import-tests
+                      reads it; --answers-preset gsm8k or mmlu) whose
+                      questions the mock knows the answers to
+  --skill MODEL=P     MODEL answers a question it knows (a row of --answers,
+                      or "What is A + B?") right with probability P, else
+                      wrong (a number off by one, another letter); models
+                      not named are always right. Repeatable. The draw is a
+                      hash of --seed, the model, the question and how often
+                      that model was asked it, so runs are reproducible.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -65,6 +79,9 @@ Flags:
 	fs.Float64Var(&opts.NUL.Rate, "nul-rate", 0, "fraction of chat completions whose answer holds a NUL byte, from 0 to 1")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "seed of the random faults and jitter")
 	fs.StringVar(&opts.APIKey, "api-key", "", "when set, require this bearer token")
+	fs.StringVar(&answers, "answers", "", "a dataset `file` (.jsonl or .csv) whose questions the mock answers")
+	fs.StringVar(&answersPreset, "answers-preset", "", "preset of --answers: gsm8k or mmlu")
+	fs.Var(skill, "skill", "`MODEL=P`: MODEL answers known questions right with probability P (repeatable)")
 	if err := parseFlags(fs, args, stderr, ""); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -88,6 +105,16 @@ Flags:
 	if opts.HugeBytes < 1 {
 		return fmt.Errorf("--huge-bytes must be at least 1, not %d", opts.HugeBytes)
 	}
+
+	respond, err := newSkilled(answers, answersPreset, skill, opts.Seed)
+	if err != nil {
+		return err
+	}
+	opts.Respond = respond
+	for m := range skill {
+		opts.Models = append(opts.Models, m)
+	}
+	slices.Sort(opts.Models)
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
