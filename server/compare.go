@@ -31,6 +31,7 @@ type apiCompareCell struct {
 // apiFlip is a test whose pass/fail outcome changed.
 type apiFlip struct {
 	TestID     string `json:"test_id"`
+	Repeat     int    `json:"repeat" minimum:"0" doc:"Which asking of the test, from 0: runs with repeats pair the same asking of a test."`
 	Domain     string `json:"domain"`
 	Level      int    `json:"level"`
 	BaseStatus string `json:"base_status" enum:"passed,failed"`

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -131,8 +132,14 @@ func writeComparison(w io.Writer, rep *compare.Report, base, head runs.Info) err
 	}
 	if len(rep.Flipped) > 0 {
 		fmt.Fprintf(w, "\nflipped tests (%d):\n", len(rep.Flipped))
+		// With repeats, the same asking of a test is paired: name it.
+		repeats := slices.ContainsFunc(rep.Flipped, func(f compare.Flip) bool { return f.Repeat > 0 })
 		for _, f := range rep.Flipped {
-			fmt.Fprintf(w, "  %s/%d  %s  %s -> %s\n", f.Domain, f.Level, f.TestID, f.BaseStatus, f.HeadStatus)
+			id := f.TestID
+			if repeats {
+				id += "#" + strconv.Itoa(f.Repeat)
+			}
+			fmt.Fprintf(w, "  %s/%d  %s  %s -> %s\n", f.Domain, f.Level, id, f.BaseStatus, f.HeadStatus)
 		}
 	}
 	s := rep.Summary

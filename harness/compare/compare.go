@@ -66,6 +66,7 @@ func (c Cell) SignificantImprovement() bool { return c.Significant && c.Delta > 
 // Flip is a test whose pass/fail outcome changed between the runs.
 type Flip struct {
 	TestID     string `json:"test_id"`
+	Repeat     int    `json:"repeat"` // Which asking of the test, from 0: runs with repeats pair the same asking.
 	Domain     string `json:"domain"`
 	Level      int    `json:"level"`
 	BaseStatus string `json:"base_status"` // passed or failed
@@ -170,7 +171,7 @@ func Runs(base, head string, baseResults, headResults []runs.Result) (*Report, e
 		}
 		rep.Cells[k.domain][k.level] = cell
 		for _, f := range c.Flipped {
-			rep.Flipped = append(rep.Flipped, Flip{TestID: f.TestID, Domain: k.domain, Level: k.level,
+			rep.Flipped = append(rep.Flipped, Flip{TestID: f.TestID, Repeat: f.Repeat, Domain: k.domain, Level: k.level,
 				BaseStatus: status(f.BasePassed), HeadStatus: status(f.HeadPassed)})
 		}
 		s := &rep.Summary

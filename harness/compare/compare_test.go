@@ -130,3 +130,26 @@ func TestLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestRunsFlipNamesTheRepeat(t *testing.T) {
+	var base, head []runs.Result
+	for k := range 3 {
+		b := results("a", "math", 1, 2, always(runs.TestPassed))
+		h := results("b", "math", 1, 2, always(runs.TestPassed))
+		for i := range b {
+			b[i].Repeat, h[i].Repeat = k, k
+		}
+		if k == 2 {
+			h[1].Status, h[1].Score = runs.TestFailed, 0
+		}
+		base, head = append(base, b...), append(head, h...)
+	}
+	rep, err := Runs("a", "b", base, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Flip{TestID: "math-1-t1", Repeat: 2, Domain: "math", Level: 1, BaseStatus: "passed", HeadStatus: "failed"}
+	if len(rep.Flipped) != 1 || rep.Flipped[0] != want {
+		t.Fatalf("flipped = %+v, want [%+v]", rep.Flipped, want)
+	}
+}

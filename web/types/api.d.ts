@@ -440,6 +440,8 @@ export interface CompareCell {
 /** A test that passed in one run and failed in the other. */
 export interface CompareFlip {
   test_id: string;
+  /** Which asking of the test, from 0 (runs with repeats pair the same asking). */
+  repeat: number;
   domain: string;
   level: number;
   base_status: 'passed' | 'failed';
