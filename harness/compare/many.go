@@ -73,10 +73,11 @@ type RunCell struct {
 	// Status is the cell's status in the run (passed, failed, partial,
 	// error, skipped…); "" when the run has no such cell.
 	Status string `json:"status"`
-	// Score, StdErr and CI95 are the run's stored figures for the cell
-	// (over all its scored tests, see package stats); nil when the cell
-	// has no scored test, and StdErr and CI95 nil for runs stored before
-	// they were computed.
+	// Score, StdErr and CI95 are the run's figures for the cell, over all
+	// its scored tests (see package stats): those the run stored when the
+	// cell settled, else, for a cell not settled yet or a run stored
+	// before intervals were kept, computed from its results in the same
+	// way. nil when the cell has no scored test.
 	Score  *float64        `json:"score"`
 	StdErr *float64        `json:"stderr"`
 	CI95   *stats.Interval `json:"ci95"`
@@ -109,6 +110,7 @@ func Many(ctx context.Context, src MatrixSource, base string, heads ...string) (
 	ids := append([]string{base}, heads...)
 	rep := &ManyReport{Base: base, Runs: make([]ManyRun, len(ids)), Cells: map[string]map[int][]RunCell{}}
 	matrices := make([]runs.Matrix, len(ids))
+	results := make([][]runs.Result, len(ids))
 	for i, id := range ids {
 		info, err := src.Run(ctx, id)
 		if err != nil {
@@ -116,7 +118,13 @@ func Many(ctx context.Context, src MatrixSource, base string, heads ...string) (
 		}
 		rep.Runs[i] = ManyRun{RunID: id, ModelName: info.ModelName, Model: info.Model, Status: info.Status,
 			OverallScore: info.OverallScore, Flipped: []Flip{}}
+	}
+	for i, id := range ids {
+		var err error
 		if matrices[i], err = src.Matrix(ctx, id); err != nil {
+			return nil, err
+		}
+		if results[i], err = src.Results(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -129,8 +137,8 @@ func Many(ctx context.Context, src MatrixSource, base string, heads ...string) (
 		}
 		return rep.Cells[domain][level]
 	}
-	for i, m := range matrices {
-		for domain, levels := range m {
+	for i := range ids {
+		for domain, levels := range matrices[i] {
 			for key, c := range levels {
 				level, err := strconv.Atoi(key)
 				if err != nil {
@@ -139,20 +147,10 @@ func Many(ctx context.Context, src MatrixSource, base string, heads ...string) (
 				cell(domain, level)[i] = RunCell{Status: c.Status, Score: c.Score, StdErr: c.StdErr, CI95: c.CI95}
 			}
 		}
-	}
-	if len(heads) == 0 {
-		return rep, nil
-	}
-	baseResults, err := src.Results(ctx, base)
-	if err != nil {
-		return nil, err
+		measure(results[i], func(domain string, level int) *RunCell { return &cell(domain, level)[i] })
 	}
 	for i, head := range heads {
-		headResults, err := src.Results(ctx, head)
-		if err != nil {
-			return nil, err
-		}
-		pair, err := Runs(base, head, baseResults, headResults)
+		pair, err := Runs(base, head, results[0], results[i+1])
 		var nothing *NothingSharedError
 		if errors.As(err, &nothing) {
 			continue
@@ -169,3 +167,34 @@ func Many(ctx context.Context, src MatrixSource, base string, heads ...string) (
 	}
 	return rep, nil
 }
+
+// measure fills in the score, standard error and interval of the cells of
+// one run that the store has none for (a cell not yet settled, a run
+// stored before intervals were kept), from the run's results, the way the
+// engine computes them when a cell settles. at returns a cell's entry.
+func measure(results []runs.Result, at func(domain string, level int) *RunCell) {
+	type key struct {
+		domain string
+		level  int
+	}
+	samples := map[key][]stats.Sample{}
+	for _, r := range results {
+		k := key{r.Domain, r.Level}
+		samples[k] = append(samples[k], sample(r))
+	}
+	for k, ss := range samples {
+		c := at(k.domain, k.level)
+		if c.Score != nil && c.StdErr != nil && c.CI95 != nil {
+			continue
+		}
+		sum := stats.Cell(ss, stats.Options{Seed: cellSeed})
+		if sum.Tests == 0 {
+			continue
+		}
+		c.Score, c.StdErr, c.CI95 = &sum.Score, &sum.StdErr, &sum.CI95
+	}
+}
+
+// cellSeed seeds the bootstrap of a cell's interval: the engine's seed,
+// so that a cell's interval depends on its results only.
+const cellSeed = 1
