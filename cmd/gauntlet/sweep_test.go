@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gauntlet-eval/gauntlet/harness/compare"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
@@ -390,5 +391,13 @@ func TestSweepExitStatus(t *testing.T) {
 		if got := exitCode(t, append(append([]string{"run"}, tc.args...), flags...)...); got != tc.status {
 			t.Errorf("run %q: exit %d, want %d", tc.args, got, tc.status)
 		}
+	}
+}
+
+// Runs that share a label are told apart by their position.
+func TestManyLabels(t *testing.T) {
+	rep := &compare.ManyReport{Runs: []compare.ManyRun{{ModelName: "a"}, {ModelName: "b"}, {ModelName: "a"}, {ModelName: "x\ny"}}}
+	if got := fmt.Sprint(manyLabels(rep)); got != "[a#1 b a#3 x y]" {
+		t.Errorf("labels %s", got)
 	}
 }
