@@ -42,10 +42,10 @@ type ManyReport struct {
 // ManyRun is one run of a [ManyReport] and, for a run after the first, its
 // comparison with the base over every cell.
 type ManyRun struct {
-	RunID     string `json:"run_id"`
+	RunID     string `json:"run_id"`     // The run's id.
 	ModelName string `json:"model_name"` // The run's label.
 	Model     string `json:"model"`      // The endpoint model the run used.
-	Status    string `json:"status"`
+	Status    string `json:"status"`     // running, completed, stopped…
 	// OverallScore is the run's stored overall score; nil when no test
 	// was scored.
 	OverallScore *float64 `json:"overall_score"`
