@@ -24,17 +24,19 @@ import (
 // --fail-on-regression found a cell whose score went down significantly.
 var errRegression = fmt.Errorf("a cell regressed significantly: %w", errGateFailed)
 
-// compareCmd is "gauntlet compare BASE HEAD": it compares two stored runs
-// test by test, as GET /api/compare does, and prints per domain and level
-// the change of score and whether it is significant, the tests that
-// flipped and a summary.
+// compareCmd is "gauntlet compare BASE HEAD [HEAD...]": it compares two
+// stored runs test by test, as GET /api/compare does, and prints per
+// domain and level the change of score and whether it is significant, the
+// tests that flipped and a summary. With several heads it compares each
+// with BASE and prints one table of them all, as a model sweep does.
 func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gauntlet compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gauntlet compare BASE HEAD [flags]\n\n"+
-			"Compares run HEAD with run BASE, test by test, in the database. Exits 1 with\n"+
-			"--fail-on-regression when a domain and level got significantly worse.")
+		fmt.Fprintln(stderr, "Usage: gauntlet compare BASE HEAD [HEAD...] [flags]\n\n"+
+			"Compares run HEAD with run BASE, test by test, in the database; with several\n"+
+			"HEADs, each with BASE in one table. Exits 1 with --fail-on-regression when a\n"+
+			"domain and level got significantly worse.")
 		fs.PrintDefaults()
 	}
 	var (
@@ -52,8 +54,8 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	} else if err != nil {
 		return err
 	}
-	if len(ids) != 2 {
-		fmt.Fprintf(stderr, "gauntlet compare: want two run ids, BASE and HEAD, not %d\n", len(ids))
+	if len(ids) < 2 {
+		fmt.Fprintf(stderr, "gauntlet compare: want at least two run ids, BASE and HEAD, not %d\n", len(ids))
 		fs.Usage()
 		return errUsage
 	}
@@ -76,6 +78,9 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if len(ids) > 2 {
+		return compareMany(ctx, st, ids, format, fail, stdout)
+	}
 	rep, err := compare.Load(ctx, st, ids[0], ids[1])
 	if err != nil {
 		return err
@@ -96,6 +101,29 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := writeComparison(stdout, rep, infos[0], infos[1]); err != nil {
 			return err
 		}
+	}
+	if fail && rep.Regressed() {
+		return errRegression
+	}
+	return nil
+}
+
+// compareMany compares runs ids[1:] with ids[0] and prints one table (or
+// the JSON of compare.ManyReport).
+func compareMany(ctx context.Context, st *runs.Store, ids []string, format string, fail bool, stdout io.Writer) error {
+	rep, err := compare.Many(ctx, st, ids[0], ids[1:]...)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = writeMany(stdout, rep)
+	}
+	if err != nil {
+		return err
 	}
 	if fail && rep.Regressed() {
 		return errRegression
@@ -173,4 +201,163 @@ func cells(n int) string {
 		return "1 cell"
 	}
 	return strconv.Itoa(n) + " cells"
+}
+
+// Markers of a significant change in the N-run table.
+const (
+	markBetter = "★"
+	markWorse  = "⚠"
+)
+
+// writeMany prints the comparison of several runs with the first: a table
+// with a row per domain and level and, per run, its score with its 95 %
+// interval and, for each run after the first, the change from the first
+// (over the tests both scored) with its p-value and a marker when it is
+// significant; then a line per run with its overall score and the cells
+// that changed significantly, the tests that flipped, and how many
+// significant marks chance alone would give.
+func writeMany(w io.Writer, rep *compare.ManyReport) error {
+	labels := manyLabels(rep)
+	for i, r := range rep.Runs {
+		if r.Status == runs.StatusRunning {
+			fmt.Fprintf(w, "run %s (%s) is still running: the comparison covers the tests it finished so far\n", r.RunID, labels[i])
+		}
+	}
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "DOMAIN\tLEVEL")
+	for i, l := range labels {
+		fmt.Fprintf(tw, "\t%s", l)
+		if i > 0 {
+			fmt.Fprintf(tw, "\tΔ %s", l)
+		}
+	}
+	fmt.Fprintln(tw, "\t")
+	compared := 0
+	for _, d := range rep.Domains() {
+		for _, l := range rep.Levels(d) {
+			fmt.Fprintf(tw, "%s\t%d", oneLine(d, 80), l)
+			for i, c := range rep.Cells[d][l] {
+				fmt.Fprintf(tw, "\t%s", scoreText(c))
+				if i == 0 {
+					continue
+				}
+				delta := ""
+				if v := c.VsBase; v != nil {
+					compared++
+					p := pValue(v.PValue)
+					if !strings.HasPrefix(p, "<") {
+						p = "=" + p
+					}
+					delta = fmt.Sprintf("%+.3f p%s", v.Delta, p)
+					switch {
+					case v.SignificantImprovement():
+						delta += " " + markBetter
+					case v.SignificantRegression():
+						delta += " " + markWorse
+					}
+				}
+				fmt.Fprintf(tw, "\t%s", delta)
+			}
+			fmt.Fprintln(tw, "\t")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for line := range strings.Lines(table.String()) {
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
+
+	base := labels[0]
+	fmt.Fprintln(w)
+	for i, r := range rep.Runs {
+		fmt.Fprintf(w, "%s: run %s, %s, overall score %s", labels[i], r.RunID, r.Status, overall(r.OverallScore))
+		switch {
+		case i == 0:
+			fmt.Fprintln(w, " (the base: every other run is compared with it)")
+		case !r.Compared:
+			fmt.Fprintf(w, "; shares no scored test with %s: not compared\n", base)
+		default:
+			s := r.Summary
+			fmt.Fprintf(w, "; vs %s: %d tests better, %d worse, %d unchanged; significantly worse in %s, significantly better in %s\n",
+				base, s.Improved, s.Regressed, s.Unchanged, cellList(rep, i, compare.Cell.SignificantRegression), cellList(rep, i, compare.Cell.SignificantImprovement))
+		}
+	}
+	for i, r := range rep.Runs {
+		if len(r.Flipped) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nflipped tests, %s vs %s (%d):\n", labels[i], base, len(r.Flipped))
+		for j, f := range r.Flipped {
+			if j == maxListed {
+				fmt.Fprintf(w, "  ... and %d more (--format json lists them all)\n", len(r.Flipped)-maxListed)
+				break
+			}
+			fmt.Fprintf(w, "  %s/%d  %s  %s -> %s\n", oneLine(f.Domain, 80), f.Level, oneLine(f.TestID, 120), f.BaseStatus, f.HeadStatus)
+		}
+	}
+	if compared > 0 {
+		fmt.Fprintf(w, "\n%s significantly better, %s significantly worse than %s (p < 0.05). Of %d comparisons, about %.1f would be marked by chance alone if nothing had changed: weigh the size of a change and the flipped tests, and run again before trusting one mark.\n",
+			markBetter, markWorse, base, compared, float64(compared)*0.05)
+	}
+	return nil
+}
+
+// manyLabels names the runs of rep in the table: each run's label, with
+// "#<position>" added to labels that several runs share.
+func manyLabels(rep *compare.ManyReport) []string {
+	count := map[string]int{}
+	for _, r := range rep.Runs {
+		count[r.ModelName]++
+	}
+	out := make([]string, len(rep.Runs))
+	for i, r := range rep.Runs {
+		out[i] = oneLine(r.ModelName, 40)
+		if count[r.ModelName] > 1 {
+			out[i] += "#" + strconv.Itoa(i+1)
+		}
+	}
+	return out
+}
+
+// scoreText is a run's cell in the N-run table: score and interval, the
+// cell's status when nothing was scored, "-" when the run has no such
+// cell.
+func scoreText(c compare.RunCell) string {
+	switch {
+	case c.Score != nil && c.CI95 != nil:
+		return fmt.Sprintf("%.3f [%.2f, %.2f]", *c.Score, c.CI95.Low, c.CI95.High)
+	case c.Score != nil:
+		return fmt.Sprintf("%.3f", *c.Score)
+	case c.Status != "":
+		return c.Status
+	}
+	return "-"
+}
+
+// overall formats an overall score, "none" when nothing was scored.
+func overall(s *float64) string {
+	if s == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*s, 'f', 3, 64)
+}
+
+// cellList lists the cells where run i's change from the base passes
+// keep, as "domain/level, ...", or "no cell".
+func cellList(rep *compare.ManyReport, i int, keep func(compare.Cell) bool) string {
+	var out []string
+	for _, d := range rep.Domains() {
+		for _, l := range rep.Levels(d) {
+			if v := rep.Cells[d][l][i].VsBase; v != nil && keep(*v) {
+				out = append(out, fmt.Sprintf("%s/%d", oneLine(d, 80), l))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "no cell"
+	}
+	return strings.Join(out, ", ")
 }

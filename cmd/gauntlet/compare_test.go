@@ -140,7 +140,7 @@ func TestCompareErrorsAndGate(t *testing.T) {
 	if err := run(ctx, []string{"compare", "worse", "base", "--data", dir, "--fail-on-regression"}, &out, &errb); err != nil {
 		t.Errorf("--fail-on-regression on an improvement: err = %v", err)
 	}
-	for _, args := range [][]string{{"base"}, {"base", "worse", "same"}, {"base", "worse", "--format", "xml"}, {"base", "worse", "--bogus"}} {
+	for _, args := range [][]string{{"base"}, {"base", "worse", "same", "--format", "xml"}, {"base", "worse", "--format", "xml"}, {"base", "worse", "--bogus"}} {
 		errb.Reset()
 		if err := run(ctx, append([]string{"compare", "--data", dir}, args...), &out, &errb); !errors.Is(err, errUsage) {
 			t.Errorf("compare %q: err = %v, want a usage error", args, err)
@@ -172,6 +172,9 @@ func TestCompareExitStatus(t *testing.T) {
 		{[]string{"base", "worse"}, 0},
 		{[]string{"worse", "base", "--fail-on-regression"}, 0},
 		{[]string{"base", "same", "--fail-on-regression"}, 0},
+		{[]string{"base", "same", "worse", "--fail-on-regression"}, 1},
+		{[]string{"base", "same", "same", "--fail-on-regression"}, 0},
+		{[]string{"base", "same", "nope"}, 2},
 		{[]string{"base"}, 2},
 		{[]string{"base", "worse", "--format", "yaml"}, 2},
 		{[]string{"base", "nope"}, 2},
@@ -179,5 +182,65 @@ func TestCompareExitStatus(t *testing.T) {
 		if got := exitCode(t, append([]string{"compare", "--data", dir}, tc.args...)...); got != tc.status {
 			t.Errorf("compare %q: exit %d, want %d", tc.args, got, tc.status)
 		}
+	}
+}
+
+// Three runs or more: one table, each run against the first, as a sweep
+// prints it.
+func TestCompareMany(t *testing.T) {
+	dir := compareData(t)
+	ctx := context.Background()
+	var out, errb bytes.Buffer
+	if err := run(ctx, []string{"compare", "base", "worse", "same", "--data", dir}, &out, &errb); err != nil {
+		t.Fatalf("compare: %v\n%s", err, errb.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"run same (model-same) is still running: the comparison covers the tests it finished so far\n",
+		"DOMAIN  LEVEL  model-base          model-worse         Δ model-worse      model-same          Δ model-same\n",
+		"code    2      0.909 [0.62, 0.98]  0.818 [0.52, 0.95]  -0.091 p=1.0000    0.909 [0.62, 0.98]  +0.000 p=1.0000\n",
+		"math    1      1.000 [0.89, 1.00]  0.333 [0.19, 0.51]  -0.667 p<0.0001 ⚠  1.000 [0.89, 1.00]  +0.000 p=1.0000\n",
+		"model-worse: run worse, completed, overall score ",
+		"vs model-base: 0 tests better, 21 worse, 20 unchanged; significantly worse in math/1, significantly better in no cell\n",
+		"flipped tests, model-worse vs model-base (21):\n  code/2  code-00  passed -> failed\n",
+		"Of 4 comparisons, about 0.2 would be marked by chance alone",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "flipped tests, model-same") {
+		t.Errorf("same listed flips:\n%s", got)
+	}
+
+	out.Reset()
+	err := run(ctx, []string{"compare", "--format", "json", "--fail-on-regression", "base", "same", "worse", "--data", dir}, &out, &errb)
+	if !errors.Is(err, errGateFailed) {
+		t.Errorf("--fail-on-regression: err = %v", err)
+	}
+	var c struct {
+		Base string `json:"base"`
+		Runs []struct {
+			RunID    string `json:"run_id"`
+			Compared bool   `json:"compared"`
+			Summary  map[string]int
+		} `json:"runs"`
+		Cells map[string]map[string][]struct {
+			Score  float64         `json:"score"`
+			VsBase *map[string]any `json:"vs_base"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if c.Base != "base" || len(c.Runs) != 3 || c.Runs[2].RunID != "worse" || c.Runs[0].Compared || !c.Runs[1].Compared ||
+		c.Runs[2].Summary["significant_regressions"] != 1 || len(c.Cells["math"]["1"]) != 3 || c.Cells["math"]["1"][0].VsBase != nil ||
+		(*c.Cells["math"]["1"][2].VsBase)["significant"] != true {
+		t.Errorf("json:\n%s", out.String())
+	}
+	// The two-run output stays as it was.
+	out.Reset()
+	if err := run(ctx, []string{"compare", "base", "worse", "--data", dir}, &out, &errb); err != nil || strings.Contains(out.String(), "Δ") {
+		t.Errorf("two runs: %v\n%s", err, out.String())
 	}
 }

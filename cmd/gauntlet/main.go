@@ -6,15 +6,17 @@
 //	gauntlet serve    the HTTP API and the dashboard
 //	gauntlet run      one evaluation without the server, for CI: writes
 //	                  text, JSON or JUnit XML and exits 1 when the run is
-//	                  below --min-score, not complete or has tests in error
+//	                  below --min-score, not complete or has tests in error;
+//	                  with --model given several times, one run per model
+//	                  and one table comparing them with the first
 //	gauntlet mockllm  a deterministic OpenAI-compatible endpoint for demos
 //	                  and tests
 //	gauntlet plugins  list the plugins found, with versions and health
 //	gauntlet validate check every definition file: exits 1 listing the
 //	                  errors as file:line: message
-//	gauntlet compare  compare two runs test by test; with
-//	                  --fail-on-regression exits 1 when a domain and
-//	                  level got significantly worse
+//	gauntlet compare  compare two runs test by test (or several, each
+//	                  with the first); with --fail-on-regression exits 1
+//	                  when a domain and level got significantly worse
 //	gauntlet version  print the version
 //
 // Every setting of serve and run can also be set through its environment
@@ -138,10 +140,10 @@ Commands:
   init      write a small evaluation suite to start from: gauntlet init [DIR]
   serve     run the HTTP API server and the dashboard
   mockllm   serve a deterministic OpenAI-compatible endpoint for demos and tests
-  run       run one evaluation without the server (for CI)
+  run       run one evaluation without the server (for CI), or one per --model, compared
   plugins   list the plugins found, with versions and health
   validate  check every definition file (unknown keys, YAML errors, bad values)
-  compare   compare two runs test by test: compare BASE HEAD [--fail-on-regression]
+  compare   compare runs test by test: compare BASE HEAD [HEAD...] [--fail-on-regression]
   import-tests  create tests from a JSONL or CSV dataset: import-tests FILE --domain D --level N
   version   print the version
 

@@ -414,6 +414,11 @@ func (r *report) properties() []junitProperty {
 // (NUL and other control characters, invalid UTF-8, U+FFFE, U+FFFF) is
 // left out.
 func (r *report) writeJUnit(w io.Writer) error {
+	return writeJUnitDoc(w, r.junit())
+}
+
+// junit is the report as JUnit test suites, as writeJUnit writes them.
+func (r *report) junit() junitSuites {
 	info := r.info
 	props := r.properties()
 	stamp := strings.Replace(info.StartedAt, " ", "T", 1)
@@ -461,6 +466,12 @@ func (r *report) writeJUnit(w io.Writer) error {
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
 	}
+	return doc
+}
+
+// writeJUnitDoc writes doc as an XML document, leaving out what XML 1.0
+// cannot carry.
+func writeJUnitDoc(w io.Writer, doc junitSuites) error {
 	xmlSafeSuites(&doc)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

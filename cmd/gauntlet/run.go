@@ -39,7 +39,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fs.StringVar(&f.domains, "domains", "", "comma-separated domain ids (default: every enabled domain)")
 	fs.StringVar(&f.modelName, "model-name", "default", "label of the run")
-	fs.StringVar(&f.model, "model", "", "endpoint model for this run (default --llm-model)")
+	var sweep sweepFlags
+	sweep.register(fs)
 	fs.Float64Var(&f.minScore, "min-score", 0, "exit with status 1 when the overall score is below this (0-1); a run that is not complete or has tests in error exits 1 too")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or junit")
 	fs.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
@@ -75,6 +76,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if err := f.check(); err != nil {
+		return err
+	}
+	if err := sweep.check(&f, stderr); err != nil {
 		return err
 	}
 	var req engine.StartRequest
@@ -130,6 +134,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer a.Close()
 	if err := checkLoadErrors(ctx, a.catalog, a.loaded, f.definitions, domains, f.resume != "", stderr); err != nil {
 		return err
+	}
+	if sweep.sweeping() {
+		req.Domains = domains
+		out, closeOut, err := outputFile(f.output, stdout)
+		if err != nil {
+			return err
+		}
+		defer closeOut()
+		return runSweep(ctx, a, fs, f, sweep, req, progress, finished, out, stderr)
 	}
 	id := f.resume
 	if id != "" {

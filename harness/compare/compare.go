@@ -3,7 +3,8 @@
 // scores (delta, 95 % interval, p-value, significance), the tests whose
 // pass/fail outcome flipped, and a summary. The HTTP API and the gauntlet
 // compare command both build their answer with [Load], so the two always
-// agree.
+// agree. [Many] compares several runs with the first of them (a model
+// sweep), each pair as Load would.
 //
 // Tests are paired by test id (and repeat) within a cell: a test counts
 // only when both runs have it in the same domain and level. A result that

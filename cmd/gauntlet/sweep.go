@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness/compare"
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+)
+
+// A model sweep is "gauntlet run --model a --model b ...": the suite runs
+// once per model, one run after another, with every other flag the same,
+// and the report compares the runs, each with the first. One --model (or
+// none) is a plain run.
+
+// sweepFlags are the flags of gauntlet run that a sweep reads.
+type sweepFlags struct {
+	models           modelList
+	failOnRegression bool
+}
+
+// modelList is the repeatable --model flag: each use adds a model.
+type modelList []string
+
+func (m *modelList) String() string { return strings.Join(*m, ",") }
+
+func (m *modelList) Set(v string) error {
+	*m = append(*m, v)
+	return nil
+}
+
+// register registers --model and --fail-on-regression on fs.
+func (s *sweepFlags) register(fs *flag.FlagSet) {
+	fs.Var(&s.models, "model", "endpoint `model` of the run (default --llm-model); repeat it to run the suite once per model, one after another, and compare the runs with the first")
+	fs.BoolVar(&s.failOnRegression, "fail-on-regression", false, "with several --model: exit 1 when a later model scores significantly worse than the first in a domain and level")
+}
+
+// check validates the sweep flags once parsed. With one model it sets
+// f.model, so that the run goes on as before; several models with
+// --resume, or an empty one, are usage errors.
+func (s *sweepFlags) check(f *runFlags, stderr io.Writer) error {
+	switch len(s.models) {
+	case 0:
+		return nil
+	case 1:
+		f.model = s.models[0]
+		return nil
+	}
+	usage := func(msg string) error {
+		fmt.Fprintln(stderr, "gauntlet run:", msg)
+		return errUsage
+	}
+	if f.resume != "" {
+		return usage("--resume continues one stored run with its own model: it takes no --model, let alone several")
+	}
+	for _, m := range s.models {
+		if strings.TrimSpace(m) == "" {
+			return usage("--model must name a model when it is given several times")
+		}
+	}
+	return nil
+}
+
+// sweeping reports whether the flags ask for a sweep: several models.
+func (s *sweepFlags) sweeping() bool { return len(s.models) > 1 }
+
+// sweepLabel is the label of a sweep's run of model: the model itself, or
+// "<label>/<model>" when --model-name set a label.
+func sweepLabel(fs *flag.FlagSet, label, model string) string {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "model-name" })
+	if set {
+		return label + "/" + model
+	}
+	return model
+}
+
+// sweepRun is one model of a sweep.
+type sweepRun struct {
+	model string
+	label string
+	// rep is the run's report; nil when the run did not start, err then
+	// says why.
+	rep *report
+	err error
+}
+
+// errNotRun is the reason of the models a sweep did not reach because it
+// was interrupted.
+var errNotRun = errors.New("the sweep was interrupted before this model")
+
+// runSweep runs req once per model of s, one run after another, and
+// writes the sweep's report. A model whose run does not start is reported
+// and the sweep goes on; an interrupt (ctx done) stops the current run and
+// the sweep, and what ran is reported. Each run passes or fails the gate
+// (--min-score, complete, no test in error) on its own; the sweep's error
+// wraps errGateFailed when one did not, when a model did not run, or,
+// with --fail-on-regression, when a later model scored significantly worse
+// than the first. When no run started at all it is the first model's
+// error.
+func runSweep(ctx context.Context, a *app, fs *flag.FlagSet, f runFlags, s sweepFlags, req engine.StartRequest,
+	prog *progress, finished <-chan runs.Info, out, stderr io.Writer) error {
+	sweep := make([]sweepRun, len(s.models))
+	var ids []string
+	for i, model := range s.models {
+		sr := &sweep[i]
+		sr.model, sr.label = model, sweepLabel(fs, f.modelName, model)
+		if ctx.Err() != nil {
+			sr.err = errNotRun
+			continue
+		}
+		fmt.Fprintf(stderr, "model %s (%d of %d)\n", oneLine(model, 80), i+1, len(s.models))
+		*prog = *newProgress(prog.w)
+		r := req
+		r.Model, r.ModelName = model, sr.label
+		id, err := a.engine.Start(context.WithoutCancel(ctx), r)
+		if err != nil {
+			fmt.Fprintf(stderr, "model %s: the run did not start: %v\n", oneLine(model, 80), err)
+			sr.err = err
+			continue
+		}
+		var info runs.Info
+		select {
+		case info = <-finished:
+		case <-ctx.Done():
+			fmt.Fprintln(stderr, "\ninterrupted: stopping the run and the sweep (finished results are kept)")
+			a.engine.Stop(10 * time.Second)
+			info = <-finished
+		}
+		prog.finish()
+		matrix, err := a.runs.Matrix(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		results, err := a.runs.Results(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		sr.rep = newReport(info, matrix, results, f.minScore)
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return sweep[0].err
+	}
+	cmp, err := compare.Many(context.Background(), a.runs, ids[0], ids[1:]...)
+	if err != nil {
+		return err
+	}
+	if err := writeSweep(out, f.format, sweep, cmp, s.failOnRegression); err != nil {
+		return err
+	}
+	if f.output != "" && f.format != "text" {
+		if err := writeSweep(stderr, "text", sweep, cmp, s.failOnRegression); err != nil {
+			return err
+		}
+	}
+	return sweepVerdict(sweep, cmp, s.failOnRegression)
+}
+
+// sweepVerdict is nil when every model ran and passed its gate and, with
+// failOnRegression, none regressed significantly against the first; else
+// an error wrapping errGateFailed that says which did not and why.
+func sweepVerdict(sweep []sweepRun, cmp *compare.ManyReport, failOnRegression bool) error {
+	var reasons []string
+	for _, sr := range sweep {
+		switch {
+		case sr.rep == nil:
+			reasons = append(reasons, fmt.Sprintf("model %s: %v", sr.model, sr.err))
+		case !sr.rep.verdict.PassedGate:
+			reasons = append(reasons, fmt.Sprintf("model %s: %s", sr.model, strings.Join(sr.rep.verdict.Reasons, ", ")))
+		}
+	}
+	if failOnRegression {
+		for _, r := range cmp.Runs[1:] {
+			if r.Regressed() {
+				reasons = append(reasons, fmt.Sprintf("model %s regressed significantly against %s in %s",
+					r.Model, cmp.Runs[0].Model, cells(r.Summary.SignificantRegressions)))
+			}
+		}
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errGateFailed, strings.Join(reasons, "; "))
+}
+
+// writeSweep writes a sweep's report in format: text, json or junit.
+func writeSweep(w io.Writer, format string, sweep []sweepRun, cmp *compare.ManyReport, failOnRegression bool) error {
+	switch format {
+	case "json":
+		return writeSweepJSON(w, sweep, cmp)
+	case "junit":
+		return writeSweepJUnit(w, sweep, cmp, failOnRegression)
+	default:
+		return writeSweepText(w, sweep, cmp)
+	}
+}
+
+// writeSweepText prints the comparison table of the runs, then each
+// model's gate and the models that did not run.
+func writeSweepText(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport) error {
+	if err := writeMany(w, cmp); err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("\ngate:\n")
+	for _, sr := range sweep {
+		switch {
+		case sr.rep == nil:
+			fmt.Fprintf(&b, "  %s: did not run: %s\n", oneLine(sr.label, 80), oneLine(sr.err.Error(), 400))
+		case sr.rep.verdict.PassedGate:
+			fmt.Fprintf(&b, "  %s: passed (min score %.3f)\n", oneLine(sr.label, 80), sr.rep.verdict.MinScore)
+		default:
+			fmt.Fprintf(&b, "  %s: FAILED (min score %.3f): %s\n", oneLine(sr.label, 80), sr.rep.verdict.MinScore,
+				oneLine(strings.Join(sr.rep.verdict.Reasons, "; "), 400))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// sweepNotRun is a model of a sweep whose run did not start, in the JSON
+// report.
+type sweepNotRun struct {
+	Model string `json:"model"`
+	Error string `json:"error"`
+}
+
+// writeSweepJSON writes {"runs": [...], "comparison": ..., "not_run":
+// [...]}: each run's report exactly as gauntlet run --format json writes
+// it, the comparison of the runs with the first, and the models whose run
+// did not start.
+func writeSweepJSON(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport) error {
+	doc := struct {
+		Runs       []json.RawMessage   `json:"runs"`
+		Comparison *compare.ManyReport `json:"comparison"`
+		NotRun     []sweepNotRun       `json:"not_run"`
+	}{Runs: []json.RawMessage{}, Comparison: cmp, NotRun: []sweepNotRun{}}
+	for _, sr := range sweep {
+		if sr.rep == nil {
+			doc.NotRun = append(doc.NotRun, sweepNotRun{Model: sr.model, Error: sr.err.Error()})
+			continue
+		}
+		var buf bytes.Buffer
+		if err := sr.rep.writeJSON(&buf); err != nil {
+			return err
+		}
+		doc.Runs = append(doc.Runs, buf.Bytes())
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// writeSweepJUnit writes one document holding every run's test suites, as
+// gauntlet run --format junit writes them, each suite's name and each
+// case's class prefixed with the run's label ("<label>/<domain>/L<n>",
+// "<label>/gauntlet"). With failOnRegression, a last suite, "comparison",
+// holds a case per later model, failed when it scored significantly worse
+// than the first; a model that did not run is a failed case there too.
+func writeSweepJUnit(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport, failOnRegression bool) error {
+	doc := junitSuites{Name: "gauntlet sweep", Time: seconds(0)}
+	var ms int64
+	for _, sr := range sweep {
+		if sr.rep == nil {
+			continue
+		}
+		one := sr.rep.junit()
+		for _, s := range one.Suites {
+			s.Name = sr.label + "/" + s.Name
+			for j := range s.Cases {
+				s.Cases[j].Classname = sr.label + "." + s.Cases[j].Classname
+			}
+			doc.Suites = append(doc.Suites, s)
+		}
+		ms += sr.rep.info.TotalDurationMS
+	}
+	doc.Time = seconds(ms)
+	const suite = "comparison"
+	c := junitSuite{Name: suite, Time: seconds(0)}
+	for _, sr := range sweep {
+		if sr.rep == nil {
+			c.Cases = append(c.Cases, junitCase{Name: sr.label, Classname: suite, Time: seconds(0),
+				Error: &junitProblem{Type: "not_run", Message: sr.err.Error(), Text: sr.err.Error()}})
+			c.Errors++
+		}
+	}
+	if failOnRegression {
+		base := cmp.Runs[0]
+		for _, r := range cmp.Runs[1:] {
+			tc := junitCase{Name: r.ModelName + " vs " + base.ModelName, Classname: suite, Time: seconds(0)}
+			if r.Regressed() {
+				msg := fmt.Sprintf("%s scored significantly worse than %s in %s", r.ModelName, base.ModelName, cells(r.Summary.SignificantRegressions))
+				tc.Failure = &junitProblem{Type: "regression", Message: msg, Text: msg}
+				c.Failures++
+			}
+			c.Cases = append(c.Cases, tc)
+		}
+	}
+	if c.Tests = len(c.Cases); c.Tests > 0 {
+		doc.Suites = append(doc.Suites, c)
+	}
+	for _, s := range doc.Suites {
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+	}
+	return writeJUnitDoc(w, doc)
+}
+
+// outputFile is the file --output names, created, or stdout when it names
+// none; close closes the file.
+func outputFile(name string, stdout io.Writer) (w io.Writer, close func(), err error) {
+	if name == "" {
+		return stdout, func() {}, nil
+	}
+	file, err := os.Create(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return file, func() { file.Close() }, nil
+}
