@@ -160,14 +160,9 @@ func writeComparison(w io.Writer, rep *compare.Report, base, head runs.Info) err
 	}
 	if len(rep.Flipped) > 0 {
 		fmt.Fprintf(w, "\nflipped tests (%d):\n", len(rep.Flipped))
-		// With repeats, the same asking of a test is paired: name it.
-		repeats := slices.ContainsFunc(rep.Flipped, func(f compare.Flip) bool { return f.Repeat > 0 })
+		repeats := hasRepeats(rep.Flipped)
 		for _, f := range rep.Flipped {
-			id := f.TestID
-			if repeats {
-				id += "#" + strconv.Itoa(f.Repeat)
-			}
-			fmt.Fprintf(w, "  %s/%d  %s  %s -> %s\n", f.Domain, f.Level, id, f.BaseStatus, f.HeadStatus)
+			writeFlip(w, f, repeats)
 		}
 	}
 	s := rep.Summary
@@ -290,12 +285,13 @@ func writeMany(w io.Writer, rep *compare.ManyReport) error {
 			continue
 		}
 		fmt.Fprintf(w, "\nflipped tests, %s vs %s (%d):\n", labels[i], base, len(r.Flipped))
+		repeats := hasRepeats(r.Flipped)
 		for j, f := range r.Flipped {
 			if j == maxListed {
 				fmt.Fprintf(w, "  ... and %d more (--format json lists them all)\n", len(r.Flipped)-maxListed)
 				break
 			}
-			fmt.Fprintf(w, "  %s/%d  %s  %s -> %s\n", oneLine(f.Domain, 80), f.Level, oneLine(f.TestID, 120), f.BaseStatus, f.HeadStatus)
+			writeFlip(w, f, repeats)
 		}
 	}
 	if compared > 0 {
@@ -360,4 +356,20 @@ func cellList(rep *compare.ManyReport, i int, keep func(compare.Cell) bool) stri
 		return "no cell"
 	}
 	return strings.Join(out, ", ")
+}
+
+// hasRepeats reports whether flips come from runs with repeats: then the
+// same test may flip in several of its askings, and each line names one.
+func hasRepeats(flips []compare.Flip) bool {
+	return slices.ContainsFunc(flips, func(f compare.Flip) bool { return f.Repeat > 0 })
+}
+
+// writeFlip prints one flipped test: domain/level, the test (test#k with
+// repeats) and how its status changed.
+func writeFlip(w io.Writer, f compare.Flip, repeats bool) {
+	id := oneLine(f.TestID, 120)
+	if repeats {
+		id += "#" + strconv.Itoa(f.Repeat)
+	}
+	fmt.Fprintf(w, "  %s/%d  %s  %s -> %s\n", oneLine(f.Domain, 80), f.Level, id, f.BaseStatus, f.HeadStatus)
 }
