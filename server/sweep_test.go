@@ -24,7 +24,7 @@ func sweepFiles(n int) map[string]string {
 	return map[string]string{
 		"evaluators/number.yaml": "id: number\nname: Final number\ntype: regex\n" +
 			"extraction_regex: (?<answer>-?\\d[\\d,]*(?:\\.\\d+)?)\nuses_pass2: true\n",
-		"domains/math/domain.yaml": "id: math\nname: Math\nevaluator_id: number\nenabled: true\ncolor: '#2F6FDE'\n",
+		"domains/math/domain.yaml":  "id: math\nname: Math\nevaluator_id: number\nenabled: true\ncolor: '#2F6FDE'\n",
 		"domains/math/level-1.yaml": level.String(),
 	}
 }
