@@ -55,8 +55,10 @@ func (e *testEnv) waitSweep(what string, cond func(sweepBody) bool) sweepBody {
 }
 
 // modelAnswers is a fake endpoint that answers by model: "bad" never
-// knows, "slow" waits for its gate to open, any other model answers as
-// llmtest does (the right sum). It records the models asked.
+// knows (in words with HTML in them), "verbose" answers right after a
+// preamble (at length for the last test), "slow" waits for its gate to
+// open, any other model answers as llmtest does ("The answer is 7."). It
+// records the models asked.
 type modelAnswers struct {
 	mu    sync.Mutex
 	asked map[string]int
@@ -73,7 +75,15 @@ func (m *modelAnswers) respond(req *llmtest.Request) *llmtest.Reply {
 	m.mu.Unlock()
 	switch req.Model {
 	case "bad":
-		return &llmtest.Reply{Content: "I do not know."}
+		return &llmtest.Reply{Content: "I do <b>not</b> know."}
+	case "verbose":
+		if v, ok := llmtest.Arithmetic(req.LastUser()); ok {
+			text := "Let me think step by step. The answer is " + v + "."
+			if strings.Contains(req.LastUser(), "7 + 8") {
+				text = strings.Repeat("This sum needs a long explanation. ", 40) + text
+			}
+			return &llmtest.Reply{Content: text}
+		}
 	case "slow":
 		<-m.gate
 	}
