@@ -67,7 +67,9 @@ func TestBrowserSweepCompare(t *testing.T) {
 	if !worse.Significant || worse.Delta != -1 {
 		t.Fatalf("good → bad: %+v, want a significant regression of 100 points", worse)
 	}
-	cell := func(run string) string { return fmt.Sprintf(`td.ncell[data-run=%q][data-domain="math"][data-level="1"]`, run) }
+	cell := func(run string) string {
+		return fmt.Sprintf(`td.ncell[data-run=%q][data-domain="math"][data-level="1"]`, run)
+	}
 	got := b.text(cell(bad))
 	for _, want := range []string{"0%", "95 % CI", "▼ −100 pts", "⚠ Significant regression", pText(worse.PValue)} {
 		if !strings.Contains(got, want) {
