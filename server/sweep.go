@@ -43,8 +43,8 @@ const (
 // stopping or resetting ends the sweep as well as its current run.
 //
 // A sweep lives in memory: a server that stops ends it (its current run
-// is then interrupted, as any run the process leaves), and the runs it
-// finished stay in the history.
+// ends as any run does then), and the runs it finished stay in the
+// history.
 type sweeper struct {
 	runEngine
 
