@@ -146,4 +146,14 @@ func TestBrowserSweepCompare(t *testing.T) {
 	if got, want := evalJS[string](b, `location.hash`), "#/compare/"+strings.Join(s.RunIDs, "/"); got != want {
 		t.Errorf("history opened %s, want %s", got, want)
 	}
+
+	// A run that does not exist: the server's reason, no table.
+	b.route("#/compare/" + good + "/" + bad + "/no-such-run")
+	b.wait("the reason", `document.querySelector('main > .view:not([hidden]) .error[role="alert"]') !== null`)
+	if got := b.text(`main > .view:not([hidden]) .error[role="alert"]`); !strings.Contains(got, "Could not load the runs") || !strings.Contains(got, "no-such-run") {
+		t.Errorf("unknown run reads %q", got)
+	}
+	if n := evalJS[int](b, `document.querySelectorAll('#ncompare-table').length`); n != 0 {
+		t.Errorf("%d comparison tables shown with an unknown run", n)
+	}
 }
