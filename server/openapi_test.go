@@ -107,6 +107,10 @@ var specEndpoints = []string{
 
 	// Is a change real? Two runs compared test by test.
 	"GET /api/compare",
+
+	// Sweeps: the same evaluation for several models, one run each.
+	"POST /api/sweep",
+	"GET /api/sweep",
 }
 
 // agentCreates are the agent paths whose POST creates a record (201).
@@ -175,6 +179,9 @@ func TestOpenAPI31(t *testing.T) {
 				}
 				if method == "post" && slices.Contains(agentCreates, p) {
 					want = "201"
+				}
+				if method == "post" && p == "/api/sweep" {
+					want = "202" // accepted: the runs go on in the background
 				}
 				if _, ok := responses[want]; !ok {
 					t.Errorf("%s %s: no %s response; has %v", method, p, want, slices.Sorted(mapKeys(responses)))

@@ -225,21 +225,29 @@ func registerRuns(api huma.API, eng runEngine, log *slog.Logger) {
 	}, h.logPoll)
 }
 
-func (h *runHandler) start(ctx context.Context, in *startInput) (*runStartedOutput, error) {
+// startRequest converts a start body (nil: none) to the engine's request.
+// start-run and start-sweep both use it, so a field of the body applies
+// to a sweep's runs as it does to a run.
+func (b *apiRunStart) startRequest() engine.StartRequest {
 	var req engine.StartRequest
-	if b := in.Body; b != nil {
-		req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
-		if b.Params != nil {
-			req.Params = harness.Params(*b.Params)
-		}
-		if b.Repeats != nil {
-			req.Repeats = *b.Repeats
-		}
-		if b.TimeoutS != nil {
-			req.Timeout = time.Duration(*b.TimeoutS * float64(time.Second))
-		}
+	if b == nil {
+		return req
 	}
-	id, err := h.engine.Start(context.WithoutCancel(ctx), req) // the run outlives the request
+	req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
+	if b.Params != nil {
+		req.Params = harness.Params(*b.Params)
+	}
+	if b.Repeats != nil {
+		req.Repeats = *b.Repeats
+	}
+	if b.TimeoutS != nil {
+		req.Timeout = time.Duration(*b.TimeoutS * float64(time.Second))
+	}
+	return req
+}
+
+func (h *runHandler) start(ctx context.Context, in *startInput) (*runStartedOutput, error) {
+	id, err := h.engine.Start(context.WithoutCancel(ctx), in.Body.startRequest()) // the run outlives the request
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}

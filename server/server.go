@@ -83,7 +83,11 @@ func New(opts Options) (*Server, error) {
 	registerDefinitions(s.api, opts.Catalog, s.log)
 	registerPlugins(s.api, opts.Plugins, s.log)
 	if opts.Engine != nil && opts.Runs != nil {
-		registerRuns(s.api, opts.Engine, s.log)
+		// Every evaluation operation goes through the sweeper, so that a
+		// sweep and single runs never overlap.
+		sweeps := newSweeper(opts.Engine, s.log)
+		registerRuns(s.api, sweeps, s.log)
+		registerSweep(s.api, sweeps, s.log)
 		registerHistory(s.api, opts.Runs, opts.Engine, s.log)
 		registerCompare(s.api, opts.Runs, s.log)
 	}

@@ -471,3 +471,22 @@ export interface Comparison {
   flipped: CompareFlip[];
   summary: CompareSummary;
 }
+
+/** POST /api/sweep: the sweep started, one run per model in this order. */
+export interface SweepStarted {
+  sweep_id: string;
+  models: string[];
+}
+
+/** GET /api/sweep: the current or last sweep. */
+export interface Sweep {
+  sweep_id: string;
+  status: 'running' | 'completed' | 'stopped';
+  models: string[];
+  /** The runs started so far: run_ids[i] is the run of models[i]. */
+  run_ids: string[];
+  /** The model whose run is in progress; null once the sweep is over. */
+  current: string | null;
+  /** Why the sweep stopped, when a run could not start. */
+  error?: string;
+}

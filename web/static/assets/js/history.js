@@ -5,12 +5,14 @@
 
 // History: past runs newest first (GET /api/history), one run's matrix
 // (GET /api/run/{id}, /api/run/{id}/matrix), deletion (DELETE
-// /api/history/{id}) and the side-by-side comparison of two runs.
+// /api/history/{id}) and the side-by-side comparison of two runs (of more
+// than two: compare.js).
 
 import { get, post, del, seg, APIError } from './api.js';
 import { h, statusBadge, runBadge, countsText, fmtScore, fmtDuration, fmtNumber, fmtTime, confirmDialog, toast, errorText, dl, STATUS, fill } from './ui.js';
 import { MatrixView, levelsOf } from './matrix.js';
 import { openCell } from './cell.js';
+import { showCompareN, fmtP, fmtPts, MAX_RUNS } from './compare.js';
 
 const PAGE = 25;
 /** @type {HTMLElement} */
@@ -47,7 +49,8 @@ export function mount(s) { section = s; }
 export function hide() { begin(); }
 
 /**
- * Renders the route: ['history'], ['run', id] or ['compare', a, b].
+ * Renders the route: ['history'], ['run', id], ['compare', a, b] or
+ * ['compare', a, b, c…] (the first run the baseline).
  * @param {Route} route
  */
 export async function show(route) {
@@ -55,6 +58,7 @@ export async function show(route) {
   await loadNames();
   if (!current()) return;
   if (route[0] === 'run' && route[1]) return showRun(route[1], current);
+  if (route[0] === 'compare' && route.length > 3) return showCompareN(section, route.slice(1), names, current);
   if (route[0] === 'compare' && route[1] && route[2]) return showCompare(route[1], route[2], current);
   return showList(Number(new URLSearchParams(route.query || '').get('offset')) || 0, current);
 }
@@ -94,16 +98,16 @@ async function showList(offset, current) {
   /** @type {Set<string>} */
   const selected = new Set();
   const compareBtn = h('button', { type: 'button', class: 'primary', id: 'compare-button', disabled: true,
-    onclick: () => { const [a, b] = [...selected]; location.hash = `#/compare/${seg(a)}/${seg(b)}`; } }, 'Compare selected (0 of 2)');
+    onclick: () => { location.hash = compareHash(runs.filter((r) => selected.has(r.run_id))); } }, 'Compare selected (0)');
   const syncCompare = () => {
-    compareBtn.disabled = selected.size !== 2;
-    compareBtn.textContent = `Compare selected (${selected.size} of 2)`;
+    compareBtn.disabled = selected.size < 2 || selected.size > MAX_RUNS;
+    compareBtn.textContent = `Compare selected (${selected.size})`;
+    compareBtn.title = selected.size > MAX_RUNS ? `At most ${MAX_RUNS} runs side by side` : '';
   };
   const rows = runs.map((r) => {
     const box = h('input', { type: 'checkbox', 'aria-label': `Select run ${r.model_name} ${r.run_id} for comparison`,
       onchange: () => {
         if (box.checked) selected.add(r.run_id); else selected.delete(r.run_id);
-        if (selected.size > 2) { const first = [...selected][0]; selected.delete(first); const other = /** @type {HTMLInputElement | null} */ (section.querySelector(`tr[data-run="${CSS.escape(first)}"] input`)); if (other) other.checked = false; }
         syncCompare();
       } });
     return h('tr', { dataset: { run: r.run_id } },
@@ -128,7 +132,7 @@ async function showList(offset, current) {
     offset + runs.length < page.total ? h('a', { class: 'button small', href: `#/history?offset=${offset + PAGE}` }, 'Older →') : null);
   fill(section,
     h('h1', null, 'History'),
-    runs.length ? h('p', { class: 'hint' }, 'Newest first. Tick two runs to compare them side by side.') : null,
+    runs.length ? h('p', { class: 'hint' }, 'Newest first. Tick two or more runs to compare them side by side, the oldest as the baseline.') : null,
     runs.length ? h('div', { class: 'toolbar' }, compareBtn) : null,
     runs.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'list history responsive' },
       h('caption', { class: 'visually-hidden' }, 'Past runs, newest first'),
@@ -136,6 +140,15 @@ async function showList(offset, current) {
         .map((c) => h('th', { scope: 'col', class: ['Score', 'Tests', 'Tokens', 'Duration'].includes(c) ? 'num' : null }, c)))),
       h('tbody', null, rows))) : h('p', { class: 'empty' }, 'No runs yet. Start one from the ', h('a', { href: '#/live' }, 'live run'), ' page.'),
     nav);
+}
+
+/**
+ * The address of the comparison of runs picked from the history (newest
+ * first): oldest first, so that the earliest is the baseline.
+ * @param {RunInfo[]} picked
+ */
+function compareHash(picked) {
+  return `#/compare/${[...picked].reverse().map((r) => seg(r.run_id)).join('/')}`;
 }
 
 /**
@@ -302,25 +315,6 @@ function configFacts(c) {
 }
 
 // ---- Compare ----
-
-/**
- * A p-value as people read it: two decimals, three under 0.01, and
- * "< 0.001" below that.
- * @param {number} p
- */
-function fmtP(p) {
-  if (p < 0.001) return 'p < 0.001';
-  return `p = ${p < 0.01 ? p.toFixed(3) : p.toFixed(2)}`;
-}
-
-/**
- * A change in percentage points with its sign: "+12", "−50", "0".
- * @param {number} d a change of a 0–1 score
- */
-function fmtPts(d) {
-  const n = Math.round(d * 100);
-  return n > 0 ? `+${n}` : n < 0 ? `−${-n}` : '0';
-}
 
 /**
  * @param {string} idA

@@ -1,11 +1,13 @@
 // @ts-check
-/** @import { Domain, EngineStatus, HistoryPage, LiveMatrix, LogPoll, MessageResult, RunInfo, StartResult } from '../../../types/api' */
+/** @import { Domain, EngineStatus, HistoryPage, LiveMatrix, LogPoll, MessageResult, RunInfo, StartResult, Sweep, SweepStarted } from '../../../types/api' */
 /** @import { Child } from '../../../types/dom' */
 /** @import { DomainNames } from '../../../types/views' */
 
 // Live run: start, stop and reset; the matrix (GET /api/test_matrix), the
 // progress (GET /api/status) and the log (GET /api/log_poll), polled about
-// once a second while a run is active.
+// once a second while a run is active. A sweep (POST /api/sweep) runs the
+// same selection for several models; when it completes, the comparison of
+// its runs opens.
 
 import { get, post, seg, APIError } from './api.js';
 import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, statusBadge, fmtScore, fmtDuration,
@@ -75,6 +77,7 @@ export function mount(section) {
     field('model_name', 'Run label', { value: 'default', hint: 'Names this run in the history.', omitEmpty: true }),
     field('model', 'Model (optional)', { placeholder: 'the configured model', omitEmpty: true,
       hint: 'Overrides the endpoint model for this run only.' }),
+    sweepFields(),
     h('fieldset', { class: 'field field-checks', dataset: { field: 'domains' } },
       h('legend', null, 'Domains'),
       h('div', { class: 'checks', id: 'domain-checks' }, h('span', { class: 'muted' }, 'Loading domains…')),
@@ -150,6 +153,7 @@ export function show() {
   st.needMatrix = true;
   loadDomains();
   poke();
+  followSweep(null);
 }
 
 export function hide() { st.visible = false; }
@@ -468,6 +472,7 @@ async function start() {
   if (v.model) body.model = v.model;
   // Exactly the enabled domains: send null, as "all enabled domains".
   body.domains = JSON.stringify([...picked].sort()) === JSON.stringify(enabled) ? null : picked;
+  if (v.sweep) { await startSweep(form, body, v.models || ''); return; }
   await busy(form, async () => {
     try {
       /** @type {StartResult} */
@@ -511,4 +516,124 @@ async function reset() {
   }
   st.needMatrix = true;
   poke();
+}
+
+// ---- Sweeps ----
+
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let sweepTimer;
+// Counts the calls of followSweep: only the latest one goes on.
+let sweepFollow = 0;
+// The sweep this page started: when it completes, its comparison opens.
+/** @type {string | null} */
+let ownSweep = null;
+
+/**
+ * The sweep option of the start form: a checkbox, and the models it runs,
+ * shown when it is ticked. A sweep labels each run by its model, so the
+ * label and model fields are disabled meanwhile.
+ */
+function sweepFields() {
+  const models = field('models', 'Models', { placeholder: 'model-a, model-b, model-c', omitEmpty: true,
+    hint: 'Comma-separated, 2 to 20: one run each, one after another, labelled by its model. The first is the baseline of the comparison that opens when the sweep completes.' });
+  models.hidden = true;
+  const box = field('sweep', 'Sweep: several models', { type: 'checkbox' });
+  const check = /** @type {HTMLInputElement} */ (box.querySelector('input'));
+  check.id = 'sweep-check';
+  /** @type {HTMLLabelElement} */ (box.querySelector('label')).htmlFor = 'sweep-check';
+  const input = /** @type {HTMLInputElement} */ (models.querySelector('input'));
+  input.id = 'sweep-models';
+  /** @type {HTMLLabelElement} */ (models.querySelector('label')).htmlFor = 'sweep-models';
+  input.disabled = true;
+  input.setAttribute('list', 'model-options');
+  check.addEventListener('change', () => {
+    const on = check.checked;
+    models.hidden = !on;
+    input.disabled = !on;
+    const form = /** @type {HTMLFormElement | null} */ (check.form);
+    for (const name of ['model_name', 'model']) {
+      const other = /** @type {HTMLInputElement | null} */ (form && form.querySelector(`input[name="${name}"]`));
+      if (other) other.disabled = on;
+    }
+    /** @type {HTMLButtonElement | null} */
+    const button = form && form.querySelector('#start-button');
+    if (button) button.textContent = on ? '▶ Start sweep' : '▶ Start run';
+    if (on) input.focus();
+  });
+  return h('div', { class: 'sweep-fields' }, box, models, h('p', { id: 'sweep-status', class: 'sweep-status', role: 'status', 'aria-live': 'polite' }));
+}
+
+/**
+ * Starts a sweep of the models listed in text with the rest of a start
+ * body (its label and model are the models').
+ * @param {HTMLFormElement} form
+ * @param {Record<string, unknown>} body
+ * @param {string} text
+ */
+async function startSweep(form, body, text) {
+  const models = text.split(',').map((m) => m.trim()).filter(Boolean);
+  if (models.length < 2) {
+    showErrors(form, new FieldError('models', 'list at least two models, separated by commas'));
+    return;
+  }
+  const rest = Object.fromEntries(Object.entries(body).filter(([k]) => k !== 'model' && k !== 'model_name'));
+  await busy(form, async () => {
+    try {
+      /** @type {SweepStarted} */
+      const res = await post('/api/sweep', { ...rest, models });
+      ownSweep = res.sweep_id;
+      st.running = true;
+      st.needMatrix = true;
+      toast(`Sweep started: ${res.models.length} models, one run each.`, 'success');
+      followSweep(res.sweep_id);
+    } catch (err) {
+      showErrors(form, err);
+    }
+  });
+  renderButtons();
+  poke();
+}
+
+/**
+ * Follows GET /api/sweep while a sweep runs, showing how far it is. When
+ * the sweep this page started completes, its comparison opens (or, with
+ * another view shown, a toast links to it). With id null, follows the
+ * sweep this page started, else a sweep only if one is running.
+ * @param {string | null} id
+ */
+async function followSweep(id) {
+  const mine = ++sweepFollow;
+  clearTimeout(sweepTimer);
+  id = id ?? ownSweep;
+  const line = document.getElementById('sweep-status');
+  /** @type {Sweep} */
+  let sw;
+  try {
+    sw = await get('/api/sweep');
+  } catch (err) {
+    if (mine !== sweepFollow || (err instanceof APIError && err.status === 404)) return; // no sweep yet
+    sweepTimer = setTimeout(() => followSweep(id), 3000);
+    return;
+  }
+  if (mine !== sweepFollow || (id !== null && sw.sweep_id !== id)) return;
+  const n = sw.models.length;
+  if (sw.status === 'running') {
+    if (line) line.textContent = `Sweep: model ${sw.run_ids.length} of ${n}${sw.current ? ` (${sw.current})` : ''}.`;
+    sweepTimer = setTimeout(() => followSweep(sw.sweep_id), FAST);
+    return;
+  }
+  if (id === null) return; // a sweep that ended before this page looked
+  const hash = `#/compare/${sw.run_ids.map(seg).join('/')}`;
+  const started = ownSweep === sw.sweep_id;
+  ownSweep = null;
+  if (sw.status === 'completed') {
+    if (line) line.textContent = `Sweep completed: ${n} runs.`;
+    if (started && st.visible) { location.hash = hash; return; }
+    toast(h('span', null, `Sweep completed: ${n} runs. `, h('a', { href: hash }, 'Compare them')), 'success');
+    return;
+  }
+  const why = sw.error ? ` (${sw.error})` : '';
+  if (line) line.textContent = `Sweep stopped after ${sw.run_ids.length} of ${n} runs${why}.`;
+  toast(h('span', null, `Sweep stopped after ${sw.run_ids.length} of ${n} runs${why}. `,
+    sw.run_ids.length > 1 ? h('a', { href: hash }, 'Compare them') : null), 'info');
 }
