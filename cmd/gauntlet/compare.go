@@ -295,8 +295,8 @@ func writeMany(w io.Writer, rep *compare.ManyReport) error {
 		}
 	}
 	if compared > 0 {
-		fmt.Fprintf(w, "\n%s significantly better, %s significantly worse than %s (p < 0.05). Of %d comparisons, about %.1f would be marked by chance alone if nothing had changed: weigh the size of a change and the flipped tests, and run again before trusting one mark.\n",
-			markBetter, markWorse, base, compared, float64(compared)*0.05)
+		fmt.Fprintf(w, "\n%s significantly better, %s significantly worse than %s (p < 0.05). Of %s, about %.1f would be marked by chance alone if nothing had changed: weigh the size of a change and the flipped tests, and run again before trusting one mark.\n",
+			markBetter, markWorse, base, strconv.Itoa(compared)+" "+plural(compared, "comparison", "comparisons"), float64(compared)*0.05)
 	}
 	return nil
 }

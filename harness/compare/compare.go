@@ -94,7 +94,7 @@ type Report struct {
 	// error, are absent.
 	Cells map[string]map[int]Cell `json:"cells"`
 	// Flipped lists the flipped tests, ordered by domain, level and the
-	// head run's order.
+	// head run's order, a test's repeats together in their order.
 	Flipped []Flip  `json:"flipped"`
 	Summary Summary `json:"summary"`
 }
@@ -171,6 +171,16 @@ func Runs(base, head string, baseResults, headResults []runs.Result) (*Report, e
 			rep.Cells[k.domain] = map[int]Cell{}
 		}
 		rep.Cells[k.domain][k.level] = cell
+		// A test's askings side by side, tests in the head run's order.
+		first := map[string]int{}
+		for i, f := range c.Flipped {
+			if _, ok := first[f.TestID]; !ok {
+				first[f.TestID] = i
+			}
+		}
+		slices.SortStableFunc(c.Flipped, func(a, b stats.Flip) int {
+			return cmp.Or(cmp.Compare(first[a.TestID], first[b.TestID]), cmp.Compare(a.Repeat, b.Repeat))
+		})
 		for _, f := range c.Flipped {
 			rep.Flipped = append(rep.Flipped, Flip{TestID: f.TestID, Repeat: f.Repeat, Domain: k.domain, Level: k.level,
 				BaseStatus: status(f.BasePassed), HeadStatus: status(f.HeadPassed)})

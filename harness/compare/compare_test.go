@@ -152,4 +152,22 @@ func TestRunsFlipNamesTheRepeat(t *testing.T) {
 	if len(rep.Flipped) != 1 || rep.Flipped[0] != want {
 		t.Fatalf("flipped = %+v, want [%+v]", rep.Flipped, want)
 	}
+
+	// The head finished t1#2, then t0#1, then t1#0: t1's askings are
+	// listed together, in order, before t0's.
+	head[5].Status, head[5].Score = runs.TestFailed, 0 // t1#2, already
+	head[0].Status, head[0].Score = runs.TestFailed, 0 // t0#0
+	head[1].Status, head[1].Score = runs.TestFailed, 0 // t1#0
+	order := []runs.Result{head[5], head[0], head[1]}
+	rep, err = Runs("a", "b", base, append(order, head[2], head[3], head[4]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range rep.Flipped {
+		got = append(got, fmt.Sprintf("%s#%d", f.TestID, f.Repeat))
+	}
+	if fmt.Sprint(got) != "[math-1-t1#0 math-1-t1#2 math-1-t0#0]" {
+		t.Fatalf("flipped in the order %v", got)
+	}
 }
