@@ -157,19 +157,47 @@ func toAPIStats(s runs.Stats) apiRunStats {
 	return apiRunStats{StatusCounts: counts, AvgScore: s.AvgScore, TotalTests: s.TotalTests}
 }
 
+// apiTestAggregate is one test of a run over its repeats.
+type apiTestAggregate struct {
+	TestID   string   `json:"test_id"`
+	Domain   string   `json:"domain"`
+	Level    int      `json:"level"`
+	Name     string   `json:"name"`
+	Samples  int      `json:"samples" doc:"The test's finished results: passed + failed + errors. At most the run's repeats."`
+	K        int      `json:"k" doc:"Its scored results, passed + failed: the k of pass_at_k and pass_all_k. A result in error is not one of them: it says nothing about the model."`
+	Passed   int      `json:"passed"`
+	Failed   int      `json:"failed"`
+	Errors   int      `json:"errors" doc:"Results that ended in error: left out of every figure."`
+	Score    *float64 `json:"score" doc:"Mean score of the scored results; null when none was scored."`
+	PassRate *float64 `json:"pass_rate" doc:"passed / k; null when k is 0."`
+	PassAtK  *bool    `json:"pass_at_k" doc:"Passed at least once in its k scored results; null when k is 0."`
+	PassAllK *bool    `json:"pass_all_k" doc:"Passed every one of its k scored results (pass^k); null when k is 0."`
+}
+
+func toAPIAggregates(rs []runs.Result) []apiTestAggregate {
+	aggs := runs.Aggregates(rs)
+	out := make([]apiTestAggregate, len(aggs))
+	for i, a := range aggs {
+		out[i] = apiTestAggregate(a)
+	}
+	return out
+}
+
 // apiRunDetails is the answer of get-run.
 type apiRunDetails struct {
-	RunInfo     apiRunInfo      `json:"run_info"`
-	TestResults []apiTestResult `json:"test_results"`
-	Stats       apiRunStats     `json:"stats"`
+	RunInfo     apiRunInfo         `json:"run_info"`
+	TestResults []apiTestResult    `json:"test_results"`
+	Stats       apiRunStats        `json:"stats"`
+	Aggregates  []apiTestAggregate `json:"aggregates" doc:"Each test of the run over its repeats, in the order of test_results: pass rate, pass@k and pass^k. One per test, whatever the repeats."`
 }
 
 // apiCellResults is the answer of the per-cell result operations.
 type apiCellResults struct {
-	RunID  string          `json:"run_id"`
-	Domain string          `json:"domain"`
-	Level  int             `json:"level"`
-	Tests  []apiTestResult `json:"tests"`
+	RunID      string             `json:"run_id"`
+	Domain     string             `json:"domain"`
+	Level      int                `json:"level"`
+	Tests      []apiTestResult    `json:"tests" doc:"Every result of the cell: with repeats, one per test and repeat."`
+	Aggregates []apiTestAggregate `json:"aggregates" doc:"Each test of the cell over its repeats, in the order of tests: pass rate, pass@k and pass^k."`
 }
 
 // apiLastRun is the answer of get-last-run-id.
@@ -238,12 +266,13 @@ func registerHistory(api huma.API, store runStore, eng runKeeper, log *slog.Logg
 	register(api, huma.Operation{
 		OperationID: "get-run-cell", Method: http.MethodGet, Path: "/api/run/{run_id}/tests/{domain}/{level}",
 		Summary: "A run's results for one domain and level", Tags: tags, Errors: notFound,
-		Description: "Every result of the cell, in test order. 404 for an unknown run.",
+		Description: "Every result of the cell, in the order they were stored, and each test's aggregate over its repeats " +
+			"(pass rate, pass@k, pass^k; results in error left out). Read while the run is running, it covers what finished so far. 404 for an unknown run.",
 	}, h.cell)
 	register(api, huma.Operation{
 		OperationID: "get-run", Method: http.MethodGet, Path: "/api/run/{run_id}",
 		Summary: "A run's details, results and stats", Tags: tags, Errors: notFound,
-		Description: "The run's summary, every result and the counts per status. 404 for an unknown run.",
+		Description: "The run's summary, every result, the counts per status and each test's aggregate over its repeats. 404 for an unknown run.",
 	}, h.run)
 	register(api, huma.Operation{
 		OperationID: "get-run-definitions", Method: http.MethodGet, Path: "/api/run/{run_id}/definitions",
@@ -298,7 +327,8 @@ func (h *historyHandler) cell(ctx context.Context, in *cellInput) (*cellOutput, 
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &cellOutput{Body: apiCellResults{RunID: in.RunID, Domain: in.Domain, Level: in.Level, Tests: toAPIResults(results)}}, nil
+	return &cellOutput{Body: apiCellResults{RunID: in.RunID, Domain: in.Domain, Level: in.Level,
+		Tests: toAPIResults(results), Aggregates: toAPIAggregates(results)}}, nil
 }
 
 func (h *historyHandler) lastCell(ctx context.Context, in *lastCellInput) (*cellOutput, error) {
@@ -324,6 +354,7 @@ func (h *historyHandler) run(ctx context.Context, in *runPath) (*runDetailsOutpu
 	}
 	return &runDetailsOutput{Body: apiRunDetails{
 		RunInfo: toAPIRunInfo(info), TestResults: toAPIResults(results), Stats: toAPIStats(stats),
+		Aggregates: toAPIAggregates(results),
 	}}, nil
 }
 

@@ -46,10 +46,15 @@ type verdict struct {
 // "#<repeat>" when the run asked each test more than once, so that the
 // repeats of a test are told apart.
 func sampleName(info runs.Info, res runs.Result) string {
-	if info.Config != nil && info.Config.Repeats > 1 {
+	if repeated(info) {
 		return res.TestID + "#" + strconv.Itoa(res.Repeat)
 	}
 	return res.TestID
+}
+
+// repeated reports whether the run asked each test more than once.
+func repeated(info runs.Info) bool {
+	return info.Config != nil && info.Config.Repeats > 1
 }
 
 func newReport(info runs.Info, m runs.Matrix, results []runs.Result, minScore float64) *report {
@@ -200,20 +205,30 @@ func (r *report) writeText(w io.Writer) error {
 	for _, d := range info.Domains {
 		width = max(width, len(d))
 	}
+	// Each column is as wide as its widest cell (fmt pads by runes).
+	texts := make(map[string][]string, len(info.Domains))
+	cols := make([]int, len(levels))
+	for _, d := range info.Domains {
+		row := make([]string, len(levels))
+		for i, l := range levels {
+			row[i] = "-"
+			if c, ok := m[d][strconv.Itoa(l)]; ok {
+				row[i] = cellText(c)
+			}
+			cols[i] = max(cols[i], 12, utf8.RuneCountInString(row[i]))
+		}
+		texts[d] = row
+	}
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "\n%-*s", width, "domain")
-	for _, l := range levels {
-		fmt.Fprintf(b, "  %-12s", "L"+strconv.Itoa(l))
+	for i, l := range levels {
+		fmt.Fprintf(b, "  %-*s", max(cols[i], 12), "L"+strconv.Itoa(l))
 	}
 	b.WriteString("\n")
 	for _, d := range info.Domains {
 		fmt.Fprintf(b, "%-*s", width, d)
-		for _, l := range levels {
-			cell := "-"
-			if c, ok := m[d][strconv.Itoa(l)]; ok {
-				cell = cellText(c)
-			}
-			fmt.Fprintf(b, "  %-12s", cell)
+		for i, cell := range texts[d] {
+			fmt.Fprintf(b, "  %-*s", cols[i], cell)
 		}
 		b.WriteString("\n")
 	}
@@ -234,6 +249,9 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(b, "overall score %.3f over %d scored tests", *info.OverallScore, info.Passed+info.Failed)
 	}
 	fmt.Fprintf(b, "; %d tokens, %.1f s\n", info.TotalTokens, float64(info.TotalDurationMS)/1000)
+	if repeated(info) {
+		writeRepeats(b, info, runs.Aggregates(r.results))
+	}
 
 	if p := problems(info, r.results); len(p) > 0 {
 		fmt.Fprintf(b, "\nfailed and errored tests (%d):\n", len(p))
@@ -264,12 +282,76 @@ func (r *report) writeText(w io.Writer) error {
 	return err
 }
 
+// writeRepeats says, for a run that asked each test several times, how
+// the tests did over their repeats: how many passed every time (pass^k)
+// and at least once (pass@k), and which did not pass every time, with
+// their pass rate (at most maxListed). Results in error are not among a
+// test's k: they say nothing about the model.
+func writeRepeats(b *strings.Builder, info runs.Info, aggs []runs.TestAggregate) {
+	var all, once, scored int
+	var rates float64
+	var shaky []runs.TestAggregate
+	for _, a := range aggs {
+		if a.K > 0 {
+			scored++
+			rates += *a.PassRate
+			if *a.PassAtK {
+				once++
+			}
+			if *a.PassAllK {
+				all++
+			}
+		}
+		if a.K == 0 || !*a.PassAllK || a.Errors > 0 {
+			shaky = append(shaky, a)
+		}
+	}
+	fmt.Fprintf(b, "repeats %d: %d tests; %d passed every scored repeat (pass^k), %d at least once (pass@k)",
+		info.Config.Repeats, len(aggs), all, once)
+	if scored > 0 {
+		fmt.Fprintf(b, ", mean pass rate %.3f", rates/float64(scored))
+	}
+	if n := len(aggs) - scored; n > 0 {
+		fmt.Fprintf(b, "; %d never scored (every repeat in error)", n)
+	}
+	b.WriteString("\n")
+	if len(shaky) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\ntests not passing every repeat (%d):\n", len(shaky))
+	for i, a := range shaky {
+		if i == maxListed {
+			fmt.Fprintf(b, "  ... and %d more (--format json lists every aggregate)\n", len(shaky)-maxListed)
+			break
+		}
+		fmt.Fprintf(b, "  %s  %s/L%d  %s\n", oneLine(a.TestID, 120), oneLine(a.Domain, 80), a.Level, aggregateText(a))
+	}
+}
+
+// aggregateText says how a test did over its repeats: "passed 1 of 3
+// (pass rate 0.33)", with its errors.
+func aggregateText(a runs.TestAggregate) string {
+	if a.K == 0 {
+		return fmt.Sprintf("every repeat in error (%d)", a.Errors)
+	}
+	s := fmt.Sprintf("passed %d of %d", a.Passed, a.K)
+	if a.PassRate != nil {
+		s += fmt.Sprintf(" (pass rate %.2f)", *a.PassRate)
+	}
+	if a.Errors > 0 {
+		s += fmt.Sprintf(", %d in error", a.Errors)
+	}
+	return s
+}
+
+// cellText is a cell in the text table: its score with its uncertainty
+// and its status word.
 func cellText(c runs.Cell) string {
 	switch c.Status {
 	case runs.CellPassed:
-		return fmt.Sprintf("%.2f pass", deref(c.Score))
+		return scoreText(c) + " pass"
 	case runs.CellFailed:
-		return fmt.Sprintf("%.2f FAIL", deref(c.Score))
+		return scoreText(c) + " FAIL"
 	case runs.CellPartial:
 		return fmt.Sprintf("%d/%d PART", c.Done, c.Tests)
 	case runs.CellError:
@@ -279,6 +361,20 @@ func cellText(c runs.Cell) string {
 	default:
 		return c.Status
 	}
+}
+
+// scoreText is a cell's score with ± its standard error and its 95 %
+// interval when the run computed them, "0.72±0.05 [0.61,0.81]"; the
+// score alone for cells stored before they were.
+func scoreText(c runs.Cell) string {
+	s := fmt.Sprintf("%.2f", deref(c.Score))
+	if c.StdErr != nil {
+		s += fmt.Sprintf("±%.2f", *c.StdErr)
+	}
+	if c.CI95 != nil {
+		s += fmt.Sprintf(" [%.2f,%.2f]", c.CI95.Low, c.CI95.High)
+	}
+	return s
 }
 
 // quoted is s shortened to maxField runes and Go-quoted: control
@@ -314,16 +410,19 @@ func truncate(s string, n int) string {
 }
 
 // writeJSON writes run_info (counts, completeness, config), the matrix
-// (counts per cell), every test result and the verdict.
+// (counts per cell, each score's stderr and ci95), every test result,
+// each test's aggregate over its repeats (pass_rate, pass_at_k,
+// pass_all_k) and the verdict.
 func (r *report) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
-		RunInfo     runs.Info     `json:"run_info"`
-		Matrix      runs.Matrix   `json:"matrix"`
-		TestResults []runs.Result `json:"test_results"`
-		Verdict     verdict       `json:"verdict"`
-	}{r.info, r.matrix, nonNilResults(r.results), r.verdict})
+		RunInfo     runs.Info            `json:"run_info"`
+		Matrix      runs.Matrix          `json:"matrix"`
+		TestResults []runs.Result        `json:"test_results"`
+		Aggregates  []runs.TestAggregate `json:"aggregates"`
+		Verdict     verdict              `json:"verdict"`
+	}{r.info, r.matrix, nonNilResults(r.results), runs.Aggregates(r.results), r.verdict})
 }
 
 func nonNilResults(rs []runs.Result) []runs.Result {
@@ -354,18 +453,26 @@ type junitSuite struct {
 	Cases      []junitCase     `xml:"testcase"`
 }
 
+// junitProperties are a test case's properties: a pointer, so that a case
+// without any has no element at all (encoding/xml writes the empty
+// parent of a "properties>property" path).
+type junitProperties struct {
+	Items []junitProperty `xml:"property"`
+}
+
 type junitProperty struct {
 	Name  string `xml:"name,attr"`
 	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	Name       string           `xml:"name,attr"`
+	Classname  string           `xml:"classname,attr"`
+	Time       string           `xml:"time,attr"`
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Failure    *junitProblem    `xml:"failure,omitempty"`
+	Error      *junitProblem    `xml:"error,omitempty"`
+	SystemOut  string           `xml:"system-out,omitempty"`
 }
 
 type junitProblem struct {
@@ -391,7 +498,7 @@ func (r *report) properties() []junitProperty {
 	if model == "" {
 		model = c.Model
 	}
-	return []junitProperty{
+	props := []junitProperty{
 		{"run_id", info.RunID},
 		{"model", model},
 		{"label", info.ModelName},
@@ -403,16 +510,20 @@ func (r *report) properties() []junitProperty {
 		{"min_score", strconv.FormatFloat(r.verdict.MinScore, 'f', -1, 64)},
 		{"passed_gate", strconv.FormatBool(r.verdict.PassedGate)},
 	}
+	if repeated(info) {
+		props = append(props, junitProperty{"repeats", strconv.Itoa(c.Repeats)})
+	}
+	return props
 }
 
 // writeJUnit writes one test suite per domain × level and one test case
-// per result: failed tests are failures, tests that ended in error are
-// errors. A last suite, "gauntlet", holds one case, "verdict", failed
-// with the reasons when the run did not pass the gate, so that a stopped
-// run never shows green in a CI system for the tests it did not reach.
-// Every suite carries the run's properties. Text XML 1.0 cannot carry
-// (NUL and other control characters, invalid UTF-8, U+FFFE, U+FFFF) is
-// left out.
+// per test: failed tests are failures, tests that ended in error are
+// errors (junitCases says how repeats are reported). A last suite,
+// "gauntlet", holds one case, "verdict", failed with the reasons when the
+// run did not pass the gate, so that a stopped run never shows green in a
+// CI system for the tests it did not reach. Every suite carries the run's
+// properties. Text XML 1.0 cannot carry (NUL and other control
+// characters, invalid UTF-8, U+FFFE, U+FFFF) is left out.
 func (r *report) writeJUnit(w io.Writer) error {
 	return writeJUnitDoc(w, r.junit())
 }
@@ -425,29 +536,23 @@ func (r *report) junit() junitSuites {
 	doc := junitSuites{Name: "gauntlet " + info.ModelName, Time: seconds(info.TotalDurationMS)}
 	index := map[string]int{}
 	suiteMS := map[string]int64{}
-	for _, res := range r.results {
-		name := res.Domain + "/L" + strconv.Itoa(res.Level)
-		i, ok := index[name]
+	for _, e := range r.junitCases() {
+		i, ok := index[e.suite]
 		if !ok {
 			i = len(doc.Suites)
-			index[name] = i
-			doc.Suites = append(doc.Suites, junitSuite{Name: name, Timestamp: stamp, Properties: props})
+			index[e.suite] = i
+			doc.Suites = append(doc.Suites, junitSuite{Name: e.suite, Timestamp: stamp, Properties: props})
 		}
 		s := &doc.Suites[i]
-		c := junitCase{Name: sampleName(info, res), Classname: res.Domain + ".L" + strconv.Itoa(res.Level), Time: seconds(res.DurationMS), SystemOut: res.Response}
-		switch res.Status {
-		case runs.TestFailed:
-			c.Failure = &junitProblem{Type: res.Expected.Type,
-				Message: fmt.Sprintf("expected %q, got %q (score %.2f): %s", res.Expected.Answer, extracted(res), res.Score, reasonOf(res)),
-				Text:    res.Response}
+		if e.c.Failure != nil {
 			s.Failures++
-		case runs.TestError:
-			c.Error = &junitProblem{Type: "error", Message: reasonOf(res), Text: reasonOf(res)}
+		}
+		if e.c.Error != nil {
 			s.Errors++
 		}
-		suiteMS[name] += res.DurationMS
+		suiteMS[e.suite] += e.ms
 		s.Tests++
-		s.Cases = append(s.Cases, c)
+		s.Cases = append(s.Cases, e.c)
 	}
 	for i := range doc.Suites {
 		doc.Suites[i].Time = seconds(suiteMS[doc.Suites[i].Name])
@@ -485,6 +590,115 @@ func writeJUnitDoc(w io.Writer, doc junitSuites) error {
 	return err
 }
 
+// junitEntry is a test case and the suite it goes in.
+type junitEntry struct {
+	suite string
+	ms    int64
+	c     junitCase
+}
+
+// junitCases are the report's test cases. Without repeats, one per
+// result, named by its test id.
+//
+// With repeats, still one per test, named by its test id: a CI system
+// follows a test from build to build by its name, so a test keeps one
+// name (and one history, and the CI's own flakiness tracking) whatever
+// the repeats, and the count of tests stays the count of tests. The case
+// is a failure unless the test passed every scored repeat (pass^k): a
+// test that passes only sometimes is not one a CI job can rely on. The
+// failure's message gives the pass rate and the first failed repeat,
+// its text every failed repeat. A case with no failure but a repeat in
+// error is an error (an error says nothing about the model, but the test
+// was not fully evaluated). Its properties carry samples, k, passed,
+// failed, errors, pass_rate, pass_at_k and pass_all_k; its system-out
+// holds each repeat's status and response; its time is the repeats'
+// total.
+func (r *report) junitCases() []junitEntry {
+	var out []junitEntry
+	suite := func(res runs.Result) string { return res.Domain + "/L" + strconv.Itoa(res.Level) }
+	class := func(res runs.Result) string { return res.Domain + ".L" + strconv.Itoa(res.Level) }
+	if !repeated(r.info) {
+		for _, res := range r.results {
+			c := junitCase{Name: res.TestID, Classname: class(res), Time: seconds(res.DurationMS), SystemOut: res.Response}
+			switch res.Status {
+			case runs.TestFailed:
+				c.Failure = &junitProblem{Type: res.Expected.Type, Message: failureText(res), Text: res.Response}
+			case runs.TestError:
+				c.Error = &junitProblem{Type: "error", Message: reasonOf(res), Text: reasonOf(res)}
+			}
+			out = append(out, junitEntry{suite(res), res.DurationMS, c})
+		}
+		return out
+	}
+	type key struct {
+		domain string
+		level  int
+		id     string
+	}
+	byTest := map[key][]runs.Result{}
+	for _, res := range r.results {
+		k := key{res.Domain, res.Level, res.TestID}
+		byTest[k] = append(byTest[k], res)
+	}
+	for _, a := range runs.Aggregates(r.results) {
+		rs := byTest[key{a.Domain, a.Level, a.TestID}]
+		slices.SortStableFunc(rs, func(x, y runs.Result) int { return x.Repeat - y.Repeat })
+		var ms int64
+		var stdout, failures, errs strings.Builder
+		var firstFailed, firstError *runs.Result
+		for i := range rs {
+			res := &rs[i]
+			ms += res.DurationMS
+			fmt.Fprintf(&stdout, "--- repeat %d: %s (score %.2f) ---\n%s\n", res.Repeat, res.Status, res.Score, res.Response)
+			switch res.Status {
+			case runs.TestFailed:
+				if firstFailed == nil {
+					firstFailed = res
+				}
+				fmt.Fprintf(&failures, "repeat %d: %s\n%s\n", res.Repeat, failureText(*res), res.Response)
+			case runs.TestError:
+				if firstError == nil {
+					firstError = res
+				}
+				fmt.Fprintf(&errs, "repeat %d: %s\n", res.Repeat, reasonOf(*res))
+			}
+		}
+		c := junitCase{Name: a.TestID, Classname: class(rs[0]), Time: seconds(ms), SystemOut: stdout.String(), Properties: aggregateProperties(a)}
+		switch {
+		case firstFailed != nil:
+			c.Failure = &junitProblem{Type: firstFailed.Expected.Type,
+				Message: fmt.Sprintf("%s; repeat %d: %s", aggregateText(a), firstFailed.Repeat, failureText(*firstFailed)),
+				Text:    failures.String()}
+		case firstError != nil:
+			c.Error = &junitProblem{Type: "error",
+				Message: fmt.Sprintf("%d of %d repeats ended in error; repeat %d: %s", a.Errors, a.Samples, firstError.Repeat, reasonOf(*firstError)),
+				Text:    errs.String()}
+		}
+		out = append(out, junitEntry{suite(rs[0]), ms, c})
+	}
+	return out
+}
+
+// failureText says what a failed result answered and why it failed.
+func failureText(res runs.Result) string {
+	return fmt.Sprintf("expected %q, got %q (score %.2f): %s", res.Expected.Answer, extracted(res), res.Score, reasonOf(res))
+}
+
+// aggregateProperties are a test's figures over its repeats as JUnit
+// properties; pass_rate, pass_at_k and pass_all_k only when a repeat was
+// scored.
+func aggregateProperties(a runs.TestAggregate) *junitProperties {
+	props := []junitProperty{
+		{"samples", strconv.Itoa(a.Samples)}, {"k", strconv.Itoa(a.K)}, {"passed", strconv.Itoa(a.Passed)},
+		{"failed", strconv.Itoa(a.Failed)}, {"errors", strconv.Itoa(a.Errors)},
+	}
+	if a.K > 0 {
+		props = append(props, junitProperty{"pass_rate", strconv.FormatFloat(*a.PassRate, 'f', 4, 64)},
+			junitProperty{"pass_at_k", strconv.FormatBool(*a.PassAtK)}, junitProperty{"pass_all_k", strconv.FormatBool(*a.PassAllK)})
+	}
+	return &junitProperties{props}
+}
+
 // xmlSafeSuites makes every text of doc one XML 1.0 can carry.
 func xmlSafeSuites(doc *junitSuites) {
 	doc.Name = xmlSafe(doc.Name)
@@ -498,6 +712,12 @@ func xmlSafeSuites(doc *junitSuites) {
 		for j := range s.Cases {
 			c := &s.Cases[j]
 			c.Name, c.Classname, c.SystemOut = xmlSafe(c.Name), xmlSafe(c.Classname), xmlSafe(c.SystemOut)
+			if c.Properties != nil {
+				for k := range c.Properties.Items {
+					p := &c.Properties.Items[k]
+					p.Name, p.Value = xmlSafe(p.Name), xmlSafe(p.Value)
+				}
+			}
 			for _, p := range []*junitProblem{c.Failure, c.Error} {
 				if p != nil {
 					p.Message, p.Type, p.Text = xmlSafe(p.Message), xmlSafe(p.Type), xmlSafe(p.Text)

@@ -178,12 +178,40 @@ export interface TestResult {
   created_at: string;
 }
 
+/**
+ * One test of a run over its repeats. Results in error are not among its
+ * k: they say nothing about the model. The figures are null when k is 0.
+ */
+export interface TestAggregate {
+  test_id: string;
+  domain: string;
+  level: number;
+  name: string;
+  /** Finished results: passed + failed + errors. */
+  samples: number;
+  /** Scored results: passed + failed. */
+  k: number;
+  passed: number;
+  failed: number;
+  errors: number;
+  /** Mean score of the scored results. */
+  score: number | null;
+  /** passed / k. */
+  pass_rate: number | null;
+  /** Passed at least once in k. */
+  pass_at_k: boolean | null;
+  /** Passed every one of k (pass^k). */
+  pass_all_k: boolean | null;
+}
+
 /** GET /api/run/{id}/tests/{domain}/{level}. */
 export interface CellTests {
   run_id: string;
   domain: string;
   level: number;
   tests: TestResult[];
+  /** Each test of the cell over its repeats. */
+  aggregates: TestAggregate[];
 }
 
 /** GET /api/run/{id}. */
@@ -195,6 +223,8 @@ export interface RunDetails {
     total_tests: number;
   };
   test_results: TestResult[];
+  /** Each test of the run over its repeats. */
+  aggregates: TestAggregate[];
 }
 
 /** POST /api/start. */

@@ -3,8 +3,8 @@
 /** @import { DomainNames } from '../../../types/views' */
 
 // The domain × level matrix: a table whose cells are buttons, coloured by
-// score and labelled with a symbol, a status word, the score and the
-// duration. It updates in place, so a focused cell keeps its focus while
+// score and labelled with a symbol, a status word, the score with the
+// margin of its 95 % interval, and the duration. It updates in place, so a focused cell keeps its focus while
 // the live matrix is polled.
 
 import { h, STATUS, fmtScore, fmtDuration, scoreColor, fill } from './ui.js';
@@ -115,18 +115,38 @@ export class MatrixView {
     // A score is over the scored tests only; an error cell has none, and
     // never reads as "failed 0%".
     const score = cell.score === null || cell.score === undefined ? (cell.status === 'error' ? 'no score' : '') : fmtScore(cell.score);
+    const ci = intervalOf(cell);
     fill(b,
       h('span', { class: 'cell-top' }, h('span', { class: 'sym', 'aria-hidden': 'true' }, st.sym), h('span', { class: 'cell-status' }, st.label)),
-      h('span', { class: 'cell-score' }, score),
+      h('span', { class: 'cell-score' }, score, ci ? h('span', { class: 'cell-ci' }, ` ±${ci.margin}`) : null),
       h('span', { class: 'cell-meta' }, [counts, dur].filter(Boolean).join(' · '),
         errors ? h('span', { class: 'cell-errors' }, ` · ⚠ ${errors} error${errors === 1 ? '' : 's'}`) : null));
     const name = (this.names.get(d) || {}).name || d;
     const parts = [`${name}, level ${l}: ${st.label}`];
     if (cell.score !== null && cell.score !== undefined) parts.push(`score ${fmtScore(cell.score)}`);
+    if (ci) parts.push(ci.text);
     if (cell.tests) {
       parts.push(`${cell.done ?? 0} of ${cell.tests} tests done, ${cell.passed ?? 0} passed, ${cell.failed ?? 0} failed, ${errors} ${errors === 1 ? 'error' : 'errors'}`);
     }
     if (dur) parts.push(dur);
     b.setAttribute('aria-label', `${parts.join(', ')}. Show tests.`);
+    if (ci) b.title = `${fmtScore(cell.score)}: ${ci.text}`; else b.removeAttribute('title');
   }
+}
+
+/**
+ * The 95 % interval of a cell's score, when the server computed one (a
+ * final cell with a scored test): margin is the larger distance from the
+ * score to the interval's ends, in percentage points (the interval need
+ * not be symmetric); text gives the interval and the standard error.
+ * @param {Cell} cell
+ * @returns {{margin: number, text: string} | null}
+ */
+export function intervalOf(cell) {
+  if (!cell.ci95 || cell.score === null || cell.score === undefined) return null;
+  const [lo, hi] = cell.ci95;
+  const margin = Math.round(Math.max(cell.score - lo, hi - cell.score) * 100);
+  let text = `95 % interval ${fmtScore(lo)} to ${fmtScore(hi)}`;
+  if (cell.stderr !== null && cell.stderr !== undefined) text += `, standard error ${(cell.stderr * 100).toFixed(1)} points`;
+  return { margin, text };
 }
