@@ -233,7 +233,7 @@ func writeMany(w io.Writer, rep *compare.ManyReport) error {
 		for _, l := range rep.Levels(d) {
 			fmt.Fprintf(tw, "%s\t%d", oneLine(d, 80), l)
 			for i, c := range rep.Cells[d][l] {
-				fmt.Fprintf(tw, "\t%s", scoreText(c))
+				fmt.Fprintf(tw, "\t%s", runCellText(c))
 				if i == 0 {
 					continue
 				}
@@ -318,10 +318,10 @@ func manyLabels(rep *compare.ManyReport) []string {
 	return out
 }
 
-// scoreText is a run's cell in the N-run table: score and interval, the
+// runCellText is a run's cell in the N-run table: score and interval, the
 // cell's status when nothing was scored, "-" when the run has no such
 // cell.
-func scoreText(c compare.RunCell) string {
+func runCellText(c compare.RunCell) string {
 	switch {
 	case c.Score != nil && c.CI95 != nil:
 		return fmt.Sprintf("%.3f [%.2f, %.2f]", *c.Score, c.CI95.Low, c.CI95.High)
