@@ -23,7 +23,9 @@ type ToolCallRequest struct {
 	CallID string
 	// Arguments is the JSON object of arguments the model sent.
 	Arguments json.RawMessage
-	// AgentID and UserID are set when the call comes from an agent's chat.
+	// AgentID and UserID are set when the call comes from an agent's chat,
+	// or from a run that evaluates an agent: then UserID is
+	// "eval/<run_id>/<test_id>/<repeat>", each test a user of its own.
 	AgentID string
 	UserID  string
 }

@@ -56,6 +56,40 @@ type apiRunConfig struct {
 	Params          map[string]any `json:"params" doc:"Sampling parameters sent to the endpoint."`
 	DefinitionsHash string         `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; get-run-definitions returns them."`
 	GauntletVersion string         `json:"gauntlet_version"`
+	AgentID         string         `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
+	// Agent is described by its schema, RunAgent: a reference takes no
+	// description of its own.
+	Agent *apiRunAgent `json:"agent,omitempty"`
+}
+
+// apiRunAgent is the definition of the agent a run evaluated, when it
+// started.
+type apiRunAgent struct {
+	ID            string          `json:"id"`
+	Name          string          `json:"name"`
+	SystemPrompt  string          `json:"system_prompt"`
+	Model         *string         `json:"model" doc:"The agent's own model; null: the configured one."`
+	Tools         []string        `json:"tools" doc:"The ids of the agent's tools, in order."`
+	KnowledgeBase []apiKBDocument `json:"knowledge_base" doc:"The knowledge-base files, by name, with a hash of each: two runs over different versions of the knowledge base differ here."`
+}
+
+// apiKBDocument identifies one knowledge-base file's content.
+type apiKBDocument struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256" doc:"Hex SHA-256 of the file's text."`
+	Bytes  int64  `json:"bytes" doc:"Length of the text."`
+}
+
+func toAPIRunAgent(a *harness.AgentDefinition) *apiRunAgent {
+	if a == nil {
+		return nil
+	}
+	out := &apiRunAgent{ID: a.ID, Name: a.Name, SystemPrompt: a.SystemPrompt, Model: a.Model, Tools: nonNil(a.Tools),
+		KnowledgeBase: make([]apiKBDocument, len(a.KnowledgeBase))}
+	for i, d := range a.KnowledgeBase {
+		out.KnowledgeBase[i] = apiKBDocument{File: d.File, SHA256: d.SHA256, Bytes: d.Bytes}
+	}
+	return out
 }
 
 // apiRunInfo is a run's summary.
@@ -96,6 +130,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 			Model: c.Model, BaseURL: c.BaseURL, Concurrency: c.Concurrency, TimeoutS: c.TimeoutS,
 			Retries: c.Retries, Repeats: c.Repeats, Params: params,
 			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion,
+			AgentID: c.AgentID, Agent: toAPIRunAgent(c.Agent),
 		}
 	}
 	return out

@@ -39,9 +39,10 @@ type runHandler struct {
 
 // apiRunStart is the body of start-run; every field is optional.
 type apiRunStart struct {
-	ModelName string          `json:"model_name,omitempty" doc:"Label of the run (default \"default\")."`
+	ModelName string          `json:"model_name,omitempty" doc:"Label of the run (default \"default\", or the agent's name with agent_id)."`
 	Domains   []string        `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
-	Model     string          `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one."`
+	Model     string          `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one. Not with agent_id (422): the agent decides its model."`
+	AgentID   string          `json:"agent_id,omitempty" doc:"Evaluate this agent instead of the bare model: each test's prompt goes through the agent's pipeline, as a chat would (its system prompt with the knowledge-base text retrieved for the prompt, its tools before the test's own, its model), in a fresh conversation that is not stored. The domains' and levels' system prompts are not used. The run's config records the agent id and its definition. An unknown agent is a 422."`
 	TimeoutS  *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
 	Retries   *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
 	Repeats   *int            `json:"repeats,omitempty" minimum:"1" maximum:"100" doc:"How many times each test is asked, 1 to 100 (default 1). Each asking is a result of its own, numbered by repeat from 0; the run's and the cells' counts are then of samples, tests × repeats."`
@@ -184,7 +185,8 @@ func registerRuns(api huma.API, eng runEngine, log *slog.Logger) {
 		OperationID: "start-run", Method: http.MethodPost, Path: "/api/start",
 		Summary: "Start an evaluation", Tags: tags,
 		Description: "One run at a time: starting while a run is active is a 409. Unknown domains, or a selection without tests, are a 422. " +
-			"The body is optional: without one, every enabled domain runs, labelled default.",
+			"The body is optional: without one, every enabled domain runs, labelled default. " +
+			"With agent_id the run evaluates that agent (an unknown agent, or agent_id with model, is a 422).",
 		Errors: []int{http.StatusConflict},
 	}, h.start)
 	register(api, huma.Operation{
@@ -234,6 +236,7 @@ func (b *apiRunStart) startRequest() engine.StartRequest {
 		return req
 	}
 	req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
+	req.AgentID = b.AgentID
 	if b.Params != nil {
 		req.Params = harness.Params(*b.Params)
 	}

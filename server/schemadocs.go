@@ -62,6 +62,8 @@ var schemaDocs = map[string]string{
 	"Problem":             "An error: RFC 9457 problem details with success false.",
 	"ProblemDetail":       "One invalid field of a request.",
 	"RunConfig":           "What a run ran with: enough to understand, reproduce and resume it.",
+	"RunAgent":            "The definition of the agent a run evaluated, when the run started: its record, tool ids and a hash of each knowledge-base file. Absent from runs of the bare model.",
+	"KBDocument":          "One knowledge-base file's name and a hash of its text.",
 	"RunDetails":          "A run's summary, every result, the counts per status and each test over its repeats.",
 	"RunInfo":             "A run's summary: status, counts, score and provenance.",
 	"RunList":             "A page of runs, newest first.",

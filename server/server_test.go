@@ -142,16 +142,16 @@ func startEnvWith(t *testing.T, root string, ec *engineConfig, ac *agentConfig, 
 		LLM:     server.LLMConfig{BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2"},
 		Logger:  slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	if ac == nil {
+		ac = &agentConfig{}
+	}
+	e.wireAgents(ctx, ac, db, cat, &o)
 	if ec != nil {
 		e.wireEngine(ctx, ec, db, cat, &o)
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if ac == nil {
-		ac = &agentConfig{}
-	}
-	e.wireAgents(ctx, ac, db, cat, &o)
 	e.token = o.APIToken
 	srv, err := server.New(o)
 	if err != nil {
@@ -603,6 +603,7 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 	eng, err := engine.New(ctx, engine.Options{
 		Definitions: cat, Runs: rs, Client: model, Model: llmtest.DefaultModel, BaseURL: e.mock.URL,
 		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger, Timeout: timeout, Version: server.Version,
+		Agents: e.agents,
 	})
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)

@@ -332,6 +332,9 @@ func checkSweep(b *apiSweepStart) ([]string, error) {
 	if b.ModelName != "" {
 		ve.Add("model_name", "a sweep labels each run by its model; leave model_name out")
 	}
+	if b.AgentID != "" {
+		ve.Add("agent_id", "a sweep runs the bare models of models; an agent decides its own model, so evaluate it with POST /api/start")
+	}
 	if len(b.Models) == 0 {
 		ve.Add("models", "is required: %d to %d models", MinSweepModels, MaxSweepModels)
 	}

@@ -126,6 +126,7 @@ func TestSweepValidation(t *testing.T) {
 		{"a control character", map[string]any{"models": []string{"a", "b\u0000"}}, "body.models[1]"},
 		{"a model besides models", map[string]any{"models": []string{"a", "b"}, "model": "c"}, "body.model"},
 		{"a label besides models", map[string]any{"models": []string{"a", "b"}, "model_name": "x"}, "body.model_name"},
+		{"an agent besides models", map[string]any{"models": []string{"a", "b"}, "agent_id": "support"}, "body.agent_id"},
 		{"retries out of range", map[string]any{"models": []string{"a", "b"}, "retries": 11}, "body.retries"},
 		{"bad params", map[string]any{"models": []string{"a", "b"}, "params": map[string]any{"temperature": 3}}, "body.params.temperature"},
 		{"an unknown domain", map[string]any{"models": []string{"a", "b"}, "domains": []string{"nope"}}, "body.domains[0]"},

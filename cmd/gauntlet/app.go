@@ -62,6 +62,11 @@ type appOptions struct {
 	// database (the ones recorded running are marked stopped, for Resume),
 	// which one process at a time should do: the server.
 	agents bool
+	// evalAgents opens the agent service for evaluations only (runs that
+	// target an agent): the channel records and the knowledge-base
+	// directories are left as they are, since a server may be running
+	// them. Ignored with agents.
+	evalAgents bool
 }
 
 // openApp opens the database, links in the built-in evaluators and
@@ -98,32 +103,38 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 	if a.runs, err = runs.Open(ctx, a.db); err != nil {
 		return nil, err
 	}
-	eo := s.engineOptions()
-	eo.Definitions, eo.Runs, eo.Client, eo.Registry, eo.Logger, eo.OnEvent = a.catalog, a.runs, a.model, a.registry, a.log, opts.onEvent
-	if a.engine, err = engine.New(ctx, eo); err != nil {
-		return nil, err
-	}
-	if opts.agents {
-		if err := a.openAgents(ctx); err != nil {
+	if opts.agents || opts.evalAgents {
+		if err := a.openAgents(ctx, opts.agents); err != nil {
 			return nil, err
 		}
+	}
+	eo := s.engineOptions()
+	eo.Definitions, eo.Runs, eo.Client, eo.Registry, eo.Logger, eo.OnEvent = a.catalog, a.runs, a.model, a.registry, a.log, opts.onEvent
+	if a.agents != nil {
+		eo.Agents = a.agents // runs may evaluate an agent
+	}
+	if a.engine, err = engine.New(ctx, eo); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
 
 // openAgents opens the agent service on the app's database, model, tools
-// and channel types, after removing what interrupted knowledge-base
-// writes left.
-func (a *app) openAgents(ctx context.Context) error {
-	// A knowledge-base write cut short by a crash leaves a temporary file.
-	if removed, err := kb.RemoveStaleTemp(filepath.Join(a.settings.data, "kb")); err != nil {
-		a.log.Warn("clean knowledge bases", slog.Any("error", err))
-	} else if len(removed) > 0 {
-		a.log.Info("removed temporary files of interrupted knowledge-base writes", slog.Int("files", len(removed)))
+// and channel types. The process that owns the agents (owner: the server)
+// first removes what interrupted knowledge-base writes left, and takes
+// over the channel records; one that only evaluates them touches neither.
+func (a *app) openAgents(ctx context.Context, owner bool) error {
+	if owner {
+		// A knowledge-base write cut short by a crash leaves a temporary file.
+		if removed, err := kb.RemoveStaleTemp(filepath.Join(a.settings.data, "kb")); err != nil {
+			a.log.Warn("clean knowledge bases", slog.Any("error", err))
+		} else if len(removed) > 0 {
+			a.log.Info("removed temporary files of interrupted knowledge-base writes", slog.Int("files", len(removed)))
+		}
 	}
 	agents, err := agent.Open(ctx, agent.Options{
 		DB: a.db, DataDir: a.settings.data, Tools: a.catalog, Registry: a.registry, Client: a.model,
-		Model: a.settings.llmModel, Logger: a.log,
+		Model: a.settings.llmModel, Logger: a.log, LeaveChannels: !owner,
 	})
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ type runFlags struct {
 	format    string
 	output    string
 	resume    string
+	agent     string
 }
 
 // runCmd is "gauntlet run": one evaluation without the HTTP server, with
@@ -41,6 +42,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.modelName, "model-name", "default", "label of the run")
 	var sweep sweepFlags
 	sweep.register(fs)
+	fs.StringVar(&f.agent, "agent", "", "evaluate this agent (of the data directory's database) instead of the bare model: each test goes through its system prompt, knowledge base and tools, with its model; the label defaults to its name")
 	fs.Float64Var(&f.minScore, "min-score", 0, "exit with status 1 when the overall score is below this (0-1); a run that is not complete or has tests in error exits 1 too")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or junit")
 	fs.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
@@ -93,6 +95,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.resume != "" && (f.domains != "" || f.model != "" || !params.IsZero() || *repeats != 1) {
 		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains, --model, --repeats or sampling parameters")
 	}
+	if f.agent != "" && (f.model != "" || sweep.sweeping() || f.resume != "") {
+		return fmt.Errorf("--agent takes no --model (the agent decides its model) and no --resume (a resumed run keeps its target)")
+	}
+	if f.agent != "" && !flagSet(fs, "model-name") {
+		f.modelName = "" // the agent's name
+	}
 	if *repeats < 1 || *repeats > engine.MaxRepeats {
 		return fmt.Errorf("--repeats must be between 1 and %d, not %d", engine.MaxRepeats, *repeats)
 	}
@@ -121,6 +129,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	a, err := openApp(ctx, f.settings, appOptions{
 		log:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		definitionsMustExist: true,
+		evalAgents:           true, // for --agent, and to resume a run that evaluated one
 		onEvent: func(ev engine.Event) {
 			progress.event(ev)
 			if ev.Kind == engine.EventRunFinished {
@@ -148,7 +157,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if id != "" {
 		err = a.engine.Resume(context.WithoutCancel(ctx), id)
 	} else {
-		req.ModelName, req.Model, req.Domains = f.modelName, f.model, domains
+		req.ModelName, req.Model, req.Domains, req.AgentID = f.modelName, f.model, domains, f.agent
 		id, err = a.engine.Start(context.WithoutCancel(ctx), req)
 	}
 	if err != nil {
@@ -189,6 +198,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		rep.writeText(stderr)
 	}
 	return rep.verdict.err()
+}
+
+// flagSet reports whether the command line set a flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // progress shows a run's progress: a bar redrawn in place on a terminal,

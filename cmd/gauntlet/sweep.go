@@ -76,9 +76,7 @@ func (s *sweepFlags) sweeping() bool { return len(s.models) > 1 }
 // sweepLabel is the label of a sweep's run of model: the model itself, or
 // "<label>/<model>" when --model-name set a label.
 func sweepLabel(fs *flag.FlagSet, label, model string) string {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "model-name" })
-	if set {
+	if flagSet(fs, "model-name") {
 		return label + "/" + model
 	}
 	return model

@@ -92,6 +92,11 @@ type Options struct {
 	// Logger receives the service's log lines; nil discards them. Secrets
 	// never appear in them.
 	Logger *slog.Logger
+	// LeaveChannels makes Open leave the channel records as they are, for
+	// a process that uses the agents without running their channels (a
+	// headless evaluation beside a server that runs them). Such a process
+	// should not start channels.
+	LeaveChannels bool
 }
 
 // Service manages agents: their records, tool lists and conversations,
@@ -115,7 +120,8 @@ type Service struct {
 // Open creates the service's tables if needed. Channels are not started:
 // call Resume for those that were running. Open records every channel
 // left "running" as stopped, since none runs in a process that just
-// started: one process at a time should run the channels of a database.
+// started: one process at a time should run the channels of a database
+// (Options.LeaveChannels for the others).
 func Open(ctx context.Context, opts Options) (*Service, error) {
 	if opts.DB == nil {
 		return nil, errors.New("agent: DB is required")
@@ -164,6 +170,9 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		func(agentID string) harness.ChannelHost { return &host{s: s, agentID: agentID} })
 	if err := sqldb.Migrate(ctx, s.db, "agent", migrations); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if opts.LeaveChannels {
+		return s, nil
 	}
 	// Nothing runs in a process that just started: a channel recorded
 	// running was left so by one that stopped. Its desired state is kept,

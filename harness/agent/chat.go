@@ -107,23 +107,13 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 	if err != nil {
 		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
 	}
-	system := a.SystemPrompt
-	if kb, err := s.retriever.Context(ctx, agentID, message); err != nil {
-		s.log.Warn("knowledge base unavailable", slog.String("agent", agentID), slog.Any("error", err))
-	} else if kb != "" {
-		system = strings.TrimSpace(system + "\n\n" + kb)
-	}
 	msgs := make([]harness.Message, 0, len(history)+4)
-	if system != "" {
+	if system := s.systemMessage(ctx, a, message); system != "" {
 		msgs = append(msgs, harness.Message{Role: harness.RoleSystem, Content: system})
 	}
 	msgs = append(msgs, history...)
-	model := s.opts.Model
-	if a.Model != nil {
-		model = *a.Model
-	}
 
-	res, added, err := s.turn(ctx, turn{agentID: agentID, userID: userID, model: model, msgs: msgs, tools: tools})
+	res, added, err := s.turn(ctx, turn{agentID: agentID, userID: userID, model: s.modelOf(a), msgs: msgs, tools: tools})
 	if err != nil {
 		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
 	}
@@ -141,6 +131,30 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 		return nil, fmt.Errorf("chat with agent %s: store reply: %w", agentID, err)
 	}
 	return res, nil
+}
+
+// systemMessage is the system message of an agent for a user's message:
+// the agent's system prompt, then the knowledge-base text retrieved for
+// the message. A knowledge base that cannot be read is left out, with a
+// log line: the agent answers without it rather than not at all. Chat and
+// evaluations (EvalTarget) build it here, so that an evaluation measures
+// what users get.
+func (s *Service) systemMessage(ctx context.Context, a harness.Agent, message string) string {
+	system := a.SystemPrompt
+	if kb, err := s.retriever.Context(ctx, a.ID, message); err != nil {
+		s.log.Warn("knowledge base unavailable", slog.String("agent", a.ID), slog.Any("error", err))
+	} else if kb != "" {
+		system = strings.TrimSpace(system + "\n\n" + kb)
+	}
+	return system
+}
+
+// modelOf is the model an agent asks for: its own, else the configured one.
+func (s *Service) modelOf(a harness.Agent) string {
+	if a.Model != nil {
+		return *a.Model
+	}
+	return s.opts.Model
 }
 
 type turn struct {

@@ -55,6 +55,16 @@
 // history. Turns of one conversation are serialised; those of different
 // users run in parallel.
 //
+// # Evaluation
+//
+// [Service.EvalTarget] gives an agent to the evaluation engine (it
+// implements engine.Agents): its definition for the run's provenance (a
+// SHA-256 per knowledge-base file), its model, its tools, and the builder
+// of its system message, the very one Chat uses, so that a run measures
+// what users get. An evaluation stores nothing in the conversations.
+// A process that evaluates agents beside a server that runs their
+// channels opens the Service with [Options.LeaveChannels].
+//
 // # Knowledge base
 //
 // Knowledge-base files are UTF-8 text of at most [MaxKBFileBytes], with

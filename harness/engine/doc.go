@@ -29,6 +29,16 @@
 // shorter than the run should be (an HTTP request's) passes
 // context.WithoutCancel(ctx) or a context of the program's lifetime.
 //
+// # Evaluating an agent
+//
+// A StartRequest with AgentID evaluates an agent instead of the bare
+// model: each test's prompt goes through the agent's pipeline (its system
+// prompt with the knowledge-base text retrieved for the prompt, its tools,
+// its model), in a conversation of its own that is not stored. The engine
+// gets the agent from Options.Agents, a one-method interface that
+// agent.Service implements; the run's runs.Config records the agent and
+// its definition.
+//
 // # Watching a run
 //
 // Status, Matrix and PollLogs/ReadLogs report progress on demand. Events

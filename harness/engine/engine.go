@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,15 @@ var ErrNotRunning = errors.New("no evaluation is running")
 // catalog implements it.
 type Definitions interface {
 	Export(ctx context.Context) (*harness.Snapshot, error)
+}
+
+// Agents gives the engine the agents a run may target (StartRequest.AgentID).
+// *agent.Service implements it; the engine needs nothing else of the
+// agent service.
+type Agents interface {
+	// EvalTarget returns an agent as an evaluation runs it, or an error
+	// wrapping harness.ErrNotFound for an unknown agent.
+	EvalTarget(ctx context.Context, agentID string) (*harness.AgentTarget, error)
 }
 
 // Options configure an Engine.
@@ -87,6 +97,9 @@ type Options struct {
 	OnEvent func(Event)
 	// Logger receives operational errors; nil means slog.Default().
 	Logger *slog.Logger
+	// Agents are the agents a run may evaluate; nil means none (a
+	// StartRequest naming one is refused).
+	Agents Agents
 }
 
 // StartRequest starts a run.
@@ -95,6 +108,19 @@ type StartRequest struct {
 	ModelName string
 	// Model overrides the endpoint model for this run (Options.Model).
 	Model string
+	// AgentID, when set, makes the run evaluate that agent (of
+	// Options.Agents) instead of the bare model: each test's prompt goes
+	// through the agent's pipeline, as a chat with it would (its system
+	// prompt with the knowledge-base text retrieved for the prompt, its
+	// tools before the test's own, its model), in a conversation of its
+	// own that is not stored. The domain's and level's system prompts are
+	// not used: the agent's is what is under test. The level's sampling
+	// parameters and the test's evaluator apply as usual. The label
+	// defaults to the agent's name, and the run's config records the agent
+	// id and its definition. An unknown agent, or Model set too (the agent
+	// decides its model), is an error wrapping harness.ErrInvalid naming
+	// agent_id or model.
+	AgentID string
 	// Domains to run; nil means every enabled domain.
 	Domains []string
 	// Timeout bounds each model request of this run (0: Options.Timeout).
@@ -456,6 +482,10 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		return nil, err
 	}
 	repeats := max(req.Repeats, 1)
+	target, err := e.agentTarget(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current != nil {
@@ -477,10 +507,19 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		return nil, fmt.Errorf("store the run's definitions: %w", err)
 	}
 	label := req.ModelName
+	model := req.Model
+	if target != nil {
+		model = target.Model
+		if label == "" {
+			label = target.Definition.Name
+		}
+		if label == "" {
+			label = target.Definition.ID
+		}
+	}
 	if label == "" {
 		label = "default"
 	}
-	model := req.Model
 	if model == "" {
 		model = e.opts.Model
 	}
@@ -494,6 +533,10 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 			DefinitionsHash: hash, GauntletVersion: e.opts.Version,
 		},
 	}
+	if target != nil {
+		def := target.Definition
+		info.Config.AgentID, info.Config.Agent = def.ID, &def
+	}
 	keys := make([]runs.CellKey, len(cells))
 	for i, c := range cells {
 		keys[i] = runs.CellKey{Domain: c.domain, Level: c.level, Tests: c.tests}
@@ -503,6 +546,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	}
 	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
 	r.params = req.Params
+	r.agent = target
 	e.begin(r, req.OnEvent)
 	if repeats > 1 {
 		r.logRun("run %s started: %d tests × %d repeats = %d samples in %d cells, model %s, label %q",
@@ -510,8 +554,34 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	} else {
 		r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
 	}
+	if target != nil {
+		r.logRun("run %s evaluates agent %s: its system prompt, %d knowledge-base files, %d tools",
+			info.RunID, target.Definition.ID, len(target.Definition.KnowledgeBase), len(target.Tools))
+	}
 	r.launch(ctx)
 	return r, nil
+}
+
+// agentTarget returns the agent a run request targets, nil for a run of
+// the bare model.
+func (e *Engine) agentTarget(ctx context.Context, req StartRequest) (*harness.AgentTarget, error) {
+	if req.AgentID == "" {
+		return nil, nil
+	}
+	if req.Model != "" {
+		return nil, harness.Invalid("model", "cannot be given with agent_id: the agent decides its model")
+	}
+	if e.opts.Agents == nil {
+		return nil, harness.Invalid("agent_id", "this engine has no agents to evaluate")
+	}
+	t, err := e.opts.Agents.EvalTarget(ctx, req.AgentID)
+	if errors.Is(err, harness.ErrNotFound) {
+		return nil, harness.Invalid("agent_id", "unknown agent %q", req.AgentID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", req.AgentID, err)
+	}
+	return t, nil
 }
 
 // bounds checks a run's request bounds, sampling parameters and repeats,
@@ -653,6 +723,10 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 			return fmt.Errorf("resume run %s: %w", runID, err)
 		}
 	}
+	target, changed, err := e.resumeTarget(ctx, info)
+	if err != nil {
+		return err
+	}
 	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)
 	if err != nil {
 		return err
@@ -660,6 +734,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	now := time.Now()
 	r := e.newRun(ctx, reopened, now, cells, left, timeout, retries)
 	r.params = params
+	r.agent = target
 	r.priorMS = info.TotalDurationMS
 	// The live state starts from the results kept.
 	for _, res := range kept {
@@ -679,8 +754,38 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	}
 	e.begin(r, nil)
 	r.logRun("run %s resumed: %d of %d samples left to run", runID, len(left), len(jobs))
+	if len(changed) > 0 {
+		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",
+			runID, target.Definition.ID, strings.Join(changed, ", "))
+	}
 	r.launch(ctx)
 	return nil
+}
+
+// resumeTarget returns the agent a run being resumed evaluated (nil for a
+// run of the bare model), as it is now, and what changed in it since the
+// run started. An agent deleted since is an error wrapping
+// harness.ErrInvalid naming run_id.
+func (e *Engine) resumeTarget(ctx context.Context, info runs.Info) (*harness.AgentTarget, []string, error) {
+	c := info.Config
+	if c == nil || c.AgentID == "" {
+		return nil, nil, nil
+	}
+	if e.opts.Agents == nil {
+		return nil, nil, harness.Invalid("run_id", "run %s evaluated agent %s, and this engine has no agents", info.RunID, c.AgentID)
+	}
+	t, err := e.opts.Agents.EvalTarget(ctx, c.AgentID)
+	if errors.Is(err, harness.ErrNotFound) {
+		return nil, nil, harness.Invalid("run_id", "run %s evaluated agent %s, which no longer exists", info.RunID, c.AgentID)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume run %s: agent %s: %w", info.RunID, c.AgentID, err)
+	}
+	var changed []string
+	if c.Agent != nil {
+		changed = c.Agent.Changes(t.Definition)
+	}
+	return t, changed, nil
 }
 
 func (e *Engine) logPath(runID string) string { return filepath.Join(e.opts.LogDir, runID+".log") }

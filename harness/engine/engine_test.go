@@ -58,6 +58,9 @@ type fixtureOpts struct {
 	maxToolRounds int
 	// onEvent replaces the fixture's event channel.
 	onEvent func(engine.Event)
+	// agents, when set, gives the engine its agents, once the stores are
+	// open.
+	agents func(f *fixture) engine.Agents
 }
 
 // openStores opens a database in dir with a catalog over dir/definitions
@@ -135,6 +138,9 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	if o.onEvent != nil {
 		opts.OnEvent = o.onEvent
+	}
+	if o.agents != nil {
+		opts.Agents = o.agents(f)
 	}
 	f.eng, err = engine.New(ctx, opts)
 	if err != nil {

@@ -158,11 +158,12 @@ type run struct {
 	cancel  context.CancelFunc
 	done_   chan struct{}
 	logFile *os.File
-	logBuf  *bufio.Writer  // buffers logFile; flushed after each batch and at the end
-	timeout time.Duration  // bounds each model request
-	retries int            // retries of a failed model request
-	params  harness.Params // the run's sampling parameters, over each level's
-	first   cellKey        // the first cell: run-level log lines name it
+	logBuf  *bufio.Writer        // buffers logFile; flushed after each batch and at the end
+	timeout time.Duration        // bounds each model request
+	retries int                  // retries of a failed model request
+	params  harness.Params       // the run's sampling parameters, over each level's
+	agent   *harness.AgentTarget // the agent under test; nil: the bare model
+	first   cellKey              // the first cell: run-level log lines name it
 
 	mu            sync.Mutex
 	cells         []*cell
@@ -677,16 +678,12 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	e := r.e
 	ctx := r.ctx
 	start := time.Now()
+	p := r.prompt(ctx, j)
 	res := runs.Result{
 		RunID: r.info.RunID, TestID: j.test.ID, Repeat: j.repeat, Domain: j.test.DomainID, Level: j.test.Level, Name: j.test.Name,
-		Prompt: j.test.Prompt, Expected: j.test.Expected, ModelName: r.info.ModelName, SystemPrompt: j.systemPrompt,
+		Prompt: j.test.Prompt, Expected: j.test.Expected, ModelName: r.info.ModelName, SystemPrompt: p.system,
 		Details: map[string]any{},
 	}
-	var msgs []harness.Message
-	if j.systemPrompt != "" {
-		msgs = append(msgs, harness.Message{Role: harness.RoleSystem, Content: j.systemPrompt})
-	}
-	msgs = append(msgs, harness.Message{Role: harness.RoleUser, Content: j.test.Prompt})
 	var usage harness.Usage
 	fail := func(err error) (runs.Result, bool) {
 		if ctx.Err() != nil {
@@ -700,14 +697,15 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		return res, true
 	}
 	retries := r.retries
-	chat := harness.ChatRequest{Model: r.info.Model, Messages: msgs, Timeout: r.timeout, MaxRetries: &retries}
+	chat := harness.ChatRequest{Model: p.model, Messages: p.msgs, Timeout: r.timeout, MaxRetries: &retries}
 	j.params.Merge(r.params).Apply(&chat)
 	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
 		Client:    e.opts.Client,
 		Chat:      chat,
-		Tools:     j.tools,
+		Tools:     p.tools,
 		Registry:  e.opts.Registry,
 		MaxRounds: e.opts.MaxToolRounds,
+		Call:      p.call,
 	})
 	if loop != nil {
 		usage = loop.Usage
@@ -733,8 +731,8 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		return fail(fmt.Errorf("evaluator type %q is not available", j.evaluator.Type))
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
-		Test: j.test, Evaluator: j.evaluator, SystemPrompt: j.systemPrompt, Response: loop.Response,
-		Messages: loop.Transcript, ToolCalls: loop.Calls(), Client: e.opts.Client, Model: r.info.Model,
+		Test: j.test, Evaluator: j.evaluator, SystemPrompt: p.system, Response: loop.Response,
+		Messages: loop.Transcript, ToolCalls: loop.Calls(), Client: e.opts.Client, Model: p.model,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))
@@ -761,4 +759,47 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	res.PromptTokens, res.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
 	res.CreatedAt = runs.Now()
 	return res, true
+}
+
+// prompt is what one job sends the model.
+type prompt struct {
+	system string // the system message, "" for none
+	model  string
+	msgs   []harness.Message
+	tools  []harness.ToolDefinition
+	call   harness.ToolCallRequest // passed to registered tools
+}
+
+// prompt builds a job's request. For the bare model: the level's
+// effective system prompt, the test's prompt and the level's and test's
+// tools. For an agent (r.agent): the system message of the agent's
+// pipeline for the test's prompt (its system prompt and the
+// knowledge-base text retrieved for it; the domain's and level's prompts
+// are not used), the agent's model, the agent's tools and then the test's
+// own (a tool of the same id or function name is offered once, the
+// agent's), and tool calls made on the agent's behalf, each test a user
+// of its own: a fresh conversation.
+func (r *run) prompt(ctx context.Context, j *job) prompt {
+	p := prompt{system: j.systemPrompt, model: r.info.Model, tools: j.tools}
+	if a := r.agent; a != nil {
+		p.model, p.system = a.Model, ""
+		if a.System != nil {
+			p.system = a.System(ctx, j.test.Prompt)
+		}
+		p.tools = slices.Clone(a.Tools)
+		for _, t := range j.tools {
+			if !slices.ContainsFunc(p.tools, func(x harness.ToolDefinition) bool {
+				return x.ID == t.ID || x.Function.Name == t.Function.Name
+			}) {
+				p.tools = append(p.tools, t)
+			}
+		}
+		p.call = harness.ToolCallRequest{AgentID: a.Definition.ID,
+			UserID: "eval/" + r.info.RunID + "/" + j.test.ID + "/" + strconv.Itoa(j.repeat)}
+	}
+	if p.system != "" {
+		p.msgs = append(p.msgs, harness.Message{Role: harness.RoleSystem, Content: p.system})
+	}
+	p.msgs = append(p.msgs, harness.Message{Role: harness.RoleUser, Content: j.test.Prompt})
+	return p
 }

@@ -74,6 +74,13 @@ type Config struct {
 	Params          map[string]any `json:"params"`           // Sampling parameters sent to the endpoint.
 	DefinitionsHash string         `json:"definitions_hash"` // SHA-256 of the definitions the run used; GET /api/run/{run_id}/definitions returns them.
 	GauntletVersion string         `json:"gauntlet_version"`
+	// AgentID names the agent the run evaluated, "" for a run of the bare
+	// model; Agent is that agent's definition when the run started (its
+	// system prompt, model, tools and a hash of each knowledge-base file).
+	// Both are absent from runs of the bare model and from runs made before
+	// agents could be evaluated.
+	AgentID string                   `json:"agent_id,omitempty"`
+	Agent   *harness.AgentDefinition `json:"agent,omitempty"`
 }
 
 // Result is one answer to one test: a run's per-cell result entry. A run

@@ -34,6 +34,22 @@ export interface RunConfig {
   params: Record<string, unknown> | null;
   definitions_hash: string;
   gauntlet_version: string;
+  /** The agent the run evaluated; absent for a run of the bare model. */
+  agent_id?: string;
+  /** That agent's definition when the run started. */
+  agent?: RunAgent;
+}
+
+/** The definition of the agent a run evaluated (run_info.config.agent). */
+export interface RunAgent {
+  id: string;
+  name: string;
+  system_prompt: string;
+  /** Null: the configured model. */
+  model: string | null;
+  tools: string[];
+  /** Each knowledge-base file with a hash of its text. */
+  knowledge_base: { file: string; sha256: string; bytes: number }[];
 }
 
 /** A run's summary: run_info of GET /api/run/{id}, an entry of GET /api/history. */

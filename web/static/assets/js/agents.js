@@ -77,6 +77,8 @@ function agentForm(a) {
     field('system_prompt', 'System prompt', { type: 'textarea', rows: 4, value: a.system_prompt }),
     h('div', { class: 'actions' },
       h('button', { type: 'submit', class: 'primary' }, isNew ? 'Create agent' : 'Save settings'),
+      isNew ? null : h('a', { class: 'button', id: 'evaluate-agent', href: `#/live?agent=${seg(/** @type {string} */ (a.id))}`,
+        title: 'Start a run whose tests go through this agent: its system prompt, knowledge base, tools and model' }, '▶ Evaluate this agent'),
       isNew ? null : h('button', { type: 'button', class: 'danger', onclick: () => deleteAgent(/** @type {Agent} */ (a)) }, 'Delete agent')));
   /** @type {HTMLInputElement} */ (form.querySelector('input[name="model"]')).dataset.type = 'nullable';
   form.addEventListener('submit', (e) => {

@@ -302,11 +302,16 @@ async function showRun(id, current) {
 /**
  * What a run ran with; nothing for runs made before it was recorded.
  * @param {RunConfig | null} c
- * @returns {[string, Child][]}
+ * @returns {([string, Child] | null)[]}
  */
 function configFacts(c) {
   if (!c) return [];
+  const a = c.agent;
   return [
+    c.agent_id ? ['Agent', h('span', { id: 'run-agent' }, h('a', { href: `#/agents/${seg(c.agent_id)}` }, a && a.name ? a.name : c.agent_id),
+      a ? ` (${a.knowledge_base.length} knowledge-base ${a.knowledge_base.length === 1 ? 'file' : 'files'}: `
+        + `${a.knowledge_base.map((d) => `${d.file} ${d.sha256.slice(0, 8)}`).join(', ') || 'none'}; `
+        + `${a.tools.length} ${a.tools.length === 1 ? 'tool' : 'tools'})` : '')] : null,
     ['Endpoint', h('code', null, c.base_url || '—')],
     ['Request bounds', `${c.timeout_s} s timeout, ${c.retries} ${c.retries === 1 ? 'retry' : 'retries'}, ${c.concurrency} at once`],
     ['Definitions', h('code', { title: c.definitions_hash }, (c.definitions_hash || '').slice(0, 12) || '—')],

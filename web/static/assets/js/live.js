@@ -1,7 +1,7 @@
 // @ts-check
 /** @import { Domain, EngineStatus, HistoryPage, LiveMatrix, LogPoll, MessageResult, RunInfo, StartResult, Sweep, SweepStarted } from '../../../types/api' */
 /** @import { Child } from '../../../types/dom' */
-/** @import { DomainNames } from '../../../types/views' */
+/** @import { DomainNames, Route } from '../../../types/views' */
 
 // Live run: start, stop and reset; the matrix (GET /api/test_matrix), the
 // progress (GET /api/status) and the log (GET /api/log_poll), polled about
@@ -14,6 +14,7 @@ import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toa
   fmtNumber, fmtTime, dl, scoreColor, errorText, STATUS, fill, FieldError, runBadge, runState, countsText } from './ui.js';
 import { MatrixView } from './matrix.js';
 import { openCell } from './cell.js';
+import { targetField, loadAgents, targetBody } from './target.js';
 
 const FAST = 1000;   // while a run is active
 const SLOW = 2500;   // idle, with the live view shown
@@ -90,6 +91,7 @@ export function mount(section) {
       h('button', { type: 'button', id: 'reset-button', onclick: reset }, '↺ Reset engine')));
   const modelInput = /** @type {HTMLInputElement} */ (form.querySelector('input[name="model"]'));
   modelInput.setAttribute('list', 'model-options');
+  /** @type {HTMLElement} */ (modelInput.closest('.field')).before(targetField(modelInput));
   form.append(h('datalist', { id: 'model-options' }));
 
   const runCard = h('section', { class: 'card run-card', 'aria-labelledby': 'run-heading' },
@@ -148,9 +150,11 @@ export function mount(section) {
   renderButtons();
 }
 
-export function show() {
+/** @param {Route} [route] ?agent=ID preselects that agent as the target */
+export function show(route) {
   st.visible = true;
   st.needMatrix = true;
+  loadAgents(new URLSearchParams(route && route.query).get('agent') || '');
   loadDomains();
   poke();
   followSweep(null);
@@ -467,9 +471,11 @@ async function start() {
     return;
   }
   const enabled = st.domains.filter((d) => d.enabled).map((d) => d.id).sort();
-  /** @type {{model_name: string, model?: string, domains?: string[] | null}} */
+  /** @type {{model_name?: string, model?: string, agent_id?: string, domains?: string[] | null}} */
   const body = { model_name: v.model_name || 'default' };
   if (v.model) body.model = v.model;
+  try { Object.assign(body, targetBody()); } catch (err) { showErrors(form, err); return; }
+  if (body.agent_id && body.model_name === 'default') delete body.model_name; // labelled with the agent's name
   // Exactly the enabled domains: send null, as "all enabled domains".
   body.domains = JSON.stringify([...picked].sort()) === JSON.stringify(enabled) ? null : picked;
   if (v.sweep) { await startSweep(form, body, v.models || ''); return; }
