@@ -162,6 +162,7 @@ type run struct {
 	timeout time.Duration  // bounds each model request
 	retries int            // retries of a failed model request
 	params  harness.Params // the run's sampling parameters, over each level's
+	cache   *responseCache // the response cache's state; nil when the run does not use it
 	first   cellKey        // the first cell: run-level log lines name it
 
 	mu            sync.Mutex
@@ -395,8 +396,10 @@ func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 			}
 		}
 		r.store(batch)
+		r.flushCache()
 		r.flushLog()
 	}
+	r.flushCache()
 }
 
 // store saves one batch and counts what was saved.
@@ -635,6 +638,7 @@ func (r *run) end() runs.Info {
 	info.DoneTests, info.Passed, info.Failed, info.Errors = r.total.done, r.total.passed, r.total.failed, r.total.errors
 	info.OverallScore = r.total.score()
 	info.TotalTokens = r.tokens
+	info.CacheHits = r.cacheHits()
 	info.TotalDurationMS = r.priorMS + time.Since(r.started).Milliseconds()
 	info.Complete = status == runs.StatusCompleted && info.DoneTests == info.TotalTests && info.Errors == 0
 	r.mu.Unlock()
@@ -674,6 +678,9 @@ func (r *run) noteModel(err error) {
 // response. finished is false when the run was cancelled before the test
 // finished: such a test leaves no result.
 func (r *run) runTest(j *job) (runs.Result, bool) {
+	if j.stored != nil {
+		return r.rescoreTest(j)
+	}
 	e := r.e
 	ctx := r.ctx
 	start := time.Now()
@@ -702,8 +709,9 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	retries := r.retries
 	chat := harness.ChatRequest{Model: r.info.Model, Messages: msgs, Timeout: r.timeout, MaxRetries: &retries}
 	j.params.Merge(r.params).Apply(&chat)
+	model, cached := r.modelFor(j)
 	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
-		Client:    e.opts.Client,
+		Client:    model,
 		Chat:      chat,
 		Tools:     j.tools,
 		Registry:  e.opts.Registry,
@@ -734,7 +742,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: j.systemPrompt, Response: loop.Response,
-		Messages: loop.Transcript, ToolCalls: loop.Calls(), Client: e.opts.Client, Model: r.info.Model,
+		Messages: loop.Transcript, ToolCalls: loop.Calls(), Client: r.evalClientFor(cached, loop.Transcript), Model: r.info.Model,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))
@@ -745,6 +753,9 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	if len(loop.ToolCalls) > 0 {
 		res.Details["tool_calls"] = loop.DetailsOfCalls()
+	}
+	if cached != nil && cached.hits > 0 {
+		res.Details["cache_hits"] = cached.hits
 	}
 	if _, ok := res.Details["extracted_answer"]; !ok {
 		res.Details["extracted_answer"] = ""
