@@ -107,6 +107,9 @@ var specEndpoints = []string{
 
 	// Is a change real? Two runs compared test by test.
 	"GET /api/compare",
+
+	// A run's stored responses scored again into a new run.
+	"POST /api/run/{run_id}/rescore",
 }
 
 // agentCreates are the agent paths whose POST creates a record (201).
@@ -173,7 +176,7 @@ func TestOpenAPI31(t *testing.T) {
 					!strings.Contains(p, "move") && !strings.Contains(p, "import") && !strings.Contains(p, "sync") {
 					want = "201"
 				}
-				if method == "post" && slices.Contains(agentCreates, p) {
+				if method == "post" && (slices.Contains(agentCreates, p) || strings.HasSuffix(p, "/rescore")) {
 					want = "201"
 				}
 				if _, ok := responses[want]; !ok {
