@@ -34,6 +34,8 @@ export interface RunConfig {
   params: Record<string, unknown> | null;
   definitions_hash: string;
   gauntlet_version: string;
+  /** Identical model requests were answered from the response cache. */
+  cache: boolean;
 }
 
 /** A run's summary: run_info of GET /api/run/{id}, an entry of GET /api/history. */
@@ -63,6 +65,10 @@ export interface RunInfo {
   domains: string[];
   /** Null for runs made before it was recorded. */
   config: RunConfig | null;
+  /** Model requests answered from the response cache. */
+  cache_hits: number;
+  /** The run this one rescored; empty for a run that asked the model. */
+  rescored_from: string;
 }
 
 /** GET /api/history. */
@@ -201,6 +207,11 @@ export interface RunDetails {
 export interface StartResult {
   success: boolean;
   message: string;
+  run_id: string;
+}
+
+/** POST /api/run/{id}/rescore. */
+export interface RescoreResult {
   run_id: string;
 }
 
