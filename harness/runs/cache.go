@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -38,6 +39,32 @@ type CacheEntry struct {
 	Response harness.ChatResponse
 }
 
+// cacheLookup is the prepared statement that reads one cached answer:
+// preparing it for every request cost more than running it.
+// A statement that failed to prepare is prepared again next time.
+type cacheLookup struct {
+	mu   sync.Mutex
+	stmt *sql.Stmt
+}
+
+func (s *Store) cacheStmt(ctx context.Context) (*sql.Stmt, error) {
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	if s.cache.stmt != nil {
+		return s.cache.stmt, nil
+	}
+	q := `SELECT "content", "tool_calls", "model", "finish_reason", "prompt_tokens", "completion_tokens", "total_tokens" FROM "response_cache" WHERE "key" = ?`
+	if s.db.Dialect().Name() == dialect.PG {
+		q = strings.Replace(q, "?", "$1", 1)
+	}
+	stmt, err := s.db.DB.PrepareContext(context.WithoutCancel(ctx), q)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.stmt = stmt
+	return stmt, nil
+}
+
 // CachedResponse returns the answer stored under key in the response
 // cache; ok is false when there is none.
 func (s *Store) CachedResponse(ctx context.Context, key string) (resp *harness.ChatResponse, ok bool, err error) {
@@ -47,13 +74,13 @@ func (s *Store) CachedResponse(ctx context.Context, key string) (resp *harness.C
 		model, finish          string
 		prompt, compl, totalTk int
 	)
-	// One row by its primary key, on the raw connection: this is on the
-	// path of every cached request.
-	q := `SELECT "content", "tool_calls", "model", "finish_reason", "prompt_tokens", "completion_tokens", "total_tokens" FROM "response_cache" WHERE "key" = ?`
-	if s.db.Dialect().Name() == dialect.PG {
-		q = strings.Replace(q, "?", "$1", 1)
+	// One row by its primary key, with a prepared statement on the raw
+	// connection: this is on the path of every cached request.
+	stmt, err := s.cacheStmt(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the response cache: %w", err)
 	}
-	err = s.db.DB.QueryRowContext(ctx, q, key).
+	err = stmt.QueryRowContext(ctx, key).
 		Scan(&content, &calls, &model, &finish, &prompt, &compl, &totalTk)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil

@@ -101,7 +101,8 @@ type definitionsRow struct {
 
 // Store keeps runs, results and cells.
 type Store struct {
-	db *bun.DB
+	db    *bun.DB
+	cache cacheLookup
 }
 
 // Open migrates the runs tables to the newest schema and returns the
