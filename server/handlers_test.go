@@ -266,6 +266,9 @@ func (f *fakeEngine) Start(_ context.Context, req engine.StartRequest) (string, 
 }
 
 func (f *fakeEngine) Resume(context.Context, string) error { return harness.ErrNotFound }
+func (f *fakeEngine) Rescore(context.Context, string) (string, error) {
+	return "", harness.ErrNotFound
+}
 
 func (f *fakeEngine) Stop(time.Duration) (string, error) {
 	f.mu.Lock()

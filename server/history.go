@@ -56,6 +56,7 @@ type apiRunConfig struct {
 	Params          map[string]any `json:"params" doc:"Sampling parameters sent to the endpoint."`
 	DefinitionsHash string         `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; get-run-definitions returns them."`
 	GauntletVersion string         `json:"gauntlet_version"`
+	Cache           bool           `json:"cache" doc:"Identical model requests were answered from the response cache."`
 	AgentID         string         `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
 	// Agent is described by its schema, RunAgent: a reference takes no
 	// description of its own.
@@ -112,6 +113,8 @@ type apiRunInfo struct {
 	Error           string               `json:"error,omitempty" doc:"Why the run stopped, when something other than a user stopped it."`
 	Domains         []string             `json:"domains" doc:"The domains the run covered."`
 	Config          orNull[apiRunConfig] `json:"config" doc:"What the run ran with; null for runs made before it was recorded."`
+	CacheHits       int                  `json:"cache_hits" doc:"Model requests answered from the response cache instead of the endpoint; counted when the run ends."`
+	RescoredFrom    string               `json:"rescored_from" doc:"The run whose stored responses this run scored again (rescore-run); empty for a run that asked the model."`
 }
 
 func toAPIRunInfo(i runs.Info) apiRunInfo {
@@ -119,7 +122,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 		RunID: i.RunID, StartedAt: i.StartedAt, CompletedAt: i.CompletedAt, ModelName: i.ModelName, Model: i.Model,
 		Status: apiRunStatus(i.Status), OverallScore: i.OverallScore, TotalTokens: i.TotalTokens, TotalDurationMS: i.TotalDurationMS,
 		TotalTests: i.TotalTests, DoneTests: i.DoneTests, Passed: i.Passed, Failed: i.Failed, Errors: i.Errors,
-		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains),
+		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains), CacheHits: i.CacheHits, RescoredFrom: i.RescoredFrom,
 	}
 	if c := i.Config; c != nil {
 		params := c.Params
@@ -129,7 +132,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 		out.Config.V = &apiRunConfig{
 			Model: c.Model, BaseURL: c.BaseURL, Concurrency: c.Concurrency, TimeoutS: c.TimeoutS,
 			Retries: c.Retries, Repeats: c.Repeats, Params: params,
-			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion,
+			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion, Cache: c.Cache,
 			AgentID: c.AgentID, Agent: toAPIRunAgent(c.Agent),
 		}
 	}

@@ -111,6 +111,8 @@ var specEndpoints = []string{
 	// Sweeps: the same evaluation for several models, one run each.
 	"POST /api/sweep",
 	"GET /api/sweep",
+	// A run's stored responses scored again into a new run.
+	"POST /api/run/{run_id}/rescore",
 }
 
 // agentCreates are the agent paths whose POST creates a record (201).
@@ -177,7 +179,7 @@ func TestOpenAPI31(t *testing.T) {
 					!strings.Contains(p, "move") && !strings.Contains(p, "import") && !strings.Contains(p, "sync") {
 					want = "201"
 				}
-				if method == "post" && slices.Contains(agentCreates, p) {
+				if method == "post" && (slices.Contains(agentCreates, p) || strings.HasSuffix(p, "/rescore")) {
 					want = "201"
 				}
 				if method == "post" && p == "/api/sweep" {

@@ -22,6 +22,7 @@ const StopWait = 5 * time.Second
 type runEngine interface {
 	Start(ctx context.Context, req engine.StartRequest) (string, error)
 	Resume(ctx context.Context, runID string) error
+	Rescore(ctx context.Context, runID string) (string, error)
 	Stop(wait time.Duration) (string, error)
 	Reset() string
 	Status() engine.Status
@@ -47,6 +48,7 @@ type apiRunStart struct {
 	Retries   *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
 	Repeats   *int            `json:"repeats,omitempty" minimum:"1" maximum:"100" doc:"How many times each test is asked, 1 to 100 (default 1). Each asking is a result of its own, numbered by repeat from 0; the run's and the cells' counts are then of samples, tests × repeats."`
 	Params    *apiParamsInput `json:"params,omitempty"`
+	Cache     bool            `json:"cache,omitempty" doc:"Answer each model request identical to one made before (same endpoint, model, messages, tools, sampling parameters and repeat) from the response cache, and store new answers there; run_info.cache_hits counts the requests so answered. A judge is never cached. Default false."`
 }
 
 // apiParamsInput are sampling parameters in a request body: each key is
@@ -65,6 +67,15 @@ type apiRunStarted struct {
 	Success bool   `json:"success" doc:"True: the run is running."`
 	RunID   string `json:"run_id"`
 	Message string `json:"message"`
+}
+
+// apiRunRescored is the answer of rescore-run.
+type apiRunRescored struct {
+	RunID string `json:"run_id" doc:"The new run, whose run_info.rescored_from names the source."`
+}
+
+type runRescoredOutput struct {
+	Body apiRunRescored
 }
 
 // apiEngineResult is the answer of stop-run and reset-engine.
@@ -199,6 +210,16 @@ func registerRuns(api huma.API, eng runEngine, log *slog.Logger) {
 		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity},
 	}, h.resume)
 	register(api, huma.Operation{
+		OperationID: "rescore-run", Method: http.MethodPost, Path: "/api/run/{run_id}/rescore",
+		Summary: "Rescore a run", Tags: tags, DefaultStatus: http.StatusCreated,
+		Description: "Scores the stored responses of a finished run again, with today's evaluators and expected answers, into a new run " +
+			"(its run_info.rescored_from names the source), and answers at once with the new run's id; the new run goes on as any run does " +
+			"(live matrix, log, EVAL_COMPLETE). No model is asked except a judge. Tests deleted since are scored with the definitions the source stored; " +
+			"a result that ended in error with no response stays an error. No body. 404 for an unknown run; 409 while a run is active " +
+			"(one run at a time) or while the source is still running; 422 when the source has no results.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity},
+	}, h.rescore)
+	register(api, huma.Operation{
 		OperationID: "stop-run", Method: http.MethodPost, Path: "/api/stop",
 		Summary: "Stop the running evaluation", Tags: tags,
 		Description: "Requests in flight are cancelled; finished results are kept; cells not reached are skipped. With no run active, success is false.",
@@ -236,7 +257,7 @@ func (b *apiRunStart) startRequest() engine.StartRequest {
 		return req
 	}
 	req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
-	req.AgentID = b.AgentID
+	req.AgentID, req.Cache = b.AgentID, b.Cache
 	if b.Params != nil {
 		req.Params = harness.Params(*b.Params)
 	}
@@ -262,6 +283,14 @@ func (h *runHandler) resume(ctx context.Context, in *runPath) (*runStartedOutput
 		return nil, h.problem(ctx, err)
 	}
 	return &runStartedOutput{Body: apiRunStarted{Success: true, RunID: in.RunID, Message: "run resumed"}}, nil
+}
+
+func (h *runHandler) rescore(ctx context.Context, in *runPath) (*runRescoredOutput, error) {
+	id, err := h.engine.Rescore(context.WithoutCancel(ctx), in.RunID) // the run outlives the request
+	if err != nil {
+		return nil, h.problem(ctx, err)
+	}
+	return &runRescoredOutput{Body: apiRunRescored{RunID: id}}, nil
 }
 
 func (h *runHandler) stop(ctx context.Context, _ *struct{}) (*engineResultOutput, error) {

@@ -70,6 +70,7 @@ var schemaDocs = map[string]string{
 	"ParamsInput":         "Sampling parameters, each optional: temperature 0 to 2, top_p above 0 and at most 1, max_tokens 1 to 1048576, seed any integer. A key left out is not sent to the endpoint.",
 	"RunStart":            "What to run; every field is optional.",
 	"RunStarted":          "The run that start-run or resume-run set going.",
+	"RunRescored":         "The new run that rescore-run set going.",
 	"RunStats":            "The counts of a run's results.",
 	"ServerConfig":        "The non-secret configuration of the model endpoint.",
 	"Success":             "The operation succeeded.",

@@ -133,7 +133,11 @@ func startEnvWith(t *testing.T, root string, ec *engineConfig, ac *agentConfig, 
 		t.Fatalf("store.Open: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
-	cat, _, err := catalog.Open(ctx, catalog.Options{Dir: e.defsDir, DB: db})
+	var reg *harness.Registry
+	if ec != nil {
+		reg = ec.registry
+	}
+	cat, _, err := catalog.Open(ctx, catalog.Options{Dir: e.defsDir, DB: db, Registry: reg})
 	if err != nil {
 		t.Fatalf("catalog.Open: %v", err)
 	}
@@ -547,6 +551,8 @@ type engineConfig struct {
 	// files are more definition files, by path relative to the
 	// definitions directory, written before start-up.
 	files map[string]string
+	// registry, when set, is the catalog's and the engine's (evaluator types).
+	registry *harness.Registry
 }
 
 // newEngineEnv starts a server that runs evaluations, wired as
@@ -603,7 +609,8 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 	eng, err := engine.New(ctx, engine.Options{
 		Definitions: cat, Runs: rs, Client: model, Model: llmtest.DefaultModel, BaseURL: e.mock.URL,
 		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger, Timeout: timeout, Version: server.Version,
-		Agents: e.agents,
+		Agents:   e.agents,
+		Registry: ec.registry,
 	})
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)

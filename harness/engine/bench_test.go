@@ -296,3 +296,75 @@ func BenchmarkLatencyBoundInProcess(b *testing.B) {
 	b.ReportMetric(wall/ideal, "x-ideal")
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(n*tests), "cpu-µs/test")
 }
+
+// BenchmarkCacheHit is BenchmarkOverhead with the response cache on, once
+// filled: the same 10,000 tests run again, every model request answered
+// from the cache (the endpoint is never asked). Target: at least twice
+// BenchmarkOverhead's rate.
+func BenchmarkCacheHit(b *testing.B) {
+	const tests, conc = 10000, 64
+	f, finished := benchEngine(b, benchDefs(10, 10, 100), conc, llmtest.Options{})
+	fill := func() runs.Info {
+		id, err := f.eng.Start(context.Background(), engine.StartRequest{Cache: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		info := <-finished
+		if info.RunID != id || info.Status != runs.StatusCompleted || info.Passed != tests {
+			b.Fatalf("run: %+v", info)
+		}
+		return info
+	}
+	fill()
+	asked := f.mock.Stats().ChatCompletions
+	runtime.GC()
+	start, cpu0 := time.Now(), cpuTime()
+	n := 0
+	for b.Loop() {
+		if info := fill(); info.CacheHits != tests {
+			b.Fatalf("cache hits = %d; want %d", info.CacheHits, tests)
+		}
+		n++
+	}
+	el := time.Since(start)
+	if got := f.mock.Stats().ChatCompletions; got != asked {
+		b.Fatalf("cached runs asked the endpoint %d times", got-asked)
+	}
+	b.ReportMetric(float64(n*tests)/el.Seconds(), "tests/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(n*tests), "cpu-µs/test")
+}
+
+// BenchmarkRescore: a stored run of 10,000 results (made by a run against
+// llmtest) scored again with the regex evaluator into a new run. Target:
+// at least 5,000 results/s.
+func BenchmarkRescore(b *testing.B) {
+	const tests, conc = 10000, 64
+	f, finished := benchEngine(b, benchDefs(10, 10, 100), conc, llmtest.Options{})
+	id, err := f.eng.Start(context.Background(), engine.StartRequest{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if info := <-finished; info.RunID != id || info.Passed != tests {
+		b.Fatalf("source run: %+v", info)
+	}
+	asked := f.mock.Stats().ChatCompletions
+	runtime.GC()
+	start, cpu0 := time.Now(), cpuTime()
+	n := 0
+	for b.Loop() {
+		rid, err := f.eng.Rescore(context.Background(), id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if info := <-finished; info.RunID != rid || info.RescoredFrom != id || info.Passed != tests {
+			b.Fatalf("rescore: %+v", info)
+		}
+		n++
+	}
+	el := time.Since(start)
+	if got := f.mock.Stats().ChatCompletions; got != asked {
+		b.Fatalf("rescores asked the endpoint %d times", got-asked)
+	}
+	b.ReportMetric(float64(n*tests)/el.Seconds(), "results/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(n*tests), "cpu-µs/result")
+}

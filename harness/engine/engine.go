@@ -140,6 +140,22 @@ type StartRequest struct {
 	// × repeats, so that done = passed + failed + errors holds. Out of
 	// range: an error wrapping harness.ErrInvalid naming repeats.
 	Repeats int
+	// Cache answers each model request of the run's tests that is
+	// identical to one made before (same endpoint, model, messages, tools,
+	// sampling parameters and repeat) from the response cache in the runs
+	// store, and stores each new successful answer there. runs.Info's
+	// CacheHits counts the requests so answered. A judge is never cached.
+	Cache bool
+	// RescoreFrom, when set, makes the run a rescore of that stored run:
+	// no model is asked (but a judge, through EvalRequest.Client); the
+	// source's stored responses are scored again with today's evaluators
+	// and expected answers, into a new run whose runs.Info.RescoredFrom
+	// names the source. The model, domains, repeats and sampling
+	// parameters are the source's: Model, Domains, Repeats, Params,
+	// Timeout, Retries and Cache must be left unset (harness.ErrInvalid
+	// otherwise); ModelName labels the new run (default the source's
+	// label). See Engine.Rescore.
+	RescoreFrom string
 	// OnEvent, when set, receives this run's events, from EventRunStarted
 	// to EventRunFinished, in order, on a goroutine of its own: a slow
 	// OnEvent never holds up the run. When it falls more than
@@ -318,6 +334,7 @@ type job struct {
 	tools        []harness.ToolDefinition
 	evaluator    harness.EvaluatorConfig
 	params       harness.Params // the level's default sampling parameters
+	stored       *runs.Result   // a rescore's source result: scored again, no model asked
 }
 
 // plan builds the jobs of a run: the selected domains in the given order
@@ -477,6 +494,9 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if req.RescoreFrom != "" {
+		return e.startRescore(ctx, req)
+	}
 	timeout, retries, err := e.bounds(req.Timeout, req.Retries, req.Params, req.Repeats)
 	if err != nil {
 		return nil, err
@@ -530,7 +550,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		Config: &runs.Config{
 			Model: model, BaseURL: e.opts.BaseURL, Concurrency: e.opts.Concurrency,
 			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
-			DefinitionsHash: hash, GauntletVersion: e.opts.Version,
+			DefinitionsHash: hash, GauntletVersion: e.opts.Version, Cache: req.Cache,
 		},
 	}
 	if target != nil {
@@ -547,6 +567,9 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
 	r.params = req.Params
 	r.agent = target
+	if req.Cache {
+		r.cache = &responseCache{}
+	}
 	e.begin(r, req.OnEvent)
 	if repeats > 1 {
 		r.logRun("run %s started: %d tests × %d repeats = %d samples in %d cells, model %s, label %q",
@@ -677,6 +700,9 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if info.Status == runs.StatusRunning {
 		return fmt.Errorf("run %s is running in another process: %w", runID, harness.ErrConflict)
 	}
+	if info.RescoredFrom != "" {
+		return harness.Invalid("run_id", "run %s is a rescore of run %s, which asks no model: rescore %s again instead", runID, info.RescoredFrom, info.RescoredFrom)
+	}
 	snap, err := e.opts.Runs.Definitions(ctx, runID)
 	if errors.Is(err, harness.ErrNotFound) {
 		return harness.Invalid("run_id", "run %s recorded no definitions (it was made by an older version), so it cannot be resumed", runID)
@@ -735,6 +761,9 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	r := e.newRun(ctx, reopened, now, cells, left, timeout, retries)
 	r.params = params
 	r.agent = target
+	if c := info.Config; c != nil && c.Cache {
+		r.cache = &responseCache{}
+	}
 	r.priorMS = info.TotalDurationMS
 	// The live state starts from the results kept.
 	for _, res := range kept {

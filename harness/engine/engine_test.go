@@ -65,7 +65,8 @@ type fixtureOpts struct {
 
 // openStores opens a database in dir with a catalog over dir/definitions
 // (the examples, a copy of defs, or snap imported) and a runs store.
-func openStores(tb testing.TB, dir, defs string, snap *harness.Snapshot) (*store.DB, *catalog.Catalog, *runs.Store) {
+// A registry, when given, is the catalog's (for evaluator types of tests).
+func openStores(tb testing.TB, dir, defs string, snap *harness.Snapshot, reg ...*harness.Registry) (*store.DB, *catalog.Catalog, *runs.Store) {
 	tb.Helper()
 	ctx := context.Background()
 	defsDir := filepath.Join(dir, "definitions")
@@ -86,7 +87,11 @@ func openStores(tb testing.TB, dir, defs string, snap *harness.Snapshot) (*store
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: defsDir, DB: db})
+	var registry *harness.Registry
+	if len(reg) > 0 {
+		registry = reg[0]
+	}
+	cat, res, err := catalog.Open(ctx, catalog.Options{Dir: defsDir, DB: db, Registry: registry})
 	if err != nil || len(res.Errors) > 0 {
 		tb.Fatalf("catalog: %v %+v", err, res)
 	}
@@ -106,7 +111,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{dir: t.TempDir(), events: make(chan engine.Event, 100000)}
-	f.db, f.cat, f.runs = openStores(t, f.dir, o.defs, o.snap)
+	f.db, f.cat, f.runs = openStores(t, f.dir, o.defs, o.snap, o.registry)
 	f.mock = llmtest.NewServer(o.llm)
 	t.Cleanup(f.mock.Close)
 	if o.timeout == 0 {

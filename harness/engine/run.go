@@ -163,6 +163,7 @@ type run struct {
 	retries int                  // retries of a failed model request
 	params  harness.Params       // the run's sampling parameters, over each level's
 	agent   *harness.AgentTarget // the agent under test; nil: the bare model
+	cache   *responseCache       // the response cache's state; nil when the run does not use it
 	first   cellKey              // the first cell: run-level log lines name it
 
 	mu            sync.Mutex
@@ -396,8 +397,10 @@ func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 			}
 		}
 		r.store(batch)
+		r.flushCache()
 		r.flushLog()
 	}
+	r.flushCache()
 }
 
 // store saves one batch and counts what was saved.
@@ -636,6 +639,7 @@ func (r *run) end() runs.Info {
 	info.DoneTests, info.Passed, info.Failed, info.Errors = r.total.done, r.total.passed, r.total.failed, r.total.errors
 	info.OverallScore = r.total.score()
 	info.TotalTokens = r.tokens
+	info.CacheHits = r.cacheHits()
 	info.TotalDurationMS = r.priorMS + time.Since(r.started).Milliseconds()
 	info.Complete = status == runs.StatusCompleted && info.DoneTests == info.TotalTests && info.Errors == 0
 	r.mu.Unlock()
@@ -675,6 +679,9 @@ func (r *run) noteModel(err error) {
 // response. finished is false when the run was cancelled before the test
 // finished: such a test leaves no result.
 func (r *run) runTest(j *job) (runs.Result, bool) {
+	if j.stored != nil {
+		return r.rescoreTest(j)
+	}
 	e := r.e
 	ctx := r.ctx
 	start := time.Now()
@@ -699,8 +706,9 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	retries := r.retries
 	chat := harness.ChatRequest{Model: p.model, Messages: p.msgs, Timeout: r.timeout, MaxRetries: &retries}
 	j.params.Merge(r.params).Apply(&chat)
+	model, cached := r.modelFor(j)
 	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
-		Client:    e.opts.Client,
+		Client:    model,
 		Chat:      chat,
 		Tools:     p.tools,
 		Registry:  e.opts.Registry,
@@ -732,7 +740,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: p.system, Response: loop.Response,
-		Messages: loop.Transcript, ToolCalls: loop.Calls(), Client: e.opts.Client, Model: p.model,
+		Messages: loop.Transcript, ToolCalls: loop.Calls(), Client: r.evalClientFor(cached, loop.Transcript), Model: p.model,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))
@@ -743,6 +751,9 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	if len(loop.ToolCalls) > 0 {
 		res.Details["tool_calls"] = loop.DetailsOfCalls()
+	}
+	if cached != nil && cached.hits > 0 {
+		res.Details["cache_hits"] = cached.hits
 	}
 	if _, ok := res.Details["extracted_answer"]; !ok {
 		res.Details["extracted_answer"] = ""

@@ -70,3 +70,44 @@ func TestMigrateRepeats(t *testing.T) {
 		t.Errorf("results = %+v", got)
 	}
 }
+
+// TestMigrateCache stores a run with the schema before the response
+// cache, then opens the store: the run reads as before, with no cache
+// hits and rescored from nothing, and the cache and the new columns work.
+func TestMigrateCache(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := sqldb.Bun(db)
+	if err := sqldb.Migrate(ctx, b, "runs", migrations[:4]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ExecContext(ctx, `INSERT INTO "runs" ("run_id", "seq", "started_at", "completed_at", "model_name", "model", "status", "overall_score", "total_tokens", "total_duration_ms", "total_tests", "domains", "done_tests", "passed", "config")
+		VALUES ('old', 1, '2026-01-02 03:04:05', '2026-01-02 03:04:09', 'label', 'm', 'completed', 1, 30, 4000, 1, '["math"]', 1, 1, '{"model":"m","repeats":1}')`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, db)
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	in, err := s.Run(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.CacheHits != 0 || in.RescoredFrom != "" || in.Config == nil || in.Config.Cache || in.Passed != 1 || in.TotalTokens != 30 {
+		t.Errorf("the old run after the migration = %+v, config %+v", in, in.Config)
+	}
+	in.CacheHits = 7
+	if err := s.FinishRun(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ = s.Run(ctx, "old"); in.CacheHits != 7 {
+		t.Errorf("cache_hits after FinishRun = %d", in.CacheHits)
+	}
+	if n, err := s.CacheSize(ctx); err != nil || n != 0 {
+		t.Errorf("cache size = %d, %v", n, err)
+	}
+}

@@ -30,6 +30,14 @@ var migrations = []sqldb.Migration{
 			`ALTER TABLE "run_cells" ADD COLUMN "ci95_high" DOUBLE PRECISION`,
 		)
 	}},
+	{Version: 5, Name: "response cache and rescored runs", Up: func(ctx context.Context, tx bun.Tx) error {
+		// Runs stored before had no cache and were never rescored: 0 and ''.
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "runs" ADD COLUMN "cache_hits" INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE "runs" ADD COLUMN "rescored_from" VARCHAR NOT NULL DEFAULT ''`,
+			`CREATE TABLE "response_cache" ("key" VARCHAR NOT NULL, "content" BLOB NOT NULL, "tool_calls" text, "model" VARCHAR NOT NULL, "finish_reason" VARCHAR NOT NULL, "prompt_tokens" INTEGER NOT NULL, "completion_tokens" INTEGER NOT NULL, "total_tokens" INTEGER NOT NULL, "created_at" VARCHAR NOT NULL, PRIMARY KEY ("key"))`,
+		)
+	}},
 }
 
 // migrateRepeats numbers each result's repeat (0-based) so that a test

@@ -45,6 +45,8 @@ type runRow struct {
 	Error           string   `bun:"error,notnull"`
 	Config          *Config  `bun:"config,type:text,json_use_number"` // json_use_number: a seed in Params keeps all its digits
 	DefinitionsHash string   `bun:"definitions_hash,notnull"`
+	CacheHits       int      `bun:"cache_hits,notnull"`
+	RescoredFrom    string   `bun:"rescored_from,notnull"`
 }
 
 type resultRow struct {
@@ -99,7 +101,8 @@ type definitionsRow struct {
 
 // Store keeps runs, results and cells.
 type Store struct {
-	db *bun.DB
+	db    *bun.DB
+	cache cacheLookup
 }
 
 // Open migrates the runs tables to the newest schema and returns the
@@ -127,7 +130,7 @@ func toRunRow(in Info) *runRow {
 		Model: in.Model, Status: in.Status, OverallScore: in.OverallScore, TotalTokens: in.TotalTokens,
 		TotalDurationMS: in.TotalDurationMS, TotalTests: in.TotalTests, Domains: in.Domains,
 		DoneTests: in.DoneTests, Passed: in.Passed, Failed: in.Failed, Errors: in.Errors, Error: in.Error,
-		Config: in.Config}
+		Config: in.Config, CacheHits: in.CacheHits, RescoredFrom: in.RescoredFrom}
 	if in.Config != nil {
 		row.DefinitionsHash = in.Config.DefinitionsHash
 	}
@@ -143,7 +146,7 @@ func (r *runRow) info() Info {
 		Model: r.Model, Status: r.Status, OverallScore: r.OverallScore, TotalTokens: r.TotalTokens,
 		TotalDurationMS: r.TotalDurationMS, TotalTests: r.TotalTests, Domains: d,
 		DoneTests: r.DoneTests, Passed: r.Passed, Failed: r.Failed, Errors: r.Errors, Error: r.Error,
-		Config: r.Config}
+		Config: r.Config, CacheHits: r.CacheHits, RescoredFrom: r.RescoredFrom}
 	if in.Config != nil && in.Config.Params == nil {
 		in.Config.Params = map[string]any{}
 	}
@@ -275,6 +278,7 @@ func (s *Store) FinishRun(ctx context.Context, in Info) error {
 			Set("total_duration_ms = ?", in.TotalDurationMS).
 			Set("done_tests = ?", in.DoneTests).Set("passed = ?", in.Passed).Set("failed = ?", in.Failed).
 			Set("errors = ?", in.Errors).Set("error = ?", cleanText(in.Error)).
+			Set("cache_hits = ?", in.CacheHits).
 			Where("run_id = ?", in.RunID).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("finish run: %w", err)

@@ -60,6 +60,12 @@ type Info struct {
 	Error           string   `json:"error,omitempty"` // Why the run stopped, when something other than a user stopped it.
 	Domains         []string `json:"domains"`
 	Config          *Config  `json:"config"` // What the run ran with; null for runs made before it was recorded.
+	// CacheHits counts the model requests of the run answered from the
+	// response cache (Config.Cache) rather than by the endpoint.
+	CacheHits int `json:"cache_hits"`
+	// RescoredFrom is the run whose stored responses this run scored
+	// again; "" for a run that asked the model itself.
+	RescoredFrom string `json:"rescored_from"`
 }
 
 // Config is what a run ran with: enough to understand, reproduce and
@@ -81,6 +87,9 @@ type Config struct {
 	// agents could be evaluated.
 	AgentID string                   `json:"agent_id,omitempty"`
 	Agent   *harness.AgentDefinition `json:"agent,omitempty"`
+	// Cache: identical model requests were answered from the response
+	// cache, and new answers stored in it.
+	Cache bool `json:"cache"`
 }
 
 // Result is one answer to one test: a run's per-cell result entry. A run

@@ -17,7 +17,8 @@ import (
 // migration 3) and cell intervals (runs migration 4), and finds its runs,
 // results, stored definitions, agents, channels and conversations intact;
 // the new features work on the old data: every result is repeat 0, the
-// old cells have no interval, and the two runs compare.
+// old cells have no interval, no run had cache hits or was rescored, and
+// the two runs compare.
 func TestFixtureDatabase020(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFixtureFile(t, "gauntlet-0.2.0.db")
@@ -48,6 +49,10 @@ func TestFixtureDatabase020(t *testing.T) {
 		if in.Status != runs.StatusCompleted || !in.Complete || in.TotalTests != want.tests || in.DoneTests != want.tests ||
 			in.Passed != want.passed || in.Errors != 0 {
 			t.Errorf("%s = %+v", label, in)
+		}
+		if in.CacheHits != 0 || in.RescoredFrom != "" || (in.Config != nil && in.Config.Cache) {
+			t.Errorf("%s: cache_hits %d, rescored_from %q, cache %v; want 0, \"\", false (made before the cache)",
+				label, in.CacheHits, in.RescoredFrom, in.Config.Cache)
 		}
 		if in.Config == nil || in.Config.Model != "llmtest-model" || in.Config.DefinitionsHash == "" {
 			t.Errorf("%s provenance = %+v", label, in.Config)
@@ -119,7 +124,7 @@ func TestFixtureDatabase020(t *testing.T) {
 	for _, c := range []struct {
 		component string
 		want      int
-	}{{"catalog", 2}, {"runs", 4}, {"agent", 1}} {
+	}{{"catalog", 2}, {"runs", 5}, {"agent", 1}} {
 		if v, err := store.Version(ctx, db, c.component); v != c.want || err != nil {
 			t.Errorf("%s schema version after opening = %d, %v; want %d", c.component, v, err, c.want)
 		}

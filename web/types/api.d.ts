@@ -34,6 +34,8 @@ export interface RunConfig {
   params: Record<string, unknown> | null;
   definitions_hash: string;
   gauntlet_version: string;
+  /** Identical model requests were answered from the response cache. */
+  cache: boolean;
   /** The agent the run evaluated; absent for a run of the bare model. */
   agent_id?: string;
   /** That agent's definition when the run started. */
@@ -79,6 +81,10 @@ export interface RunInfo {
   domains: string[];
   /** Null for runs made before it was recorded. */
   config: RunConfig | null;
+  /** Model requests answered from the response cache. */
+  cache_hits: number;
+  /** The run this one rescored; empty for a run that asked the model. */
+  rescored_from: string;
 }
 
 /** GET /api/history. */
@@ -247,6 +253,11 @@ export interface RunDetails {
 export interface StartResult {
   success: boolean;
   message: string;
+  run_id: string;
+}
+
+/** POST /api/run/{id}/rescore. */
+export interface RescoreResult {
   run_id: string;
 }
 

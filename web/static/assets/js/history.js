@@ -1,5 +1,5 @@
 // @ts-check
-/** @import { Cell, CompareFlip, Comparison, Domain, HistoryPage, LiveMatrix, RunConfig, RunDetails, RunInfo } from '../../../types/api' */
+/** @import { Cell, CompareFlip, Comparison, Domain, HistoryPage, LiveMatrix, RescoreResult, RunConfig, RunDetails, RunInfo } from '../../../types/api' */
 /** @import { Child } from '../../../types/dom' */
 /** @import { DomainNames, Route } from '../../../types/views' */
 
@@ -199,6 +199,24 @@ async function resumeRun(info, button) {
 }
 
 /**
+ * Scores the run's stored responses again with today's evaluators, into a new run, and opens it.
+ * @param {RunInfo} info
+ * @param {HTMLButtonElement} button
+ */
+async function rescoreRun(info, button) {
+  button.disabled = true;
+  try {
+    /** @type {RescoreResult} */
+    const res = await post(`/api/run/${seg(info.run_id)}/rescore`);
+    toast(`Run ${res.run_id} rescores run ${info.run_id}.`, 'success');
+    location.hash = `#/run/${seg(res.run_id)}`;
+  } catch (err) {
+    toast(`Could not rescore the run: ${errorText(err)}`, 'error');
+    button.disabled = false;
+  }
+}
+
+/**
  * A cell of a responsive table: its content in one block, labelled for phones.
  * @param {string} label
  * @param {string | null} cls
@@ -273,6 +291,8 @@ async function showRun(id, current) {
       ['Tests', typeof info.done_tests === 'number'
         ? h('span', { id: 'run-counts' }, `${fmtNumber(info.done_tests)} of ${fmtNumber(info.total_tests)} done: ${countsText(info)}`)
         : `${fmtNumber(info.total_tests)} (${counts})`],
+      info.rescored_from ? ['Rescored from', h('a', { href: `#/run/${seg(info.rescored_from)}`, id: 'rescored-from' }, info.rescored_from)] : null,
+      info.config && info.config.cache ? ['Cache hits', h('span', { id: 'cache-hits' }, fmtNumber(info.cache_hits || 0))] : null,
       ['Tokens', fmtNumber(info.total_tokens)],
       ['Duration', fmtDuration(info.total_duration_ms)],
       ...configFacts(info.config),
@@ -281,6 +301,9 @@ async function showRun(id, current) {
       resumable(info) ? h('button', { type: 'button', class: 'primary', id: 'resume-run',
         title: 'Run again, into this run and with its own definitions, every test without a result or that ended in error',
         onclick: (ev) => resumeRun(info, /** @type {HTMLButtonElement} */ (ev.currentTarget)) }, 'Resume run') : null,
+      info.status !== 'running' ? h('button', { type: 'button', id: 'rescore-run',
+        title: 'Score the stored responses again with today\'s evaluators and expected answers, into a new run (no model is asked, except a judge)',
+        onclick: (ev) => rescoreRun(info, /** @type {HTMLButtonElement} */ (ev.currentTarget)) }, 'Rescore') : null,
       h('button', { type: 'button', class: 'danger', id: 'delete-run', onclick: () => deleteRun(info, () => { location.hash = '#/history'; }) }, 'Delete run')),
     h('section', { class: 'card' }, h('h2', null, 'Matrix'), h('p', { class: 'hint' }, 'Select a cell to see its tests.'), mv.el));
   if (info.status === 'running') {

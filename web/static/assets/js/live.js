@@ -78,6 +78,8 @@ export function mount(section) {
     field('model_name', 'Run label', { value: 'default', hint: 'Names this run in the history.', omitEmpty: true }),
     field('model', 'Model (optional)', { placeholder: 'the configured model', omitEmpty: true,
       hint: 'Overrides the endpoint model for this run only.' }),
+    field('cache', 'Use the response cache', { type: 'checkbox', value: false,
+      hint: 'A request identical to one made before (same model, messages, tools, parameters and repeat) is answered from the database. A judge is always asked.' }),
     sweepFields(),
     h('fieldset', { class: 'field field-checks', dataset: { field: 'domains' } },
       h('legend', null, 'Domains'),
@@ -471,9 +473,10 @@ async function start() {
     return;
   }
   const enabled = st.domains.filter((d) => d.enabled).map((d) => d.id).sort();
-  /** @type {{model_name?: string, model?: string, agent_id?: string, domains?: string[] | null}} */
+  /** @type {{model_name?: string, model?: string, agent_id?: string, domains?: string[] | null, cache?: boolean}} */
   const body = { model_name: v.model_name || 'default' };
   if (v.model) body.model = v.model;
+  if (v.cache) body.cache = true;
   try { Object.assign(body, targetBody()); } catch (err) { showErrors(form, err); return; }
   if (body.agent_id && body.model_name === 'default') delete body.model_name; // labelled with the agent's name
   // Exactly the enabled domains: send null, as "all enabled domains".

@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+)
+
+// Rescore scores the stored responses of a finished run again, with
+// today's evaluators and expected answers, into a new run, and returns
+// the new run's id at once; the run goes on in the background as any run
+// does (events, log, live matrix, EVAL_COMPLETE). It is Start with
+// StartRequest.RescoreFrom; Run with it waits for the end.
+//
+// Every stored result (every test and repeat) is scored again:
+//
+//   - The test's expected answer and evaluator are today's definitions
+//     when the test still exists; else those the source run stored; else
+//     (a run stored before definitions were kept) the expected answer of
+//     the result itself, with the built-in evaluator. The response, the
+//     prompt it answered and the system prompt are the source's.
+//   - No model is asked, but a judge: an evaluator gets the run's client
+//     as EvalRequest.Client for its own requests, except that a request
+//     continuing the test's conversation (the regex evaluator's second
+//     pass) is answered with the second-pass answer the source stored,
+//     or fails when there is none.
+//   - Tool calls are those the source recorded (details.tool_calls).
+//   - A result that ended in error with no response is copied as an
+//     error, saying so: there is nothing to score.
+//
+// Errors: harness.ErrConflict while any run is active (the engine runs
+// one at a time) or while the source is running in another process;
+// harness.ErrNotFound for an unknown run; harness.ErrInvalid when the
+// source has no results.
+func (e *Engine) Rescore(ctx context.Context, runID string) (string, error) {
+	return e.Start(ctx, StartRequest{RescoreFrom: runID})
+}
+
+// defsIndex finds the definitions of a snapshot by id.
+type defsIndex struct {
+	tests      map[string]harness.Test
+	domains    map[string]harness.Domain
+	levels     map[string]harness.LevelConfig
+	evaluators map[string]harness.EvaluatorConfig
+}
+
+func indexDefs(snap *harness.Snapshot) *defsIndex {
+	x := &defsIndex{tests: map[string]harness.Test{}, domains: map[string]harness.Domain{},
+		levels: map[string]harness.LevelConfig{}, evaluators: map[string]harness.EvaluatorConfig{}}
+	if snap == nil {
+		return x
+	}
+	for _, t := range snap.Tests {
+		x.tests[t.ID] = t
+	}
+	for _, d := range snap.Domains {
+		x.domains[d.ID] = d
+	}
+	for _, l := range snap.Levels {
+		x.levels[levelKey(l.DomainID, l.Level)] = l
+	}
+	for _, ev := range snap.Evaluators {
+		x.evaluators[ev.ID] = ev
+	}
+	return x
+}
+
+func levelKey(domain string, level int) string { return domain + "\x00" + strconv.Itoa(level) }
+
+// evaluator resolves a test's evaluator as a run does: the test's, else
+// its domain's, else the built-in regex evaluator.
+func (x *defsIndex) evaluator(t harness.Test) harness.EvaluatorConfig {
+	id := t.EvaluatorID
+	if id == "" {
+		id = x.domains[t.DomainID].EvaluatorID
+	}
+	if ev, ok := x.evaluators[id]; ok {
+		return ev
+	}
+	return harness.EvaluatorConfig{Type: harness.EvaluatorTypeRegex}
+}
+
+// threshold is a cell's pass threshold, from the first index that has
+// its level.
+func threshold(domain string, level int, idx ...*defsIndex) float64 {
+	for _, x := range idx {
+		if l, ok := x.levels[levelKey(domain, level)]; ok {
+			return l.PassThreshold
+		}
+	}
+	return harness.DefaultPassThreshold
+}
+
+// startRescore begins a rescore run (StartRequest.RescoreFrom).
+func (e *Engine) startRescore(ctx context.Context, req StartRequest) (*run, error) {
+	ve := &harness.ValidationError{}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"model", req.Model != ""}, {"domains", req.Domains != nil}, {"repeats", req.Repeats != 0},
+		{"params", req.Params != (harness.Params{})}, {"timeout_s", req.Timeout != 0}, {"retries", req.Retries != nil},
+		{"cache", req.Cache}} {
+		if f.set {
+			ve.Add(f.name, "a rescore takes the source run's %s; leave it unset", f.name)
+		}
+	}
+	if err := ve.Err(); err != nil {
+		return nil, err
+	}
+	srcID := req.RescoreFrom
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.current != nil {
+		return nil, fmt.Errorf("run %s is active; stop it first: %w", e.current.info.RunID, harness.ErrConflict)
+	}
+	src, err := e.opts.Runs.Run(ctx, srcID)
+	if err != nil {
+		return nil, err
+	}
+	if src.Status == runs.StatusRunning {
+		return nil, fmt.Errorf("run %s is running in another process; rescore it once it has ended: %w", srcID, harness.ErrConflict)
+	}
+	results, err := e.opts.Runs.Results(ctx, srcID)
+	if err != nil {
+		return nil, err
+	}
+	if len(results) == 0 {
+		return nil, harness.Invalid("run_id", "run %s has no results to rescore", srcID)
+	}
+	today, err := e.opts.Definitions.Export(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := e.opts.Runs.Definitions(ctx, srcID)
+	if err != nil && !errors.Is(err, harness.ErrNotFound) {
+		return nil, err
+	}
+	cells, jobs := planRescore(results, indexDefs(today), indexDefs(stored))
+	hash, err := e.opts.Runs.SaveDefinitions(ctx, today)
+	if err != nil {
+		return nil, fmt.Errorf("store the run's definitions: %w", err)
+	}
+
+	label := req.ModelName
+	if label == "" {
+		label = src.ModelName
+	}
+	cfg := runs.Config{Model: src.Model, Repeats: 1}
+	if src.Config != nil {
+		cfg = *src.Config
+	}
+	cfg.Concurrency, cfg.DefinitionsHash, cfg.GauntletVersion, cfg.Cache = e.opts.Concurrency, hash, e.opts.Version, false
+	now := time.Now()
+	info := runs.Info{
+		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: src.Model,
+		Status: runs.StatusRunning, TotalTests: len(jobs), Domains: src.Domains, Config: &cfg, RescoredFrom: srcID,
+	}
+	keys := make([]runs.CellKey, len(cells))
+	for i, c := range cells {
+		keys[i] = runs.CellKey{Domain: c.domain, Level: c.level, Tests: c.tests}
+	}
+	if err := e.opts.Runs.CreateRun(ctx, info, keys); err != nil {
+		return nil, err
+	}
+	timeout := time.Duration(cfg.TimeoutS * float64(time.Second))
+	if timeout <= 0 {
+		timeout = e.opts.Timeout
+	}
+	r := e.newRun(ctx, info, now, cells, jobs, timeout, cfg.Retries)
+	e.begin(r, req.OnEvent)
+	r.logRun("run %s started: rescoring the %d results of run %s in %d cells with today's evaluators, label %q",
+		info.RunID, len(jobs), srcID, len(cells), label)
+	r.launch(ctx)
+	return r, nil
+}
+
+// planRescore makes a job of every stored result, in the store's order
+// (by cell), and the cells they fill: one per domain × level of the
+// results, holding as many samples as the source stored there.
+func planRescore(results []runs.Result, today, stored *defsIndex) ([]*cell, []job) {
+	var cells []*cell
+	byKey := map[cellKey]*cell{}
+	jobs := make([]job, len(results))
+	for i := range results {
+		res := &results[i]
+		k := cellKey{res.Domain, res.Level}
+		c := byKey[k]
+		if c == nil {
+			c = &cell{domain: res.Domain, level: res.Level, threshold: threshold(res.Domain, res.Level, today, stored), status: runs.CellPending}
+			byKey[k] = c
+			cells = append(cells, c)
+		}
+		c.tests++
+		j := job{repeat: res.Repeat, cell: c, systemPrompt: res.SystemPrompt, stored: res}
+		if t, ok := today.tests[res.TestID]; ok {
+			j.test, j.evaluator = t, today.evaluator(t)
+		} else if t, ok := stored.tests[res.TestID]; ok {
+			j.test, j.evaluator = t, stored.evaluator(t)
+		} else {
+			j.test = harness.Test{ID: res.TestID, DomainID: res.Domain, Level: res.Level, Name: res.Name, Expected: res.Expected}
+			j.evaluator = harness.EvaluatorConfig{Type: harness.EvaluatorTypeRegex}
+		}
+		// The response answered the prompt the source asked.
+		j.test.Prompt = res.Prompt
+		jobs[i] = j
+	}
+	return cells, jobs
+}
+
+// errNoSecondPass fails a rescore's second-pass request that the source
+// run never made: a rescore asks no model but a judge.
+var errNoSecondPass = errors.New("a rescore asks no model but a judge, and the source run made no second pass for this test")
+
+// rescoreTest scores a stored response again (job.stored).
+func (r *run) rescoreTest(j *job) (runs.Result, bool) {
+	ctx := r.ctx
+	src := j.stored
+	start := time.Now()
+	res := runs.Result{
+		RunID: r.info.RunID, TestID: src.TestID, Repeat: src.Repeat, Domain: src.Domain, Level: src.Level, Name: j.test.Name,
+		Prompt: src.Prompt, Response: src.Response, Expected: j.test.Expected, ModelName: r.info.ModelName,
+		SystemPrompt: src.SystemPrompt, Details: map[string]any{},
+	}
+	var usage harness.Usage
+	fail := func(err error) (runs.Result, bool) {
+		if ctx.Err() != nil {
+			return res, false
+		}
+		res.Status, res.Score = runs.TestError, 0
+		res.Details["error"] = err.Error()
+		res.DurationMS = time.Since(start).Milliseconds()
+		res.PromptTokens, res.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
+		res.CreatedAt = runs.Now()
+		return res, true
+	}
+	storedCalls, hasCalls := src.Details["tool_calls"].([]any)
+	if src.Status == runs.TestError && src.Response == "" && !hasCalls {
+		why, _ := src.Details["error"].(string)
+		if why == "" {
+			why = "no reason recorded"
+		}
+		return fail(fmt.Errorf("not rescored: the source run's result is an error with no response (%s)", why))
+	}
+	calls := toolCallsOf(storedCalls)
+	msgs := transcriptOf(src, calls, storedCalls)
+	ev, ok := r.e.evaluatorFor(j.evaluator.Type)
+	if !ok {
+		return fail(fmt.Errorf("evaluator type %q is not available", j.evaluator.Type))
+	}
+	pass2, hasPass2 := src.Details["pass2_response"].(string)
+	client := &conversationModel{judge: r.e.opts.Client, transcript: msgs,
+		own: func(context.Context, *harness.ChatRequest) (*harness.ChatResponse, error) {
+			if !hasPass2 {
+				return nil, errNoSecondPass
+			}
+			return &harness.ChatResponse{Message: harness.Message{Role: harness.RoleAssistant, Content: pass2}}, nil
+		}}
+	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
+		Test: j.test, Evaluator: j.evaluator, SystemPrompt: src.SystemPrompt, Response: src.Response,
+		Messages: msgs, ToolCalls: calls, Client: client, Model: r.info.Model,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("evaluator: %w", err))
+	}
+	usage = usage.Add(verdict.Usage)
+	for k, v := range verdict.Details {
+		res.Details[k] = v
+	}
+	if hasCalls {
+		res.Details["tool_calls"] = storedCalls
+	}
+	if v, ok := src.Details["tool_rounds_exceeded"]; ok {
+		res.Details["tool_rounds_exceeded"] = v
+	}
+	if _, ok := res.Details["extracted_answer"]; !ok {
+		res.Details["extracted_answer"] = ""
+	}
+	if _, ok := res.Details["pass2_used"]; !ok {
+		res.Details["pass2_used"] = false
+	}
+	res.Score = min(max(verdict.Score, 0), 1)
+	res.Status = runs.TestFailed
+	if verdict.Passed {
+		res.Status = runs.TestPassed
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	res.PromptTokens, res.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
+	res.CreatedAt = runs.Now()
+	return res, true
+}
+
+// toolCallsOf rebuilds the calls of a stored details.tool_calls list
+// ({name, arguments, output} each, arguments as JSON or text), with ids
+// call_1, call_2… in order.
+func toolCallsOf(stored []any) []harness.ToolCall {
+	out := make([]harness.ToolCall, 0, len(stored))
+	for i, x := range stored {
+		m, _ := x.(map[string]any)
+		name, _ := m["name"].(string)
+		out = append(out, harness.ToolCall{ID: "call_" + strconv.Itoa(i+1), Name: name, Arguments: jsonText(m["arguments"])})
+	}
+	return out
+}
+
+// jsonText gives back the text of a value stored by harness.JSONOrText:
+// a string as it is, anything else as JSON.
+func jsonText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
+}
+
+// transcriptOf rebuilds the conversation of a stored result, as far as
+// the result records it: the system prompt, the prompt, the tool calls
+// (in one assistant message, each answered by its stored output), and the
+// response.
+func transcriptOf(src *runs.Result, calls []harness.ToolCall, stored []any) []harness.Message {
+	msgs := make([]harness.Message, 0, 3+len(calls))
+	if src.SystemPrompt != "" {
+		msgs = append(msgs, harness.Message{Role: harness.RoleSystem, Content: src.SystemPrompt})
+	}
+	msgs = append(msgs, harness.Message{Role: harness.RoleUser, Content: src.Prompt})
+	if len(calls) > 0 {
+		msgs = append(msgs, harness.Message{Role: harness.RoleAssistant, ToolCalls: calls})
+		for i, c := range calls {
+			m, _ := stored[i].(map[string]any)
+			msgs = append(msgs, harness.Message{Role: harness.RoleTool, Content: jsonText(m["output"]), ToolCallID: c.ID})
+		}
+	}
+	return append(msgs, harness.Message{Role: harness.RoleAssistant, Content: src.Response})
+}
