@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
@@ -102,17 +101,12 @@ func writeReport(rs *runs.Store, info runs.Info, format, output string, minScore
 	if err != nil {
 		return err
 	}
-	out := stdout
-	if output != "" {
-		file, err := os.Create(output)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		out = file
+	out, closeOut, err := outputFile(output, stdout)
+	if err != nil {
+		return err
 	}
 	rep := newReport(info, matrix, results, minScore)
-	if err := rep.write(out, format); err != nil {
+	if err := errors.Join(rep.write(out, format), closeOut()); err != nil {
 		return err
 	}
 	if output != "" && format != "text" {

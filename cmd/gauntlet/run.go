@@ -152,8 +152,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		defer closeOut()
-		return runSweep(ctx, a, fs, f, sweep, req, progress, finished, out, stderr)
+		err = runSweep(ctx, a, fs, f, sweep, req, progress, finished, out, stderr)
+		if cerr := closeOut(); cerr != nil && (err == nil || errors.Is(err, errGateFailed)) {
+			return cerr // the report did not reach its file: that outweighs the verdict
+		}
+		return err
 	}
 	id := f.resume
 	if id != "" {
@@ -175,31 +178,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	progress.finish()
 
-	matrix, err := a.runs.Matrix(context.Background(), id)
-	if err != nil {
-		return err
-	}
-	results, err := a.runs.Results(context.Background(), id)
-	if err != nil {
-		return err
-	}
-	out := stdout
-	if f.output != "" {
-		file, err := os.Create(f.output)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		out = file
-	}
-	rep := newReport(info, matrix, results, f.minScore)
-	if err := rep.write(out, f.format); err != nil {
-		return err
-	}
-	if f.output != "" && f.format != "text" {
-		rep.writeText(stderr)
-	}
-	return rep.verdict.err()
+	return writeReport(a.runs, info, f.format, f.output, f.minScore, stdout, stderr)
 }
 
 // flagSet reports whether the command line set a flag.

@@ -316,14 +316,15 @@ func writeSweepJUnit(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport, fai
 }
 
 // outputFile is the file --output names, created, or stdout when it names
-// none; close closes the file.
-func outputFile(name string, stdout io.Writer) (w io.Writer, close func(), err error) {
+// none; close closes the file and says whether everything written reached
+// it (a full disk shows there).
+func outputFile(name string, stdout io.Writer) (w io.Writer, close func() error, err error) {
 	if name == "" {
-		return stdout, func() {}, nil
+		return stdout, func() error { return nil }, nil
 	}
 	file, err := os.Create(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return file, func() { file.Close() }, nil
+	return file, file.Close, nil
 }
