@@ -38,6 +38,16 @@ var migrations = []sqldb.Migration{
 			`CREATE TABLE "response_cache" ("key" VARCHAR NOT NULL, "content" BLOB NOT NULL, "tool_calls" text, "model" VARCHAR NOT NULL, "finish_reason" VARCHAR NOT NULL, "prompt_tokens" INTEGER NOT NULL, "completion_tokens" INTEGER NOT NULL, "total_tokens" INTEGER NOT NULL, "created_at" VARCHAR NOT NULL, PRIMARY KEY ("key"))`,
 		)
 	}},
+	{Version: 6, Name: "transcripts and calls of results; indexes to filter and sort a run's results", Up: func(ctx context.Context, tx bun.Tx) error {
+		// Results stored before have neither: null, read as none.
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "run_results" ADD COLUMN "transcript" text`,
+			`ALTER TABLE "run_results" ADD COLUMN "calls" text`,
+			`CREATE INDEX "run_results_score" ON "run_results" ("run_id", "score", "id")`,
+			`CREATE INDEX "run_results_duration" ON "run_results" ("run_id", "duration_ms", "id")`,
+			`CREATE INDEX "run_results_status" ON "run_results" ("run_id", "status", "id")`,
+		)
+	}},
 }
 
 // migrateRepeats numbers each result's repeat (0-based) so that a test

@@ -196,7 +196,7 @@ func TestFixtureDatabase(t *testing.T) {
 	for _, c := range []struct {
 		component string
 		want      int
-	}{{"catalog", 2}, {"runs", 5}, {"agent", 1}} {
+	}{{"catalog", 2}, {"runs", 6}, {"agent", 1}} {
 		if v, err := store.Version(ctx, db, c.component); v != c.want || err != nil {
 			t.Errorf("%s schema version = %d, %v; want %d", c.component, v, err, c.want)
 		}
@@ -264,7 +264,7 @@ func TestMigrateTwice(t *testing.T) {
 		t.Errorf("runs after a second open = %d, %v", total, err)
 	}
 	var n int
-	if err := sqldb.Bun(db2).QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = 'runs'`).Scan(&n); err != nil || n != 5 {
+	if err := sqldb.Bun(db2).QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = 'runs'`).Scan(&n); err != nil || n != 6 {
 		t.Errorf("runs migrations recorded = %d, %v", n, err)
 	}
 }
