@@ -158,12 +158,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return err
 	}
-	id := f.resume
-	if id != "" {
-		err = a.engine.Resume(context.WithoutCancel(ctx), id)
+	if f.resume != "" {
+		err = a.engine.Resume(context.WithoutCancel(ctx), f.resume)
 	} else {
 		req.ModelName, req.Model, req.Domains, req.AgentID = f.modelName, f.model, domains, f.agent
-		id, err = a.engine.Start(context.WithoutCancel(ctx), req)
+		_, err = a.engine.Start(context.WithoutCancel(ctx), req)
 	}
 	if err != nil {
 		return err
