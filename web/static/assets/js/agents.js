@@ -18,7 +18,7 @@ const USER_KEY = 'gauntlet.chatUser';
  * @typedef {{role: 'user' | 'agent' | 'error', text: string, tools?: ToolCallRecord[], usage?: Usage}} ChatMessage
  */
 // Messages exchanged from this page, per agent and user (the server keeps
-// the conversation itself; the API has no endpoint that lists it).
+// the whole conversation: see the Conversations card, conversations.js).
 /** @type {Map<string, ChatMessage[]>} */
 const transcripts = new Map();
 
