@@ -76,6 +76,9 @@ var specEndpoints = []string{
 
 	"POST /api/agents/{agent_id}/chat",
 	"POST /api/agents/{agent_id}/chat/clear",
+	"GET /api/agents/{agent_id}/conversations",
+	"GET /api/agents/{agent_id}/conversations/{user_id}",
+	"DELETE /api/agents/{agent_id}/conversations/{user_id}",
 
 	"POST /api/start",
 	"POST /api/stop",

@@ -96,6 +96,7 @@ func New(opts Options) (*Server, error) {
 		registerKB(s.api, s.mux, opts.Agents.KB(), s.log)
 		registerChannels(s.api, s.mux, opts.Agents.Supervisor(), s.log)
 		registerChat(s.api, opts.Agents, s.log)
+		registerConversations(s.api, opts.Agents, s.log)
 	}
 	finishAPI(s.api)
 

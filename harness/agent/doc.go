@@ -55,6 +55,12 @@
 // history. Turns of one conversation are serialised; those of different
 // users run in parallel.
 //
+// [Service.Conversations] lists an agent's conversations, the most recent
+// first, from one aggregate query (message counts and the start of each
+// last message); [Service.Conversation] pages back through one, tool
+// calls and tool answers included; [Service.DeleteConversation] and
+// [Service.Clear] forget one.
+//
 // # Evaluation
 //
 // [Service.EvalTarget] gives an agent to the evaluation engine (it

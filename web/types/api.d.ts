@@ -455,6 +455,56 @@ export interface ChatReply {
   tool_rounds_exceeded?: boolean;
 }
 
+/** One entry of GET /api/agents/{id}/conversations. */
+export interface ConversationSummary {
+  user_id: string;
+  /** How many messages are stored. */
+  messages: number;
+  updated_at: string;
+  /** The channel type the user id names by its prefix (telegram), or null. */
+  channel: string | null;
+  last_role: 'user' | 'assistant' | 'tool';
+  /** The last message's first 200 characters. */
+  last_message: string;
+  last_message_truncated: boolean;
+}
+
+/** GET /api/agents/{id}/conversations. */
+export interface ConversationList {
+  conversations: ConversationSummary[];
+  total: number;
+}
+
+/** A tool call of an assistant message of a conversation. */
+export interface MessageToolCall {
+  id: string;
+  name: string;
+  /** The JSON arguments as the model wrote them. */
+  arguments: string;
+}
+
+/** One stored message of a conversation. */
+export interface ConversationMessage {
+  id: number;
+  role: 'user' | 'assistant' | 'tool';
+  content: string;
+  tool_calls?: MessageToolCall[];
+  /** For a tool message: the call it answers. */
+  tool_call_id?: string;
+  created_at: string;
+}
+
+/** GET /api/agents/{id}/conversations/{user_id}. */
+export interface Conversation {
+  user_id: string;
+  channel: string | null;
+  /** Oldest first. */
+  messages: ConversationMessage[];
+  total: number;
+  /** The before that reads the older messages; null when none are left. */
+  next_before: number | null;
+}
+
 // ---- Errors ----
 
 /** One entry of a problem's errors: where and what. */

@@ -8,6 +8,7 @@
 import { get, post, put, del, seg, APIError } from './api.js';
 import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, errorText, fmtBytes, fmtTime, pre, fill,
   FieldError } from './ui.js';
+import { conversationsCard } from './conversations.js';
 
 /** @type {HTMLElement} */
 let section;
@@ -17,7 +18,7 @@ const USER_KEY = 'gauntlet.chatUser';
  * @typedef {{role: 'user' | 'agent' | 'error', text: string, tools?: ToolCallRecord[], usage?: Usage}} ChatMessage
  */
 // Messages exchanged from this page, per agent and user (the server keeps
-// the conversation itself; the API has no endpoint that lists it).
+// the whole conversation: see the Conversations card, conversations.js).
 /** @type {Map<string, ChatMessage[]>} */
 const transcripts = new Map();
 
@@ -127,6 +128,7 @@ async function showAgent(main, id) {
     h('h2', { class: 'agent-title' }, a.name || a.id, ' ', h('code', { class: 'did' }, a.id)),
     h('p', { class: 'muted' }, `Created ${fmtTime(a.created_at)}`),
     chatCard(a),
+    conversationsCard(a),
     agentForm(a),
     toolsCard(a, tools),
     kbCard(a),

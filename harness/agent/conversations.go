@@ -1,0 +1,300 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+// Bounds of the conversation listings.
+const (
+	// DefaultConversationsLimit is the page size of Conversations when
+	// the query names none; MaxConversationsLimit the largest allowed.
+	DefaultConversationsLimit = 100
+	MaxConversationsLimit     = 1000
+	// DefaultMessagesLimit is how many of a conversation's most recent
+	// messages Conversation returns when the query names no limit;
+	// MaxMessagesLimit the largest allowed.
+	DefaultMessagesLimit = 200
+	MaxMessagesLimit     = 1000
+	// PreviewChars is the length, in characters, of the preview of a
+	// conversation's last message.
+	PreviewChars = 200
+)
+
+// ConversationSummary describes an agent's conversation with one user
+// without its messages.
+type ConversationSummary struct {
+	// UserID is the user's id, as the chat or the channel gave it.
+	UserID string
+	// Channel is the channel type the user id names by its prefix
+	// ("telegram" for "telegram:12345"; see ChannelOf), or "" when it names
+	// none.
+	Channel string
+	// Messages counts the stored messages: the user's, the agent's, and
+	// the tool calls' answers.
+	Messages int
+	// UpdatedAt is when the last message was stored (harness.TimeLayout).
+	UpdatedAt string
+	// LastRole is the role of the last message (harness.RoleUser, …) and
+	// LastMessage its first PreviewChars characters.
+	LastRole    string
+	LastMessage string
+	// LastMessageTruncated reports that the last message is longer than
+	// LastMessage.
+	LastMessageTruncated bool
+}
+
+// ConversationsQuery selects a page of an agent's conversations, most
+// recent first.
+type ConversationsQuery struct {
+	// Limit is the page size: 0 means DefaultConversationsLimit, at most
+	// MaxConversationsLimit.
+	Limit int
+	// Offset is how many conversations to skip.
+	Offset int
+}
+
+// ConversationList is a page of an agent's conversations.
+type ConversationList struct {
+	// Conversations are the page's, the most recently updated first.
+	Conversations []ConversationSummary
+	// Total counts every conversation of the agent.
+	Total int
+}
+
+// StoredMessage is a message of a conversation as stored.
+type StoredMessage struct {
+	// ID orders the messages of a conversation; a MessagesQuery's Before
+	// refers to it.
+	ID int64
+	harness.Message
+	// CreatedAt is when the message was stored (harness.TimeLayout).
+	CreatedAt string
+}
+
+// MessagesQuery selects the messages of a conversation: the Limit most
+// recent ones before the message Before, returned oldest first.
+type MessagesQuery struct {
+	// Limit is how many messages: 0 means DefaultMessagesLimit, at most
+	// MaxMessagesLimit.
+	Limit int
+	// Before, when not 0, keeps the messages whose ID is below it: pass a
+	// Conversation's Before to read the messages that precede it.
+	Before int64
+}
+
+// Conversation is (part of) an agent's conversation with one user.
+type Conversation struct {
+	UserID string
+	// Channel is as in ConversationSummary.
+	Channel string
+	// Messages are the selected messages, oldest first, tool calls
+	// (assistant messages with ToolCalls) and their answers (RoleTool
+	// messages with ToolCallID) included.
+	Messages []StoredMessage
+	// Total counts every message of the conversation.
+	Total int
+	// Before is the ID of the first message returned when older messages
+	// remain (the MessagesQuery.Before of the previous page), else 0.
+	Before int64
+}
+
+// ChannelOf returns the channel type a user id names by its prefix: a
+// channel passes its users to the agent as "<type>:<id>" (the telegram
+// channel's "telegram:12345"), and the type is one the service's registry
+// knows. An id without such a prefix (a chat through the API, or a
+// channel that passes the ids it is given as they are, as the webhook
+// channel does) names none: "".
+func (s *Service) ChannelOf(userID string) string {
+	typ, _, ok := strings.Cut(userID, ":")
+	if !ok || typ == "" {
+		return ""
+	}
+	if _, known := s.reg.Channel(typ); !known {
+		return ""
+	}
+	return typ
+}
+
+// Conversations returns a page of an agent's conversations, the most
+// recently updated first, each with its message count and the start of
+// its last message. The messages themselves are not read: the counts come
+// from one aggregate query, so an agent with thousands of users lists
+// quickly. An unknown agent gives harness.ErrNotFound, a limit or offset
+// out of range harness.ErrInvalid naming "limit" or "offset".
+func (s *Service) Conversations(ctx context.Context, agentID string, q ConversationsQuery) (*ConversationList, error) {
+	ve := &harness.ValidationError{}
+	switch {
+	case q.Limit < 0 || q.Limit > MaxConversationsLimit:
+		ve.Add("limit", "must be between 1 and %d", MaxConversationsLimit)
+	case q.Limit == 0:
+		q.Limit = DefaultConversationsLimit
+	}
+	if q.Offset < 0 {
+		ve.Add("offset", "must not be negative")
+	}
+	if err := ve.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
+		return nil, err
+	}
+	var groups []struct {
+		UserID   string `bun:"user_id"`
+		Messages int    `bun:"messages"`
+		LastID   int64  `bun:"last_id"`
+	}
+	// The most recent conversation is the one whose last message has the
+	// highest id: ids grow with every message stored, and created_at has
+	// only whole seconds.
+	err := s.db.NewSelect().TableExpr("chat_messages").
+		ColumnExpr("user_id").ColumnExpr("COUNT(*) AS messages").ColumnExpr("MAX(id) AS last_id").
+		Where("agent_id = ?", agentID).Group("user_id").
+		OrderExpr("last_id DESC").Limit(int64(q.Limit)).Offset(int64(q.Offset)).Scan(ctx, &groups)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations of agent %s: %w", agentID, err)
+	}
+	var total int
+	err = s.db.NewSelect().TableExpr("chat_messages").ColumnExpr("COUNT(DISTINCT user_id)").
+		Where("agent_id = ?", agentID).Scan(ctx, &total)
+	if err != nil {
+		return nil, fmt.Errorf("count conversations of agent %s: %w", agentID, err)
+	}
+	out := &ConversationList{Conversations: make([]ConversationSummary, len(groups)), Total: total}
+	if len(groups) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(groups))
+	for i, g := range groups {
+		ids[i] = g.LastID
+	}
+	// The last messages, cut in the database: a long reply is not read
+	// whole to show its start. One character more than the preview tells
+	// whether it was cut.
+	var last []struct {
+		ID        int64  `bun:"id"`
+		Role      string `bun:"role"`
+		Content   string `bun:"content"`
+		CreatedAt string `bun:"created_at"`
+	}
+	err = s.db.NewSelect().TableExpr("chat_messages").
+		ColumnExpr("id, role, created_at").ColumnExpr("SUBSTR(content, 1, ?) AS content", PreviewChars+1).
+		Where("id IN (?)", bun.In(ids)).Scan(ctx, &last)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations of agent %s: last messages: %w", agentID, err)
+	}
+	for i, g := range groups {
+		c := ConversationSummary{UserID: g.UserID, Channel: s.ChannelOf(g.UserID), Messages: g.Messages}
+		for _, m := range last {
+			if m.ID == g.LastID {
+				c.UpdatedAt, c.LastRole = m.CreatedAt, m.Role
+				c.LastMessage, c.LastMessageTruncated = preview(m.Content)
+				break
+			}
+		}
+		out.Conversations[i] = c
+	}
+	return out, nil
+}
+
+// preview returns the first PreviewChars characters of s, and whether s
+// is longer. A byte of invalid UTF-8 counts as one character.
+func preview(s string) (string, bool) {
+	n := 0
+	for i := 0; i < len(s); n++ {
+		if n == PreviewChars {
+			return s[:i], true
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s, false
+}
+
+// Conversation returns messages of an agent's conversation with a user,
+// oldest first: by default the DefaultMessagesLimit most recent; q pages
+// back through older ones. An unknown agent, or a user with no stored
+// message, gives harness.ErrNotFound; a user id that is empty, too long or
+// holds a NUL or invalid UTF-8, or a limit or before out of range,
+// harness.ErrInvalid naming "user_id", "limit" or "before".
+func (s *Service) Conversation(ctx context.Context, agentID, userID string, q MessagesQuery) (*Conversation, error) {
+	ve := &harness.ValidationError{}
+	checkUserID(ve, userID)
+	switch {
+	case q.Limit < 0 || q.Limit > MaxMessagesLimit:
+		ve.Add("limit", "must be between 1 and %d", MaxMessagesLimit)
+	case q.Limit == 0:
+		q.Limit = DefaultMessagesLimit
+	}
+	if q.Before < 0 {
+		ve.Add("before", "must not be negative")
+	}
+	if err := ve.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
+		return nil, err
+	}
+	var rows []messageRow
+	// One row more than asked says whether older messages remain.
+	sel := s.db.NewSelect().Model(&rows).Where("agent_id = ? AND user_id = ?", agentID, userID)
+	if q.Before > 0 {
+		sel = sel.Where("id < ?", q.Before)
+	}
+	if err := sel.Order("id DESC").Limit(int64(q.Limit + 1)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("load conversation of agent %s: %w", agentID, err)
+	}
+	total, err := s.db.NewSelect().Model((*messageRow)(nil)).
+		Where("agent_id = ? AND user_id = ?", agentID, userID).Count(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count conversation of agent %s: %w", agentID, err)
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("agent %q has no conversation with user %q: %w", agentID, userID, harness.ErrNotFound)
+	}
+	c := &Conversation{UserID: userID, Channel: s.ChannelOf(userID), Total: int(total)}
+	if len(rows) > q.Limit {
+		rows = rows[:q.Limit]
+		c.Before = rows[len(rows)-1].ID
+	}
+	slices.Reverse(rows)
+	c.Messages = make([]StoredMessage, len(rows))
+	for i := range rows {
+		c.Messages[i] = StoredMessage{ID: rows[i].ID, Message: rows[i].message(), CreatedAt: rows[i].CreatedAt}
+	}
+	return c, nil
+}
+
+// DeleteConversation deletes every message of an agent's conversation
+// with a user, as Clear does, but tells whether there was one: a user
+// with no stored message gives harness.ErrNotFound, as does an unknown
+// agent; a bad user id gives harness.ErrInvalid naming "user_id".
+func (s *Service) DeleteConversation(ctx context.Context, agentID, userID string) error {
+	ve := &harness.ValidationError{}
+	checkUserID(ve, userID)
+	if err := ve.Err(); err != nil {
+		return err
+	}
+	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
+		return err
+	}
+	unlock := s.chats.lock(agentID + "\x00" + userID)
+	defer unlock()
+	res, err := s.db.NewDelete().Model((*messageRow)(nil)).Where("agent_id = ? AND user_id = ?", agentID, userID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("delete conversation of agent %s: %w", agentID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete conversation of agent %s: %w", agentID, err)
+	} else if n == 0 {
+		return fmt.Errorf("agent %q has no conversation with user %q: %w", agentID, userID, harness.ErrNotFound)
+	}
+	return nil
+}
