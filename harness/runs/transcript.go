@@ -87,7 +87,8 @@ const (
 // rebuilt from their own columns on read; the final answer (the last
 // assistant message outside the second pass whose content is the
 // response, calling no tools) keeps no content but "response": true, and
-// takes the response column's on read. Texts that are not valid UTF-8 are
+// takes the response column's on read; so does the second pass's answer
+// when details.pass2_response holds it ("pass2_response": true). Texts that are not valid UTF-8 are
 // stored as {"b64": "..."} so that every byte survives.
 
 type storedTranscript struct {
@@ -97,14 +98,16 @@ type storedTranscript struct {
 }
 
 type storedMessage struct {
-	Role       string           `json:"role"`
-	Content    exactText        `json:"content,omitempty"`
-	Response   bool             `json:"response,omitempty"`
-	ToolCalls  []storedToolCall `json:"tool_calls,omitempty"`
-	ToolCallID exactText        `json:"tool_call_id,omitempty"`
-	Pass2      bool             `json:"pass2,omitempty"`
-	Truncated  bool             `json:"truncated,omitempty"`
-	Omitted    int              `json:"omitted,omitempty"`
+	Role     string    `json:"role"`
+	Content  exactText `json:"content,omitempty"`
+	Response bool      `json:"response,omitempty"`
+	// Pass2Response: the content is details.pass2_response.
+	Pass2Response bool             `json:"pass2_response,omitempty"`
+	ToolCalls     []storedToolCall `json:"tool_calls,omitempty"`
+	ToolCallID    exactText        `json:"tool_call_id,omitempty"`
+	Pass2         bool             `json:"pass2,omitempty"`
+	Truncated     bool             `json:"truncated,omitempty"`
+	Omitted       int              `json:"omitted,omitempty"`
 }
 
 type storedToolCall struct {
@@ -191,6 +194,12 @@ func encodeTranscript(r *Result) *string {
 			break
 		}
 	}
+	// The second pass's answer is in the details too, unless JSON could
+	// not keep its bytes there.
+	pass2, _ := r.Details["pass2_response"].(string)
+	if !utf8.ValidString(pass2) {
+		pass2 = ""
+	}
 	st.Messages = make([]storedMessage, 0, min(len(msgs), TranscriptMaxMessages))
 	omitted := 0
 	if len(msgs) > TranscriptMaxMessages {
@@ -208,6 +217,8 @@ func encodeTranscript(r *Result) *string {
 		}
 		if i == final {
 			s.Content, s.Response = "", true
+		} else if m.Pass2 && m.Role == harness.RoleAssistant && m.Content != "" && !m.Truncated && m.Content == pass2 {
+			s.Content, s.Pass2Response = "", true
 		}
 		for _, c := range m.ToolCalls {
 			s.ToolCalls = append(s.ToolCalls, storedToolCall{ID: exactText(c.ID), Name: exactText(c.Name), Arguments: exactText(c.Arguments)})
@@ -298,6 +309,9 @@ func decodeTranscript(r *Result, raw *string) []Message {
 		if s.Response {
 			m.Content = r.Response
 		}
+		if s.Pass2Response {
+			m.Content, _ = r.Details["pass2_response"].(string)
+		}
 		for _, c := range s.ToolCalls {
 			m.ToolCalls = append(m.ToolCalls, harness.ToolCall{ID: string(c.ID), Name: string(c.Name), Arguments: string(c.Arguments)})
 		}
@@ -346,18 +360,6 @@ func decodeCalls(raw *string) []Call {
 	var out []Call
 	if raw == nil || json.Unmarshal([]byte(*raw), &out) != nil || out == nil {
 		return []Call{}
-	}
-	return out
-}
-
-// Conversation returns a result's transcript as plain messages, without
-// the second pass: the conversation that produced the response.
-func (r *Result) Conversation() []harness.Message {
-	out := make([]harness.Message, 0, len(r.Transcript))
-	for _, m := range r.Transcript {
-		if !m.Pass2 {
-			out = append(out, m.Message)
-		}
 	}
 	return out
 }

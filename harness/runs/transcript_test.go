@@ -92,6 +92,7 @@ func TestTranscriptRoundTrip(t *testing.T) {
 	pass2 := base("pass2")
 	pass2.SystemPrompt = ""
 	pass2.Response = "I think about it."
+	pass2.Details = map[string]any{"pass2_used": true, "pass2_response": "42"}
 	pass2.Transcript = []runs.Message{
 		msg(harness.RoleUser, pass2.Prompt), msg(harness.RoleAssistant, pass2.Response),
 		{Message: harness.Message{Role: harness.RoleUser, Content: "State only your final answer."}, Pass2: true},
@@ -107,6 +108,9 @@ func TestTranscriptRoundTrip(t *testing.T) {
 		msg(harness.RoleAssistant, bad),
 	}
 
+	if p := pass2.Transcript[3]; p.Content != "42" {
+		t.Fatal(p)
+	}
 	// A transcript that does not start with the columns' prompt is kept whole.
 	agent := base("agent")
 	agent.Transcript = []runs.Message{msg(harness.RoleSystem, "another system message"), msg(harness.RoleUser, agent.Prompt), msg(harness.RoleAssistant, agent.Response)}
@@ -137,6 +141,9 @@ func TestTranscriptRoundTrip(t *testing.T) {
 		if strings.Contains(raw[i], `"What?"`) || strings.Contains(raw[i], `"Be brief."`) || (r.Response != "" && strings.Contains(raw[i], r.Response)) {
 			t.Errorf("%s: stored transcript repeats a column: %s", r.TestID, raw[i])
 		}
+	}
+	if strings.Contains(raw[2], `"42"`) || !strings.Contains(raw[2], `"pass2_response":true`) {
+		t.Errorf("pass2: the second pass's answer is stored twice: %s", raw[2])
 	}
 	if !strings.Contains(raw[4], "another system message") || !strings.Contains(raw[4], `"What?"`) {
 		t.Errorf("agent: a transcript not starting with the columns' prompt lost it: %s", raw[4])
