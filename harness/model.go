@@ -68,6 +68,13 @@ type ChatRequest struct {
 	// MaxRetries, when not nil, replaces the model client's number of
 	// retries for this request (0: a single attempt).
 	MaxRetries *int
+	// OnAttempt, when set, is told of every attempt of the request as it
+	// ends, the retries included, in order; a client that cannot tell its
+	// attempts apart (or a cache) reports the request as one attempt. It
+	// is called from the goroutine of Chat before Chat returns. It is not
+	// part of what is sent, and a ChatModel that ignores it is still a
+	// correct ChatModel: the caller then measures the request as a whole.
+	OnAttempt func(Attempt)
 }
 
 // ChatResponse is the model's answer to a ChatRequest.

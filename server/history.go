@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"reflect"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -160,6 +162,67 @@ type apiTestResult struct {
 	PromptTokens     int            `json:"prompt_tokens"`
 	CompletionTokens int            `json:"completion_tokens"`
 	CreatedAt        string         `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
+
+	// The conversation of the test and its model calls.
+	Transcript []apiTranscriptMessage `json:"transcript" doc:"Every message exchanged for the test, in order: the system prompt and prompt, each assistant message with its tool calls and the tool messages answering them, the final answer, then the second pass (pass2). A result stored before transcripts were recorded has the system prompt, the prompt and the response only. Texts beyond 256 KiB in all are cut (truncated)."`
+	Calls      []apiModelCall         `json:"calls" doc:"Each attempt of each model request made for the result, in the order they started: the test's, its tool rounds', the second pass's and a judge's (through the run's client). Empty for results stored before calls were recorded, and for a rescore's results but their judge calls."`
+}
+
+// apiTranscriptMessage is one message of a result's transcript.
+type apiTranscriptMessage struct {
+	Role          string                  `json:"role" enum:"system,user,assistant,tool"`
+	Content       string                  `json:"content" doc:"The text; when it is not valid UTF-8, content_base64 holds the exact bytes."`
+	ContentBase64 string                  `json:"content_base64,omitempty" doc:"The exact bytes of content, base64, present only when they are not valid UTF-8."`
+	ToolCalls     []apiTranscriptToolCall `json:"tool_calls,omitempty" doc:"The tool calls of an assistant message."`
+	ToolCallID    string                  `json:"tool_call_id,omitempty" doc:"The call a tool message answers."`
+	Pass2         bool                    `json:"pass2" doc:"Part of the evaluator's second pass: the request asking the model to restate its final answer, and the model's reply."`
+	Truncated     bool                    `json:"truncated" doc:"The content or a tool call's arguments were cut to fit the stored transcript's cap."`
+	Omitted       int                     `json:"omitted,omitempty" doc:"Messages left out just before this one (a transcript of more than 1000 messages keeps the first and the last ones)."`
+}
+
+// apiTranscriptToolCall is a function call in a transcript.
+type apiTranscriptToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments" doc:"The JSON arguments as the model sent them."`
+}
+
+// apiModelCall is one attempt of one model request.
+type apiModelCall struct {
+	Purpose          string `json:"purpose" enum:"test,tool_round,pass2,judge" doc:"test: the test's first request; tool_round: a later request of its tool loop (round); pass2: the evaluator's second pass; judge: a judge's request."`
+	Round            int    `json:"round" doc:"The tool-loop request, from 0 (the test's first); 0 for pass2 and judge."`
+	Attempt          int    `json:"attempt" minimum:"1" doc:"1 for a request's first attempt, then one more for each retry."`
+	StartMS          int64  `json:"start_ms" doc:"When the attempt began, in milliseconds from the start of the test."`
+	DurationMS       int64  `json:"duration_ms"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	Status           string `json:"status" enum:"ok,cached,http_error,timeout,unreachable,too_large,malformed,cancelled,error" doc:"ok; cached (answered from the response cache); or why the attempt failed."`
+	HTTPStatus       int    `json:"http_status,omitempty" doc:"The endpoint's HTTP status, when it answered with an error status (or a body too large or malformed)."`
+	Error            string `json:"error,omitempty" doc:"What went wrong, at most 500 bytes."`
+}
+
+func toAPITranscript(msgs []runs.Message) []apiTranscriptMessage {
+	out := make([]apiTranscriptMessage, len(msgs))
+	for i, m := range msgs {
+		a := apiTranscriptMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Pass2: m.Pass2,
+			Truncated: m.Truncated, Omitted: m.Omitted}
+		if !utf8.ValidString(m.Content) {
+			a.ContentBase64 = base64.StdEncoding.EncodeToString([]byte(m.Content))
+		}
+		for _, c := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, apiTranscriptToolCall(c))
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func toAPICalls(calls []runs.Call) []apiModelCall {
+	out := make([]apiModelCall, len(calls))
+	for i, c := range calls {
+		out[i] = apiModelCall(c)
+	}
+	return out
 }
 
 func toAPIResults(rs []runs.Result) []apiTestResult {
@@ -174,7 +237,7 @@ func toAPIResults(rs []runs.Result) []apiTestResult {
 			Response: r.Response, ResponseBase64: r.ResponseBase64, Expected: toAPIExpected(r.Expected),
 			Score: r.Score, Status: r.Status, Details: details, DurationMS: r.DurationMS, ModelName: r.ModelName,
 			SystemPrompt: r.SystemPrompt, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
-			CreatedAt: r.CreatedAt,
+			CreatedAt: r.CreatedAt, Transcript: toAPITranscript(r.Transcript), Calls: toAPICalls(r.Calls),
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
@@ -163,6 +164,7 @@ type cachedModel struct {
 // the endpoint is asked.
 func (m *cachedModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
 	r := m.r
+	start := time.Now()
 	key := cacheKey(r.e.opts.BaseURL, req, m.repeat)
 	resp, ok, err := r.e.opts.Runs.CachedResponse(ctx, key)
 	if err != nil {
@@ -171,6 +173,9 @@ func (m *cachedModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harn
 	if ok {
 		m.hits++
 		r.cache.hits.Add(1)
+		if req.OnAttempt != nil {
+			req.OnAttempt(harness.Attempt{N: 1, Start: start, Duration: time.Since(start), Usage: resp.Usage, Status: harness.AttemptCached})
+		}
 		return resp, nil
 	}
 	resp, err = r.e.opts.Client.Chat(ctx, req)

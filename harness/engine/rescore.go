@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -228,10 +229,15 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 		SystemPrompt: src.SystemPrompt, Details: map[string]any{},
 	}
 	var usage harness.Usage
+	// The conversation is the source's; the calls are this run's own (a
+	// judge's): the source's model calls were not made again.
+	rec := newRecorder(start)
 	fail := func(err error) (runs.Result, bool) {
 		if ctx.Err() != nil {
 			return res, false
 		}
+		_, res.Calls = rec.result(nil)
+		res.Transcript = slices.Clone(src.Transcript)
 		res.Status, res.Score = runs.TestError, 0
 		res.Details["error"] = err.Error()
 		res.DurationMS = time.Since(start).Milliseconds()
@@ -263,7 +269,8 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 		}}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: src.SystemPrompt, Response: src.Response,
-		Messages: msgs, ToolCalls: calls, Client: client, Model: r.info.Model,
+		Messages: msgs, ToolCalls: calls, Model: r.info.Model,
+		Client: &evalModel{rec: rec, next: client, transcript: msgs, replay: true},
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))
@@ -291,6 +298,8 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
 	res.PromptTokens, res.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
+	_, res.Calls = rec.result(nil)
+	res.Transcript = slices.Clone(src.Transcript)
 	res.CreatedAt = runs.Now()
 	return res, true
 }

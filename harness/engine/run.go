@@ -470,6 +470,7 @@ func (r *run) saveAlone(ctx context.Context, res *runs.Result) error {
 	}
 	stand := *res
 	stand.Status, stand.Score, stand.Response = runs.TestError, 0, ""
+	stand.Transcript, stand.Calls = nil, nil
 	stand.Details = map[string]any{"error": "the result could not be stored: " + err.Error(), "extracted_answer": "", "pass2_used": false}
 	if err2 := r.e.opts.Runs.SaveResult(ctx, stand); err2 != nil {
 		return err
@@ -692,10 +693,13 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		Details: map[string]any{},
 	}
 	var usage harness.Usage
+	rec := newRecorder(start)
+	conv := p.msgs // the conversation so far
 	fail := func(err error) (runs.Result, bool) {
 		if ctx.Err() != nil {
 			return res, false
 		}
+		res.Transcript, res.Calls = rec.result(conv)
 		res.Status = runs.TestError
 		res.Details["error"] = err.Error()
 		res.DurationMS = time.Since(start).Milliseconds()
@@ -708,7 +712,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	j.params.Merge(r.params).Apply(&chat)
 	model, cached := r.modelFor(j)
 	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
-		Client:    model,
+		Client:    &loopModel{rec: rec, next: model},
 		Chat:      chat,
 		Tools:     p.tools,
 		Registry:  e.opts.Registry,
@@ -716,7 +720,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 		Call:      p.call,
 	})
 	if loop != nil {
-		usage = loop.Usage
+		usage, conv = loop.Usage, loop.Transcript
 		if slices.ContainsFunc(loop.Requests, func(q harness.ModelRequest) bool { return q.Err == nil }) {
 			r.noteModel(nil)
 		}
@@ -740,7 +744,8 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: p.system, Response: loop.Response,
-		Messages: loop.Transcript, ToolCalls: loop.Calls(), Client: r.evalClientFor(cached, loop.Transcript), Model: p.model,
+		Messages: loop.Transcript, ToolCalls: loop.Calls(), Model: p.model,
+		Client: &evalModel{rec: rec, next: r.evalClientFor(cached, loop.Transcript), transcript: loop.Transcript},
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))
@@ -768,6 +773,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
 	res.PromptTokens, res.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
+	res.Transcript, res.Calls = rec.result(conv)
 	res.CreatedAt = runs.Now()
 	return res, true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -75,11 +76,29 @@ func (c *Client) chatCompletion(ctx context.Context, req *harness.ChatRequest) (
 			return e
 		}
 		return nil
-	})
+	}, observer(req, &resp))
 	if err != nil {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// observer reports each attempt of a request to its OnAttempt; nil when
+// the request has none. *resp is the answer once an attempt succeeded.
+func observer(req *harness.ChatRequest, resp **harness.ChatResponse) func(int, time.Time, time.Duration, *Error) {
+	if req.OnAttempt == nil {
+		return nil
+	}
+	return func(n int, start time.Time, d time.Duration, e *Error) {
+		a := harness.Attempt{N: n, Start: start, Duration: d, Status: harness.AttemptOK}
+		if e != nil {
+			a.Status, a.HTTPStatus = e.AttemptStatus()
+			a.Err = e
+		} else if *resp != nil {
+			a.Usage = (*resp).Usage
+		}
+		req.OnAttempt(a)
+	}
 }
 
 // chatParams translates a harness request into the SDK's.

@@ -73,6 +73,28 @@ func (e *Error) detail() string {
 // context error, an error matching harness.ErrUnreachable, or nil.
 func (e *Error) Unwrap() error { return e.err }
 
+// AttemptStatus classifies the failure for harness.Attempt.Status (see
+// harness.AttemptStatusOf): the caller's cancellation, a timeout, an
+// unreachable endpoint, an answer too large, a malformed one, an HTTP
+// error status (returned too), else harness.AttemptFailed.
+func (e *Error) AttemptStatus() (string, int) {
+	switch {
+	case errors.Is(e.err, context.Canceled):
+		return harness.AttemptCancelled, 0
+	case errors.Is(e.err, context.DeadlineExceeded):
+		return harness.AttemptTimeout, 0
+	case errors.Is(e.err, harness.ErrUnreachable):
+		return harness.AttemptUnreachable, 0
+	case errors.Is(e.err, ErrResponseTooLarge):
+		return harness.AttemptTooLarge, e.StatusCode
+	case errors.Is(e.err, ErrMalformedResponse):
+		return harness.AttemptMalformed, e.StatusCode
+	case e.StatusCode >= 400:
+		return harness.AttemptHTTPError, e.StatusCode
+	}
+	return harness.AttemptFailed, 0
+}
+
 // Retryable reports whether another attempt might succeed: a 408, 409,
 // 429 or 5xx status other than 501, a timeout, a refused or lost
 // connection, or a malformed body.

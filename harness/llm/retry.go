@@ -27,24 +27,33 @@ import (
 // do runs attempt until it succeeds, fails in a way not worth retrying,
 // maxRetries retries are spent or ctx ends. Each attempt is bounded by
 // timeout; hres is where the attempt stores the HTTP response it got, if
-// any.
+// any. observe, when not nil, is told of each attempt as it ends: its
+// number, start, duration and failure (nil when it succeeded).
 func (c *Client) do(ctx context.Context, op string, timeout time.Duration, maxRetries int,
-	attempt func(actx context.Context, n int, hres **http.Response) error) error {
+	attempt func(actx context.Context, n int, hres **http.Response) error,
+	observe func(n int, start time.Time, d time.Duration, e *Error)) error {
 	for n := 1; ; n++ {
 		c.stats.attempts.Add(1)
 		if n > 1 {
 			c.stats.retries.Add(1)
 		}
+		start := time.Now()
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		var hres *http.Response
 		err := attempt(actx, n, &hres)
 		if err == nil {
 			cancel()
+			if observe != nil {
+				observe(n, start, time.Since(start), nil)
+			}
 			return nil
 		}
 		e := c.classify(ctx, actx, timeout, op, hres, err)
 		cancel()
 		e.Attempts = n
+		if observe != nil {
+			observe(n, start, time.Since(start), e)
+		}
 		if !e.retryable || n > maxRetries {
 			return e
 		}

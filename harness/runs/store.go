@@ -70,6 +70,8 @@ type resultRow struct {
 	PromptTokens     int              `bun:"prompt_tokens,notnull"`
 	CompletionTokens int              `bun:"completion_tokens,notnull"`
 	CreatedAt        string           `bun:"created_at,notnull"`
+	Transcript       *string          `bun:"transcript"` // compact JSON (transcript.go); NULL before transcripts were recorded
+	Calls            *string          `bun:"calls"`      // JSON; NULL before calls were recorded
 }
 
 type cellRow struct {
@@ -189,7 +191,8 @@ func toResultRow(r Result) *resultRow {
 	return &resultRow{RunID: r.RunID, TestID: r.TestID, Repeat: r.Repeat, Domain: r.Domain, Level: r.Level, Name: r.Name,
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: r.Details, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
-		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt}
+		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt,
+		Transcript: encodeTranscript(&r), Calls: encodeCalls(r.Calls)}
 }
 
 func (r *resultRow) result() Result {
@@ -201,6 +204,7 @@ func (r *resultRow) result() Result {
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: d, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt}
+	out.Transcript, out.Calls = decodeTranscript(&out, r.Transcript), decodeCalls(r.Calls)
 	if !utf8.ValidString(r.Response) {
 		// JSON can carry only UTF-8: the exact bytes go alongside.
 		out.ResponseBase64 = base64.StdEncoding.EncodeToString([]byte(r.Response))

@@ -46,7 +46,8 @@ func result(runID, domain string, level int, test string, score float64, status 
 		Prompt: "What?", Response: "That.", Expected: harness.Expected{Answer: "42", Type: "numeric", Tolerance: &tol},
 		Score: score, Status: status, Details: map[string]any{"extracted_answer": "42", "pass2_used": false, "n": 1.5},
 		DurationMS: 12, ModelName: "label", SystemPrompt: "Be brief.", PromptTokens: 10, CompletionTokens: 5,
-		CreatedAt: "2026-01-02 03:04:07"}
+		CreatedAt: "2026-01-02 03:04:07", Transcript: rebuilt("Be brief.", "What?", "That."),
+		Calls: []runs.Call{{Purpose: runs.CallTest, Attempt: 1, DurationMS: 11, PromptTokens: 10, CompletionTokens: 5, Status: harness.AttemptOK}}}
 }
 
 func TestRoundTrip(t *testing.T) {

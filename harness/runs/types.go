@@ -114,6 +114,18 @@ type Result struct {
 	PromptTokens     int              `json:"prompt_tokens"`
 	CompletionTokens int              `json:"completion_tokens"`
 	CreatedAt        string           `json:"created_at"`
+	// Transcript is every message exchanged for the test, in order: the
+	// system prompt and prompt, each assistant message with its tool
+	// calls and the tool messages answering them, the final answer, and
+	// the evaluator's second pass (Pass2). A result stored before
+	// transcripts were recorded has the system prompt, the prompt and the
+	// response. Stored compactly and capped: see TranscriptMaxBytes.
+	Transcript []Message `json:"transcript"`
+	// Calls are the attempts of every model request made for the result,
+	// in order: the test's, its tool rounds', the second pass's, and a
+	// judge's made through the run's client. Empty for results stored
+	// before calls were recorded.
+	Calls []Call `json:"calls"`
 }
 
 // Cell is one domain × level entry of a matrix. done = passed + failed +

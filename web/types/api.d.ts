@@ -198,6 +198,59 @@ export interface TestResult {
   prompt_tokens: number;
   completion_tokens: number;
   created_at: string;
+  /**
+   * Every message exchanged for the test, in order, the second pass
+   * marked. Results stored before transcripts were kept have the system
+   * prompt, the prompt and the response only.
+   */
+  transcript: TranscriptMessage[];
+  /** Each attempt of each model request, in the order they started. */
+  calls: ModelCall[];
+}
+
+/** A function call of an assistant message in a transcript. */
+export interface TranscriptToolCall {
+  id: string;
+  name: string;
+  /** JSON arguments as the model sent them. */
+  arguments: string;
+}
+
+/** One message of a result's transcript. */
+export interface TranscriptMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  /** The exact bytes of content, base64, when they are not valid UTF-8. */
+  content_base64?: string;
+  tool_calls?: TranscriptToolCall[];
+  /** The call a tool message answers. */
+  tool_call_id?: string;
+  /** Part of the evaluator's second pass (request and reply). */
+  pass2: boolean;
+  /** Content or arguments cut to fit the stored transcript's cap. */
+  truncated: boolean;
+  /** Messages left out just before this one. */
+  omitted?: number;
+}
+
+export type ModelCallPurpose = 'test' | 'tool_round' | 'pass2' | 'judge';
+export type ModelCallStatus = 'ok' | 'cached' | 'http_error' | 'timeout' | 'unreachable' | 'too_large' | 'malformed' | 'cancelled' | 'error';
+
+/** One attempt of one model request made for a result. */
+export interface ModelCall {
+  purpose: ModelCallPurpose;
+  /** The tool-loop request, from 0; 0 for pass2 and judge. */
+  round: number;
+  /** 1 for a request's first attempt, one more per retry. */
+  attempt: number;
+  /** When the attempt began, from the start of the test. */
+  start_ms: number;
+  duration_ms: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  status: ModelCallStatus;
+  http_status?: number;
+  error?: string;
 }
 
 /**

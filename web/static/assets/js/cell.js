@@ -9,6 +9,7 @@
 
 import { get, seg } from './api.js';
 import { h, STATUS, fmtScore, fmtDuration, fmtNumber, fmtTime, errorText, pre, dl, statusBadge, fill } from './ui.js';
+import { renderTranscript } from './transcript.js';
 
 /** @type {Record<string, number>} */
 const RANK = { error: 0, failed: 1, passed: 2 };
@@ -195,6 +196,11 @@ function renderTest(t, repeated = false) {
   }
   const other = Object.fromEntries(Object.entries(d).filter(([k]) => !KNOWN_DETAILS.has(k)));
   if (Object.keys(other).length) parts.push(h('h4', null, 'Other details'), pre(JSON.stringify(other, null, 2)));
+  const nMsgs = (t.transcript || []).length;
+  const nCalls = (t.calls || []).length;
+  parts.push(h('details', { class: 'transcript-wrap' },
+    h('summary', null, `Transcript: ${nMsgs} message${nMsgs === 1 ? '' : 's'}, ${nCalls} model call${nCalls === 1 ? '' : 's'}`),
+    renderTranscript(t)));
   parts.push(dl([
     ['Status', statusBadge(t.status)],
     ['Score', fmtScore(t.score)],

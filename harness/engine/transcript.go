@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+)
+
+// A test's transcript and calls (runs.Result.Transcript, Calls) are
+// recorded by wrapping the clients the test uses: the tool loop's
+// (loopModel: its n-th request is round n) and the evaluator's
+// (evalModel: a request that continues the test's conversation is the
+// second pass, any other a judge's). Each request gets an
+// harness.ChatRequest.OnAttempt that records every attempt the client
+// reports; a client that reports none (one brought by an embedder) is
+// recorded as one attempt measured around its Chat. A judge with a client
+// of its own, not the run's, is not seen.
+
+// recorder keeps what one test exchanged with models: every attempt of
+// every request, and the second pass's messages. Safe for concurrent use
+// (a plugin evaluator may ask from several goroutines).
+type recorder struct {
+	start time.Time
+	mu    sync.Mutex
+	calls []runs.Call
+	pass2 []runs.Message
+}
+
+func newRecorder(start time.Time) *recorder { return &recorder{start: start} }
+
+// ask sends req to model, recording its attempts as calls of purpose and
+// round.
+func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harness.ChatRequest, purpose string, round int) (*harness.ChatResponse, error) {
+	r := *req
+	seen := 0
+	outer := req.OnAttempt
+	r.OnAttempt = func(a harness.Attempt) {
+		rec.add(purpose, round, a)
+		rec.mu.Lock()
+		seen++
+		rec.mu.Unlock()
+		if outer != nil {
+			outer(a)
+		}
+	}
+	start := time.Now()
+	resp, err := model.Chat(ctx, &r)
+	rec.mu.Lock()
+	none := seen == 0
+	rec.mu.Unlock()
+	if none {
+		a := harness.Attempt{N: 1, Start: start, Duration: time.Since(start), Err: err}
+		a.Status, a.HTTPStatus = harness.AttemptStatusOf(err)
+		if err == nil && resp != nil {
+			a.Usage = resp.Usage
+		}
+		rec.add(purpose, round, a)
+	}
+	return resp, err
+}
+
+func (rec *recorder) add(purpose string, round int, a harness.Attempt) {
+	c := runs.Call{Purpose: purpose, Round: round, Attempt: a.N, StartMS: a.Start.Sub(rec.start).Milliseconds(),
+		DurationMS: a.Duration.Milliseconds(), PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens,
+		Status: a.Status, HTTPStatus: a.HTTPStatus}
+	if a.Err != nil {
+		c.Error = a.Err.Error()
+	}
+	if c.Status == "" {
+		c.Status, c.HTTPStatus = harness.AttemptStatusOf(a.Err)
+	}
+	rec.mu.Lock()
+	rec.calls = append(rec.calls, c)
+	rec.mu.Unlock()
+}
+
+// result returns the calls recorded, in the order they started, and the
+// transcript: conv, then the second pass's messages.
+func (rec *recorder) result(conv []harness.Message) ([]runs.Message, []runs.Call) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	calls := slices.Clone(rec.calls)
+	slices.SortStableFunc(calls, func(a, b runs.Call) int { return int(a.StartMS - b.StartMS) })
+	if calls == nil {
+		calls = []runs.Call{}
+	}
+	msgs := make([]runs.Message, 0, len(conv)+len(rec.pass2))
+	for _, m := range conv {
+		msgs = append(msgs, runs.Message{Message: m})
+	}
+	return append(msgs, rec.pass2...), calls
+}
+
+// loopModel is the tool loop's client: its n-th request (from 0) opens
+// round n.
+type loopModel struct {
+	rec   *recorder
+	next  harness.ChatModel
+	round int
+}
+
+func (m *loopModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
+	purpose, round := runs.CallTest, m.round
+	if round > 0 {
+		purpose = runs.CallToolRound
+	}
+	m.round++
+	return m.rec.ask(ctx, m.next, req, purpose, round)
+}
+
+// evalModel is the evaluator's client (EvalRequest.Client): a request
+// that continues the test's conversation is the second pass, whose
+// messages join the transcript; any other is a judge's, recorded as
+// calls only (the judge's exchange is not the model's conversation).
+// With replay (a rescore) the second pass is answered from the source
+// run, whose transcript already holds it: nothing of it is recorded.
+type evalModel struct {
+	rec        *recorder
+	next       harness.ChatModel
+	transcript []harness.Message
+	replay     bool
+}
+
+func (m *evalModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
+	if !continues(req.Messages, m.transcript) {
+		return m.rec.ask(ctx, m.next, req, runs.CallJudge, 0)
+	}
+	if m.replay {
+		return m.next.Chat(ctx, req)
+	}
+	resp, err := m.rec.ask(ctx, m.next, req, runs.CallPass2, 0)
+	m.rec.mu.Lock()
+	defer m.rec.mu.Unlock()
+	for _, msg := range req.Messages[len(m.transcript):] {
+		m.rec.pass2 = append(m.rec.pass2, runs.Message{Message: msg, Pass2: true})
+	}
+	if err == nil && resp != nil {
+		answer := resp.Message
+		answer.Role, answer.ToolCallID = harness.RoleAssistant, ""
+		m.rec.pass2 = append(m.rec.pass2, runs.Message{Message: answer, Pass2: true})
+	}
+	return resp, err
+}
