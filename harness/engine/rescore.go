@@ -285,22 +285,9 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 	if v, ok := src.Details["tool_rounds_exceeded"]; ok {
 		res.Details["tool_rounds_exceeded"] = v
 	}
-	if _, ok := res.Details["extracted_answer"]; !ok {
-		res.Details["extracted_answer"] = ""
-	}
-	if _, ok := res.Details["pass2_used"]; !ok {
-		res.Details["pass2_used"] = false
-	}
-	res.Score = min(max(verdict.Score, 0), 1)
-	res.Status = runs.TestFailed
-	if verdict.Passed {
-		res.Status = runs.TestPassed
-	}
-	res.DurationMS = time.Since(start).Milliseconds()
-	res.PromptTokens, res.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
+	scored(&res, verdict, usage, start)
 	_, res.Calls = rec.result(nil)
 	res.Transcript = slices.Clone(src.Transcript)
-	res.CreatedAt = runs.Now()
 	return res, true
 }
 

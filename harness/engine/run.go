@@ -760,6 +760,16 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	if cached != nil && cached.hits > 0 {
 		res.Details["cache_hits"] = cached.hits
 	}
+	scored(&res, verdict, usage, start)
+	res.Transcript, res.Calls = rec.result(conv)
+	return res, true
+}
+
+// scored completes a result from its evaluator's verdict: the details
+// every result carries (extracted_answer, pass2_used), the score clamped
+// to [0, 1], the status, the duration since start, the tokens and the
+// time.
+func scored(res *runs.Result, verdict *harness.EvalResult, usage harness.Usage, start time.Time) {
 	if _, ok := res.Details["extracted_answer"]; !ok {
 		res.Details["extracted_answer"] = ""
 	}
@@ -773,9 +783,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
 	res.PromptTokens, res.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
-	res.Transcript, res.Calls = rec.result(conv)
 	res.CreatedAt = runs.Now()
-	return res, true
 }
 
 // prompt is what one job sends the model.
