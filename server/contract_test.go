@@ -142,6 +142,22 @@ func (c *responseChecker) check(method, path string, status int, contentType str
 	if err != nil {
 		return err
 	}
+	switch mt {
+	case "text/csv":
+		return nil // text, as documented
+	case "application/x-ndjson":
+		// Each line is one value of the schema.
+		for i, line := range bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n")) {
+			v, err := jsv.UnmarshalJSON(bytes.NewReader(line))
+			if err != nil {
+				return fmt.Errorf("line %d is not JSON: %v", i+1, err)
+			}
+			if err := schema.Validate(v); err != nil {
+				return fmt.Errorf("line %d does not match the documented schema: %v", i+1, err)
+			}
+		}
+		return nil
+	}
 	v, err := jsv.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("body is not JSON: %v", err)

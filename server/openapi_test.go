@@ -116,6 +116,11 @@ var specEndpoints = []string{
 	"GET /api/sweep",
 	// A run's stored responses scored again into a new run.
 	"POST /api/run/{run_id}/rescore",
+
+	// Reading results at scale: a run's results searched, filtered, sorted
+	// and paged, and exported.
+	"GET /api/run/{run_id}/results",
+	"GET /api/run/{run_id}/export",
 }
 
 // agentCreates are the agent paths whose POST creates a record (201).

@@ -66,6 +66,7 @@ var schemaDocs = map[string]string{
 	"ModelInfo":           "The model the endpoint serves, or why it did not say.",
 	"Problem":             "An error: RFC 9457 problem details with success false.",
 	"ProblemDetail":       "One invalid field of a request.",
+	"ResultPage":          "One page of a run's results as filtered, searched and sorted, the total they select, and the cursor of the next page.",
 	"RunConfig":           "What a run ran with: enough to understand, reproduce and resume it.",
 	"RunAgent":            "The definition of the agent a run evaluated, when the run started: its record, tool ids and a hash of each knowledge-base file. Absent from runs of the bare model.",
 	"KBDocument":          "One knowledge-base file's name and a hash of its text.",

@@ -89,6 +89,7 @@ func New(opts Options) (*Server, error) {
 		registerRuns(s.api, sweeps, s.log)
 		registerSweep(s.api, sweeps, s.log)
 		registerHistory(s.api, opts.Runs, opts.Engine, s.log)
+		registerResults(s.api, opts.Runs, s.log)
 		registerCompare(s.api, opts.Runs, s.log)
 	}
 	if opts.Agents != nil {

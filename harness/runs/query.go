@@ -1,0 +1,470 @@
+package runs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+// Sort keys of a ResultQuery. Each sorts ascending, and descending with a
+// "-" in front ("-score"); ties are broken by the result's storage order,
+// so that every order is total and a cursor names one position in it.
+const (
+	SortID         = "id"          // storage order: the order the results finished in
+	SortScore      = "score"       // score, then storage order
+	SortDurationMS = "duration_ms" // duration, then storage order
+)
+
+// MaxPageSize is the largest page QueryResults returns; DefaultPageSize
+// the page of a query that names none.
+const (
+	MaxPageSize     = 1000
+	DefaultPageSize = 100
+)
+
+// exportPage is how many rows EachResult reads per query.
+const exportPage = 500
+
+// ResultQuery selects and orders some of a run's results. The zero value
+// selects every result in storage order, a page of DefaultPageSize.
+type ResultQuery struct {
+	Domain string // only this domain; "" for all
+	Level  *int   // only this level; nil for all
+	Status string // only this status: TestPassed, TestFailed or TestError; "" for all
+	// Search keeps the results whose prompt, response or test id contains
+	// it, ignoring the case of ASCII letters (other letters must match
+	// exactly); "" keeps all.
+	Search string
+	// Sort is SortID (the default), SortScore or SortDurationMS, with a
+	// "-" in front for descending.
+	Sort string
+	// Limit is the page size, 1 to MaxPageSize; 0 means DefaultPageSize.
+	Limit int
+	// Cursor continues after the last result of a previous page of the
+	// same sort: that page's NextCursor. "" starts at the beginning.
+	Cursor string
+}
+
+// ResultPage is one page of a query's results.
+type ResultPage struct {
+	Results []Result
+	// Total counts every result the query's filters select, on every page.
+	Total int
+	// NextCursor continues after this page; "" when it is the last one.
+	NextCursor string
+}
+
+// sortSpec is a parsed sort: the column and the direction.
+type sortSpec struct {
+	key  string // the sort as given, "-score"
+	col  string // "id", "score", "duration_ms"
+	desc bool
+}
+
+func parseSort(s string) (sortSpec, error) {
+	if s == "" {
+		s = SortID
+	}
+	col, desc := strings.CutPrefix(s, "-")
+	if !slices.Contains([]string{SortID, SortScore, SortDurationMS}, col) {
+		return sortSpec{}, harness.Invalid("sort", "must be id, score or duration_ms, with - in front for descending; got %q", s)
+	}
+	return sortSpec{key: s, col: col, desc: desc}, nil
+}
+
+// position is where a page ends: the sort value and the id of its last
+// row. For SortID the value is the id.
+type position struct {
+	value any // the sort column's value: float64 for score, int64 otherwise
+	id    int64
+}
+
+// text is the position's value as decimal text.
+func (p position) text() string {
+	if f, ok := p.value.(float64); ok {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strconv.FormatInt(p.value.(int64), 10)
+}
+
+// encodeCursor makes the opaque cursor of a position under a sort:
+// base64url of "sort|value|id".
+func encodeCursor(sort sortSpec, p position) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(sort.key + "|" + p.text() + "|" + strconv.FormatInt(p.id, 10)))
+}
+
+// decodeCursor reads a cursor made by encodeCursor for the same sort.
+func decodeCursor(sort sortSpec, cursor string) (position, error) {
+	bad := func(why string) error {
+		return harness.Invalid("cursor", "%s: pass next_cursor of the previous page as it is", why)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return position{}, bad("not a cursor")
+	}
+	parts := strings.Split(string(raw), "|")
+	if len(parts) != 3 {
+		return position{}, bad("not a cursor")
+	}
+	if parts[0] != sort.key {
+		return position{}, harness.Invalid("cursor", "made for sort %q, not %q: start again without a cursor after changing the sort", parts[0], sort.key)
+	}
+	id, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return position{}, bad("not a cursor")
+	}
+	p := position{id: id}
+	if sort.col == SortScore {
+		f, err := strconv.ParseFloat(parts[1], 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return position{}, bad("not a cursor")
+		}
+		p.value = f
+	} else {
+		n, err := strconv.ParseInt(parts[1], 10, 64)
+		if err != nil {
+			return position{}, bad("not a cursor")
+		}
+		p.value = n
+	}
+	return p, nil
+}
+
+// likeEscaper escapes the wildcards of LIKE (with ESCAPE '\').
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// Check reports what is wrong with q's filters, sort and limit (not its
+// cursor): a *harness.ValidationError naming each field at fault, or nil.
+func (q ResultQuery) Check() error {
+	_, err := checkQuery(q)
+	return err
+}
+
+// checkQuery validates q's filters and returns its sort.
+func checkQuery(q ResultQuery) (sortSpec, error) {
+	ve := &harness.ValidationError{}
+	if q.Status != "" && !slices.Contains([]string{TestPassed, TestFailed, TestError}, q.Status) {
+		ve.Add("status", "must be passed, failed or error; got %q", q.Status)
+	}
+	if q.Level != nil && *q.Level < 0 {
+		ve.Add("level", "must be 0 or more")
+	}
+	if q.Limit < 0 || q.Limit > MaxPageSize {
+		ve.Add("limit", "must be between 1 and %d", MaxPageSize)
+	}
+	sort, err := parseSort(q.Sort)
+	ve.Merge("", err)
+	return sort, ve.Err()
+}
+
+// filter adds q's filters to a select of run_results.
+func filter(sel *bun.SelectQuery, runID string, q ResultQuery) *bun.SelectQuery {
+	return filterRest(sel.Where("run_id = ?", runID), q)
+}
+
+// filterRest adds q's filters but the run to a select of run_results.
+func filterRest(sel *bun.SelectQuery, q ResultQuery) *bun.SelectQuery {
+	if q.Domain != "" {
+		sel = sel.Where("domain = ?", q.Domain)
+	}
+	if q.Level != nil {
+		sel = sel.Where("level = ?", *q.Level)
+	}
+	if q.Status != "" {
+		sel = sel.Where("status = ?", q.Status)
+	}
+	if q.Search != "" {
+		// LIKE ignores the case of ASCII letters, as SQLite's lower() would.
+		p := "%" + likeEscaper.Replace(q.Search) + "%"
+		sel = sel.Where(`(prompt LIKE ? ESCAPE '\' OR response LIKE ? ESCAPE '\' OR test_id LIKE ? ESCAPE '\')`, p, p, p)
+	}
+	return sel
+}
+
+// A plan says how page reads the rows: which index walks them. SQLite
+// keeps no statistics here, and its own choice reads a whole run's rows
+// and sorts them where an index gives their order (a run sorted by id:
+// no index is (run_id, id)), or walks the whole sort index when a
+// selective filter would find the few rows at once.
+type plan int
+
+const (
+	// planNatural leaves the choice to SQLite: an index gives both the
+	// filter and the order (a cell or a status in storage order, or the
+	// sort index of score or duration_ms for an unselective filter).
+	planNatural plan = iota
+	// planRowid walks the table itself in id order from the run's first
+	// (or last) result, filtering by run: storage order with no index
+	// that has it.
+	planRowid
+	// planFilterIndex finds the rows through the index of the filter
+	// (status, or domain and level) and sorts their ids by the sort
+	// column: a selective filter with a score or duration sort.
+	planFilterIndex
+)
+
+// choosePlan picks the plan of a query; selective says that the filter
+// keeps few of the run's results.
+func choosePlan(q ResultQuery, sort sortSpec, selective bool) (plan, string) {
+	filterIndex := ""
+	switch {
+	case q.Status != "":
+		filterIndex = "run_results_status"
+	case q.Domain != "":
+		filterIndex = "run_results_cell"
+	}
+	if sort.col == SortID {
+		if q.Status != "" || (q.Domain != "" && q.Level != nil) {
+			return planNatural, ""
+		}
+		return planRowid, ""
+	}
+	if selective && filterIndex != "" {
+		return planFilterIndex, filterIndex
+	}
+	return planNatural, ""
+}
+
+// page reads up to limit rows of the query after position from (nil: from
+// the start), in the sort's order.
+func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sortSpec, from *position, limit int, selective bool) ([]resultRow, error) {
+	p, index := choosePlan(q, sort, selective)
+	if p == planRowid {
+		return s.pageByRowid(ctx, runID, q, sort, from, limit)
+	}
+	if from == nil || sort.col == SortID {
+		return s.pageAfter(ctx, runID, q, sort, index, limit, func(sel *bun.SelectQuery) *bun.SelectQuery {
+			if from == nil {
+				return sel
+			}
+			return sel.Where("id "+sort.cmp()+" ?", from.id)
+		})
+	}
+	// After (value, id): first the rest of the rows that tie on value,
+	// then those past it. Each is one seek into the (run_id, column, id)
+	// index; a row value comparison (column, id) > (value, id) would seek
+	// on the value alone and walk every tie before the position again.
+	rows, err := s.pageAfter(ctx, runID, q, sort, index, limit, func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where(sort.col+" = ?", from.value).Where("id "+sort.cmp()+" ?", from.id)
+	})
+	if err != nil || len(rows) == limit {
+		return rows, err
+	}
+	more, err := s.pageAfter(ctx, runID, q, sort, index, limit-len(rows), func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where(sort.col+" "+sort.cmp()+" ?", from.value)
+	})
+	return append(rows, more...), err
+}
+
+// cmp is the comparison that selects the rows after a position.
+func (s sortSpec) cmp() string {
+	if s.desc {
+		return "<"
+	}
+	return ">"
+}
+
+// order adds the sort's ORDER BY.
+func (s sortSpec) order(sel *bun.SelectQuery) *bun.SelectQuery {
+	dir := "ASC"
+	if s.desc {
+		dir = "DESC"
+	}
+	if s.col != SortID {
+		sel = sel.OrderExpr(s.col + " " + dir)
+	}
+	return sel.OrderExpr("id " + dir)
+}
+
+// pageAfter reads up to limit rows of the query that where also keeps, in
+// the sort's order: through the filter's index when index names one
+// (planFilterIndex), else as SQLite chooses.
+func (s *Store) pageAfter(ctx context.Context, runID string, q ResultQuery, sort sortSpec, index string, limit int,
+	where func(*bun.SelectQuery) *bun.SelectQuery) ([]resultRow, error) {
+	var rows []resultRow
+	var sel *bun.SelectQuery
+	if index != "" {
+		ids := filter(s.db.NewSelect().TableExpr("run_results INDEXED BY "+index).Column("id"), runID, q)
+		ids = sort.order(where(ids)).Limit(int64(limit))
+		sel = s.db.NewSelect().Model(&rows).Where("id IN (?)", ids)
+	} else {
+		sel = where(filter(s.db.NewSelect().Model(&rows), runID, q))
+	}
+	if err := sort.order(sel).Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("read results of %q: %w", runID, err)
+	}
+	return rows, nil
+}
+
+// pageByRowid reads a page in storage order by walking the table from
+// the run's first (or last) result.
+func (s *Store) pageByRowid(ctx context.Context, runID string, q ResultQuery, sort sortSpec, from *position, limit int) ([]resultRow, error) {
+	lo, hi, ok, err := s.idRange(ctx, runID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	// The position narrows the range itself: with a second bound beside
+	// it, SQLite would walk from the range's start each time.
+	if from != nil && sort.desc {
+		hi = min(hi, from.id-1)
+	} else if from != nil {
+		lo = max(lo, from.id+1)
+	}
+	var rows []resultRow
+	// +run_id: not through an index on run_id, whose order is not id's.
+	sel := filterRest(s.db.NewSelect().Model(&rows).Where("+run_id = ?", runID).Where("id BETWEEN ? AND ?", lo, hi), q)
+	if err := sort.order(sel).Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("read results of %q: %w", runID, err)
+	}
+	return rows, nil
+}
+
+// isSelective says whether a filter that keeps n results keeps few of
+// the run's: a quarter or less of its samples.
+func isSelective(n int, info Info) bool {
+	return info.TotalTests > 0 && n*4 <= info.TotalTests
+}
+
+// idRange returns the smallest and largest id of a run's results; ok is
+// false when it has none. Each bound of each status is one step down the
+// (run_id, status, id) index: one scalar subquery each, since SQLite
+// walks the index for MIN or MAX alone, not for both in one select.
+func (s *Store) idRange(ctx context.Context, runID string) (lo, hi int64, ok bool, err error) {
+	var parts []string
+	var args []any
+	statuses := []string{TestPassed, TestFailed, TestError}
+	for _, agg := range []string{"MIN", "MAX"} {
+		for _, st := range statuses {
+			parts = append(parts, `(SELECT `+agg+`(id) FROM run_results WHERE run_id = ? AND status = ?)`)
+			args = append(args, runID, st)
+		}
+	}
+	bounds := make([]sql.NullInt64, len(parts))
+	dest := make([]any, len(parts))
+	for i := range bounds {
+		dest[i] = &bounds[i]
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT `+strings.Join(parts, ", "), args...).Scan(dest...); err != nil {
+		return 0, 0, false, fmt.Errorf("read results of %q: %w", runID, err)
+	}
+	for i, b := range bounds {
+		if !b.Valid {
+			continue
+		}
+		if i < len(statuses) && (!ok || b.Int64 < lo) {
+			lo, ok = b.Int64, true
+		}
+		if i >= len(statuses) && b.Int64 > hi {
+			hi = b.Int64
+		}
+	}
+	return lo, hi, ok, nil
+}
+
+// positionOf is the position of a row under a sort.
+func positionOf(sort sortSpec, r *resultRow) position {
+	switch sort.col {
+	case SortScore:
+		return position{value: r.Score, id: r.ID}
+	case SortDurationMS:
+		return position{value: r.DurationMS, id: r.ID}
+	}
+	return position{value: r.ID, id: r.ID}
+}
+
+// QueryResults returns one page of a run's results: those q's filters
+// select, in q's order, after q.Cursor. It reads a live run as well as a
+// finished one. An unknown run is an error wrapping harness.ErrNotFound;
+// an invalid filter, sort, limit or cursor a *harness.ValidationError
+// naming it.
+func (s *Store) QueryResults(ctx context.Context, runID string, q ResultQuery) (ResultPage, error) {
+	sort, err := checkQuery(q)
+	if err != nil {
+		return ResultPage{}, err
+	}
+	var from *position
+	if q.Cursor != "" {
+		p, err := decodeCursor(sort, q.Cursor)
+		if err != nil {
+			return ResultPage{}, err
+		}
+		from = &p
+	}
+	info, err := s.Run(ctx, runID)
+	if err != nil {
+		return ResultPage{}, err
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = DefaultPageSize
+	}
+	total, err := filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
+	if err != nil {
+		return ResultPage{}, fmt.Errorf("count results of %q: %w", runID, err)
+	}
+	// One row more than the page says whether another page follows.
+	rows, err := s.page(ctx, runID, q, sort, from, limit+1, isSelective(int(total), info))
+	if err != nil {
+		return ResultPage{}, err
+	}
+	out := ResultPage{Total: int(total)}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		out.NextCursor = encodeCursor(sort, positionOf(sort, &rows[limit-1]))
+	}
+	out.Results = make([]Result, len(rows))
+	for i := range rows {
+		out.Results[i] = rows[i].result()
+	}
+	return out, nil
+}
+
+// EachResult calls fn with every result of a run that q's filters select,
+// in q's order (q.Limit and q.Cursor are ignored), reading a few hundred
+// rows at a time so that memory stays flat however large the run. It
+// stops at fn's first error and returns it. Errors as QueryResults.
+func (s *Store) EachResult(ctx context.Context, runID string, q ResultQuery, fn func(Result) error) error {
+	q.Limit, q.Cursor = 0, ""
+	sort, err := checkQuery(q)
+	if err != nil {
+		return err
+	}
+	info, err := s.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	selective := false
+	if p, _ := choosePlan(q, sort, true); p == planFilterIndex {
+		n, err := filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("count results of %q: %w", runID, err)
+		}
+		selective = isSelective(int(n), info)
+	}
+	var from *position
+	for {
+		rows, err := s.page(ctx, runID, q, sort, from, exportPage, selective)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			if err := fn(rows[i].result()); err != nil {
+				return err
+			}
+		}
+		if len(rows) < exportPage {
+			return nil
+		}
+		p := positionOf(sort, &rows[len(rows)-1])
+		from = &p
+	}
+}

@@ -1,0 +1,221 @@
+package runs_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
+)
+
+// benchResults is the size of the run the benchmarks read.
+const benchResults = 100_000
+
+var (
+	bigOnce  sync.Once
+	bigStore *runs.Store
+	bigErr   error
+	bigDir   string // removed by TestMain
+)
+
+// words make the prompts and responses of the benchmark's run.
+var words = strings.Fields(`the a of to and in is it that for on with as was at by be this are from or
+	answer number total sum apples oranges train station minutes hours speed distance result
+	therefore because first second then finally equals step calculate compute value`)
+
+// bigRun returns a store, in a file database under the temporary
+// directory, holding run "big" with benchResults results (80 % passed,
+// 15 % failed, 5 % error over 10 domains × 5 levels; prompts of about 30
+// words, responses of about 80) and a smaller run beside it. It is built
+// once per test binary.
+func bigRun(b *testing.B) *runs.Store {
+	b.Helper()
+	bigOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gauntlet-bench-")
+		if err != nil {
+			bigErr = err
+			return
+		}
+		bigDir = dir
+		ctx := context.Background()
+		db, err := store.Open(ctx, filepath.Join(dir, "runs.db"))
+		if err != nil {
+			bigErr = err
+			return
+		}
+		s, err := runs.Open(ctx, db)
+		if err != nil {
+			bigErr = err
+			return
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		text := func(n int) string {
+			var sb strings.Builder
+			for i := range n {
+				if i > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString(words[rng.IntN(len(words))])
+			}
+			return sb.String()
+		}
+		for _, run := range []struct {
+			id string
+			n  int
+		}{{"other", 10_000}, {"big", benchResults}} {
+			if bigErr = s.CreateRun(ctx, runs.Info{RunID: run.id, StartedAt: "2026-01-02 03:04:05", ModelName: "bench",
+				Model: "m", Status: runs.StatusCompleted, TotalTests: run.n}, nil); bigErr != nil {
+				return
+			}
+			batch := make([]runs.Result, 0, 1000)
+			for i := range run.n {
+				status, score := runs.TestPassed, 1.0
+				switch u := rng.Float64(); {
+				case u < 0.05:
+					status, score = runs.TestError, 0
+				case u < 0.20:
+					status, score = runs.TestFailed, float64(rng.IntN(4))/4
+				}
+				resp := text(80)
+				if i%1000 == 17 {
+					resp += " zebra"
+				}
+				batch = append(batch, runs.Result{RunID: run.id, TestID: fmt.Sprintf("test-%06d", i), Domain: fmt.Sprintf("domain%d", i%10),
+					Level: 1 + i/10%5, Name: "Test " + fmt.Sprint(i), Prompt: text(30), Response: resp,
+					Expected: harness.Expected{Answer: "42", Type: "numeric"}, Score: score, Status: status,
+					Details: map[string]any{"extracted_answer": "42", "pass2_used": false}, DurationMS: int64(rng.IntN(5000)),
+					ModelName: "bench", SystemPrompt: "You are a careful calculator.", PromptTokens: 40, CompletionTokens: 100,
+					CreatedAt: "2026-01-02 03:04:07"})
+				if len(batch) == cap(batch) {
+					if bigErr = s.SaveResults(ctx, batch); bigErr != nil {
+						return
+					}
+					batch = batch[:0]
+				}
+			}
+			if bigErr = s.SaveResults(ctx, batch); bigErr != nil {
+				return
+			}
+		}
+		bigStore = s
+	})
+	if bigErr != nil {
+		b.Fatal(bigErr)
+	}
+	return bigStore
+}
+
+// BenchmarkQueryResults reads one page of 100 of a run of 100,000
+// results, filtered and sorted as the dashboard asks, total included.
+func BenchmarkQueryResults(b *testing.B) {
+	s := bigRun(b)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		q    runs.ResultQuery
+	}{
+		{"first page", runs.ResultQuery{}},
+		{"failed by score descending", runs.ResultQuery{Status: runs.TestFailed, Sort: "-score"}},
+		{"errors by duration", runs.ResultQuery{Status: runs.TestError, Sort: "duration_ms"}},
+		{"by score descending", runs.ResultQuery{Sort: "-score"}},
+		{"one cell by duration descending", runs.ResultQuery{Domain: "domain3", Level: new(2), Sort: "-duration_ms"}},
+		{"search a common word", runs.ResultQuery{Search: "Station"}},
+		{"search a rare word", runs.ResultQuery{Search: "zebra"}},
+		{"search and filter by status, by score", runs.ResultQuery{Search: "zebra", Status: runs.TestPassed, Sort: "-score"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			q := bc.q
+			q.Limit = 100
+			// Page 50 or so of the same query: a cursor deep in the run.
+			first, err := s.QueryResults(ctx, "big", q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(first.Results) == 0 {
+				b.Fatalf("no results for %+v", q)
+			}
+			for b.Loop() {
+				p, err := s.QueryResults(ctx, "big", q)
+				if err != nil || len(p.Results) == 0 {
+					b.Fatal(err)
+				}
+				if p.NextCursor != "" {
+					if _, err := s.QueryResults(ctx, "big", runs.ResultQuery{Domain: q.Domain, Level: q.Level, Status: q.Status,
+						Search: q.Search, Sort: q.Sort, Limit: 100, Cursor: p.NextCursor}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/2/1000, "ms/page")
+			b.ReportMetric(float64(first.Total), "matching")
+		})
+	}
+}
+
+// BenchmarkEachResult walks every result of the run of 100,000, as an
+// export does, and reports results per second, bytes allocated per result
+// and the peak of the live heap during the walk.
+func BenchmarkEachResult(b *testing.B) {
+	s := bigRun(b)
+	ctx := context.Background()
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	peak := newHeapPeak()
+	n := 0
+	start := time.Now()
+	for b.Loop() {
+		if err := s.EachResult(ctx, "big", runs.ResultQuery{}, func(r runs.Result) error {
+			n++
+			if n%1000 == 0 {
+				peak.sample()
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "results/s")
+	b.ReportMetric(float64(after.TotalAlloc-base.TotalAlloc)/float64(n), "B/result")
+	b.ReportMetric(float64(peak.max)/(1<<20), "peak-heap-MiB")
+}
+
+// heapPeak samples the live heap (objects in use, as of the last GC
+// cycle's marking plus what was allocated since).
+type heapPeak struct {
+	s   []metrics.Sample
+	max uint64
+}
+
+func newHeapPeak() *heapPeak {
+	return &heapPeak{s: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}}
+}
+
+func (h *heapPeak) sample() {
+	metrics.Read(h.s)
+	if v := h.s[0].Value.Uint64(); v > h.max {
+		h.max = v
+	}
+}
+
+// TestMain removes the benchmarks' database after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
+}
