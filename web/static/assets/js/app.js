@@ -37,6 +37,13 @@ function parseHash() {
 }
 
 async function route() {
+  // An anchor in the page (the skip link's #main) is not a route: the view
+  // shown stays; a page opened at one shows the live run.
+  const anchor = location.hash.length > 1 && !location.hash.startsWith('#/') ? document.getElementById(location.hash.slice(1)) : null;
+  if (anchor && !anchor.classList.contains('view')) {
+    if (!current) location.replace('#/live');
+    return;
+  }
   const parts = parseHash();
   if (!parts.length) { location.replace('#/live'); return; }
   const view = VIEWS[parts[0]];
@@ -187,6 +194,13 @@ function init() {
   onAuth((ok) => {
     if (ok) banner('auth', null);
     else banner('auth', 'This server requires an API token, and none (or a wrong one) is saved in this browser.', 'warn', { label: 'Enter token', run: tokenButton });
+  });
+  // The skip link moves the focus to the content and leaves the route as it is.
+  /** @type {HTMLElement} */ (document.querySelector('a.skip')).addEventListener('click', (e) => {
+    e.preventDefault();
+    const main = /** @type {HTMLElement} */ (document.getElementById('main'));
+    main.focus();
+    main.scrollIntoView();
   });
   /** @type {HTMLElement} */ (document.getElementById('token-button')).addEventListener('click', tokenButton);
   /** @type {HTMLElement} */ (document.getElementById('model-chip')).addEventListener('click', checkModel);

@@ -1,0 +1,134 @@
+package server_test
+
+// Browser tests of the dashboard's rough edges: each one reproduces what
+// a person met in a real browser (the skip link, the header chips while
+// the server is away, a phone's viewport, long words in a dialog, a
+// cancelled token prompt, a channel that fails to start, tool-call
+// arguments in the test editor, a long log) and checks the fix.
+
+import (
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// frontProxy is a reverse proxy on loopback in front of a test server:
+// the browser talks to it. It counts the requests that pass, by path and
+// status, and it can go away and come back on the same address, as a
+// server that is stopped and started again.
+type frontProxy struct {
+	t      *testing.T
+	url    string
+	addr   string
+	target *url.URL
+
+	mu     sync.Mutex
+	srv    *http.Server
+	counts map[string]int // "GET /api/log_poll 200" → requests
+}
+
+func newFrontProxy(t *testing.T, target string) *frontProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &frontProxy{t: t, addr: ln.Addr().String(), target: u, counts: map[string]int{}}
+	p.url = "http://" + p.addr
+	p.serve(ln)
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *frontProxy) serve(ln net.Listener) {
+	rp := httputil.NewSingleHostReverseProxy(p.target)
+	rp.ModifyResponse = func(res *http.Response) error {
+		p.mu.Lock()
+		p.counts[res.Request.Method+" "+res.Request.URL.Path+" "+res.Status[:3]]++
+		p.mu.Unlock()
+		return nil
+	}
+	srv := &http.Server{Handler: rp}
+	p.mu.Lock()
+	p.srv = srv
+	p.mu.Unlock()
+	go srv.Serve(ln)
+}
+
+// stop closes the proxy and every connection to it: the browser's
+// requests fail as they do when the server is not running.
+func (p *frontProxy) stop() {
+	p.mu.Lock()
+	srv := p.srv
+	p.srv = nil
+	p.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// restart listens again on the same address.
+func (p *frontProxy) restart() {
+	p.t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatalf("listen again on %s: %v", p.addr, err)
+	}
+	p.serve(ln)
+}
+
+// count returns how many requests matched method, path and status so
+// far ("GET", "/api/log_poll", 200); an empty method or path, or status
+// 0, matches any.
+func (p *frontProxy) count(method, path string, status int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for k, c := range p.counts {
+		f := strings.Fields(k)
+		if (method == "" || f[0] == method) && (path == "" || f[1] == path) && (status == 0 || f[2] == strconv.Itoa(status)) {
+			n += c
+		}
+	}
+	return n
+}
+
+// TestBrowserSkipLink follows the "Skip to content" link from the
+// keyboard: focus moves to the main content and the view stays, rather
+// than the link's #main being taken for a route ("Page not found").
+func TestBrowserSkipLink(t *testing.T) {
+	e := newEngineEnv(t, engineConfig{})
+	b := newBrowser(t, e.url, 1280, 900)
+	b.open("#/history")
+	b.do("tab to the skip link", chromedp.KeyEvent(kb.Tab))
+	if got := evalJS[string](b, `document.activeElement.className`); got != "skip" {
+		t.Fatalf("the first Tab focuses %q, want the skip link", got)
+	}
+	b.do("follow it", chromedp.KeyEvent(kb.Enter))
+	b.wait("focus on the main content", `document.activeElement === document.getElementById('main')`)
+	if !evalJS[bool](b, `document.getElementById('view-missing').hidden`) {
+		t.Errorf("the skip link shows %q", b.text("main > .view:not([hidden]) h1"))
+	}
+	if got := b.text("main > .view:not([hidden]) h1"); got != "History" {
+		t.Errorf("after the skip link the page shows %q, want the history still", got)
+	}
+	// A page opened at #main (a bookmark of the skip link's target) shows
+	// the live run, not "Page not found".
+	b.do("open /#main", chromedp.Navigate("about:blank"), chromedp.Navigate(e.url+"/#main"))
+	b.wait("a view", `document.querySelector('main > .view:not([hidden]) h1') !== null`)
+	if got := b.text("main > .view:not([hidden]) h1"); got != "Live run" {
+		t.Errorf("/#main shows %q, want the live run", got)
+	}
+}
