@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -130,5 +131,47 @@ func TestBrowserSkipLink(t *testing.T) {
 	b.wait("a view", `document.querySelector('main > .view:not([hidden]) h1') !== null`)
 	if got := b.text("main > .view:not([hidden]) h1"); got != "Live run" {
 		t.Errorf("/#main shows %q, want the live run", got)
+	}
+}
+
+// waitWithin polls a JavaScript expression until it is truthy, for at
+// most d.
+func (b *browser) waitWithin(d time.Duration, what, expr string) {
+	b.t.Helper()
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(d)))
+	if err != nil {
+		b.t.Fatalf("waiting %s for %s (%s): %v", d, what, expr, err)
+	}
+}
+
+// TestBrowserChipsWhileUnreachable stops the server the page talks to:
+// within a poll interval the header's chips stop claiming a checked
+// model and an engine state, and they come back when the server does.
+func TestBrowserChipsWhileUnreachable(t *testing.T) {
+	e := newEngineEnv(t, engineConfig{})
+	p := newFrontProxy(t, e.url)
+	b := newBrowser(t, p.url, 1280, 900)
+	b.open("#/live")
+	b.wait("the model check", `document.getElementById('model-chip').textContent.includes('✓ Model llmtest-model')`)
+	b.wait("the engine state", `document.getElementById('engine-chip').textContent.includes('Engine idle')`)
+
+	p.stop()
+	// The live view polls every 2.5 s while idle; after a failed poll it
+	// waits 3 s: one interval and a margin.
+	b.waitWithin(6*time.Second, "the chips to say the server is unreachable",
+		`document.getElementById('model-chip').textContent.includes('unreachable') && document.getElementById('engine-chip').textContent.includes('unreachable')`)
+	for _, chip := range []string{"#model-chip", "#engine-chip"} {
+		if got := b.text(chip); strings.Contains(got, "✓") || strings.Contains(got, "running") || strings.Contains(got, "idle") {
+			t.Errorf("%s reads %q with the server away", chip, got)
+		}
+	}
+	b.expectProblem("Failed to load resource")
+
+	p.restart()
+	b.waitWithin(10*time.Second, "the chips to recover",
+		`document.getElementById('model-chip').textContent.includes('✓ Model llmtest-model') && document.getElementById('engine-chip').textContent.includes('Engine idle')`)
+	if n := evalJS[int](b, `document.querySelectorAll('[data-banner="server"]').length`); n != 0 {
+		t.Errorf("the server banner stays after the server came back")
 	}
 }

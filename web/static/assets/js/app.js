@@ -6,7 +6,7 @@
 // banners for an unreachable server or model endpoint, and the API-token
 // prompt.
 
-import { get, post, getToken, setToken, onTokenNeeded, onReachability, onAuth, APIError } from './api.js';
+import { get, post, getToken, setToken, onTokenNeeded, onReachability, onAuth, APIError, NetworkError } from './api.js';
 import { h, banner, errorText, fill } from './ui.js';
 import * as live from './live.js';
 import * as history from './history.js';
@@ -147,10 +147,30 @@ async function checkModel() {
       banner('model', null);
     }
   } catch (err) {
+    if (err instanceof NetworkError) return; // the chips already say the server is unreachable
     chip.className = 'chip chip-button chip-warn';
     chip.textContent = 'Model: unknown';
     if (!(err instanceof APIError && err.status === 401)) chip.title = errorText(err);
   }
+}
+
+// ---- Server unreachable ----
+
+// True from a request that could not reach the server to the next that did.
+let unreachable = false;
+
+/**
+ * With the server away, the header claims nothing it cannot know: both
+ * chips say the state is unknown until a request gets through again.
+ */
+function chipsUnknown() {
+  const model = /** @type {HTMLElement} */ (document.getElementById('model-chip'));
+  model.className = 'chip chip-button chip-warn';
+  model.textContent = '⚠ Model unknown: server unreachable';
+  model.title = `Cannot reach the Gauntlet server at ${location.origin}`;
+  const engine = /** @type {HTMLElement} */ (document.getElementById('engine-chip'));
+  engine.className = 'chip chip-warn';
+  engine.textContent = '⚠ Engine unknown: server unreachable';
 }
 
 // ---- Definition files that did not load ----
@@ -188,8 +208,14 @@ export async function checkSync() {
 function init() {
   onTokenNeeded(askForToken);
   onReachability((ok, err) => {
-    if (ok) banner('server', null);
-    else banner('server', `Cannot reach the Gauntlet server at ${location.origin} (${err && err.cause instanceof Error && err.cause.message ? err.cause.message : 'network error'}). Is gauntlet serve running? Retrying…`, 'error');
+    if (ok) {
+      banner('server', null);
+      // Back: the model is checked again; the engine's chip is the live poller's.
+      if (unreachable) { unreachable = false; checkModel(); }
+      return;
+    }
+    if (!unreachable) { unreachable = true; chipsUnknown(); }
+    banner('server', `Cannot reach the Gauntlet server at ${location.origin} (${err && err.cause instanceof Error && err.cause.message ? err.cause.message : 'network error'}). Is gauntlet serve running? Retrying…`, 'error');
   });
   onAuth((ok) => {
     if (ok) banner('auth', null);
