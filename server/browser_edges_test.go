@@ -7,6 +7,7 @@ package server_test
 // arguments in the test editor, a long log) and checks the fix.
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -173,5 +174,37 @@ func TestBrowserChipsWhileUnreachable(t *testing.T) {
 		`document.getElementById('model-chip').textContent.includes('✓ Model llmtest-model') && document.getElementById('engine-chip').textContent.includes('Engine idle')`)
 	if n := evalJS[int](b, `document.querySelectorAll('[data-banner="server"]').length`); n != 0 {
 		t.Errorf("the server banner stays after the server came back")
+	}
+}
+
+// wideDomain is the definition files of a domain with tests at levels 1
+// to 6: beside the examples, whose domains stop at level 3 or below, the
+// matrix has empty cells.
+func wideDomain() map[string]string {
+	files := map[string]string{"domains/wide/domain.yaml": "id: wide\nname: Six levels\nevaluator_id: number\nenabled: true\n"}
+	for l := 1; l <= 6; l++ {
+		files[fmt.Sprintf("domains/wide/level-%d.yaml", l)] = fmt.Sprintf(
+			"tests:\n  - id: wide-%d\n    name: Sum %d\n    prompt: What is 2 + 3?\n    expected:\n      answer: '5'\n      type: numeric\n", l, l)
+	}
+	return files
+}
+
+// TestBrowserPhoneEmptyCells opens a matrix with empty cells on a phone:
+// the page is no wider than the screen (the matrix scrolls inside its own
+// box instead).
+func TestBrowserPhoneEmptyCells(t *testing.T) {
+	e := newEngineEnv(t, engineConfig{files: wideDomain()})
+	e.runToEnd(map[string]any{"model_name": "phone"})
+	b := newBrowser(t, e.url, 390, 844)
+	b.open("#/live")
+	b.wait("the matrix", allCellsDone(len(exampleCells)+6))
+	if n := evalJS[int](b, `document.querySelectorAll('.matrix td.nocell').length`); n < 10 {
+		t.Fatalf("%d empty cells, want the examples' rows empty at levels 4 to 6", n)
+	}
+	if w := evalJS[[]int](b, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] != w[1] {
+		t.Errorf("the page is %d px wide on a %d px screen: it pans sideways", w[0], w[1])
+	}
+	if w := evalJS[[]int](b, `(() => { const m = document.querySelector('.matrix-wrap'); return [m.scrollWidth, m.clientWidth]; })()`); w[0] <= w[1] {
+		t.Errorf("the matrix is %d px in a %d px box: it should scroll inside it", w[0], w[1])
 	}
 }
