@@ -208,3 +208,47 @@ func TestBrowserPhoneEmptyCells(t *testing.T) {
 		t.Errorf("the matrix is %d px in a %d px box: it should scroll inside it", w[0], w[1])
 	}
 }
+
+// closeReachable is a JavaScript expression: the close button of the
+// cell dialog lies inside the viewport and is what a click at its centre
+// hits.
+const closeReachable = `(() => {
+	const c = document.querySelector('#cell-dialog [data-close]');
+	const r = c.getBoundingClientRect();
+	if (r.width === 0 || r.left < 0 || r.top < 0 || r.right > window.innerWidth || r.bottom > window.innerHeight) return false;
+	const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+	return hit === c || c.contains(hit);
+})()`
+
+// TestBrowserLongWordInDialog gives a domain and a test names of one
+// 2,000-character word: the cell dialog's close button stays on the
+// screen and closes it; the words break inside the dialog.
+func TestBrowserLongWordInDialog(t *testing.T) {
+	e := newEngineEnv(t, engineConfig{})
+	word := strings.Repeat("W", 2000)
+	must(t, e.put("/api/settings/domains/arithmetic", map[string]any{"name": word}), http.StatusOK)
+	must(t, e.put("/api/settings/tests/add-small", map[string]any{"name": word, "prompt": "What is " + word + "?"}), http.StatusOK)
+	e.runToEnd(map[string]any{"model_name": "long"})
+	for _, size := range [][2]int{{1280, 900}, {390, 844}} {
+		b := newBrowser(t, e.url, size[0], size[1])
+		b.open("#/live")
+		b.wait("the matrix", allCellsDone(len(exampleCells)))
+		b.click(`.cell[data-domain="arithmetic"][data-level="1"]`)
+		b.wait("the cell's tests", `document.querySelectorAll('#cell-dialog[open] details.test').length === 2`)
+		b.do("open the long test", chromedp.Evaluate[chromedp.Void](`document.querySelector('#cell-dialog details.test[data-test="add-small"]').open = true`))
+		if !evalJS[bool](b, closeReachable) {
+			r := evalJS[map[string]float64](b, `document.querySelector('#cell-dialog [data-close]').getBoundingClientRect().toJSON()`)
+			t.Errorf("%d px: the close button is at %v, off a %d × %d screen or covered", size[0], r, size[0], size[1])
+		}
+		if w := evalJS[[]int](b, `(() => { const d = document.getElementById('cell-dialog'); return [d.scrollWidth, d.clientWidth]; })()`); w[0] > w[1] {
+			t.Errorf("%d px: the dialog's content is %d px wide in %d px: the word does not break", size[0], w[0], w[1])
+		}
+		// Scrolled as far right as it goes, to read the end of the word.
+		b.do("scroll the dialog right", chromedp.Evaluate[chromedp.Void](`(() => { const d = document.getElementById('cell-dialog'); d.scrollLeft = d.scrollWidth; })()`))
+		if !evalJS[bool](b, closeReachable) {
+			t.Errorf("%d px: with the dialog scrolled right, its close button is off the screen", size[0])
+		}
+		b.click("#cell-dialog [data-close]")
+		b.wait("the dialog to close", `!document.getElementById('cell-dialog').open`)
+	}
+}
