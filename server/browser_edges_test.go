@@ -252,3 +252,44 @@ func TestBrowserLongWordInDialog(t *testing.T) {
 		b.wait("the dialog to close", `!document.getElementById('cell-dialog').open`)
 	}
 }
+
+// TestBrowserTokenPromptCancelled cancels the token prompt of a server
+// with --api-token: the page stops asking the server (no request is
+// refused with 401 while nobody acts), and asks again once the user
+// enters a token.
+func TestBrowserTokenPromptCancelled(t *testing.T) {
+	const token = "cancel-token"
+	e := newEngineEnv(t, engineConfig{}, withToken(token))
+	p := newFrontProxy(t, e.url)
+	b := newBrowser(t, p.url, 1280, 900)
+	b.do("open the page", chromedp.Navigate(p.url+"/#/live"))
+	b.wait("the token prompt", `document.getElementById('token-dialog').open`)
+	b.click(`#token-dialog button[value="cancel"]`)
+	b.wait("the prompt to close", `!document.getElementById('token-dialog').open`)
+	b.wait("the token banner", `document.querySelector('[data-banner="auth"]') !== null`)
+	// The requests that were on their way when the prompt closed.
+	b.wait("the model chip to give up", `document.getElementById('model-chip').textContent.includes('unknown')`)
+	refused := p.count("", "", http.StatusUnauthorized)
+	// An observation window, not a synchronisation: the live view polls
+	// every 2.5 to 5 s, so two of its polls fall inside.
+	deadline := time.Now().Add(11 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := p.count("", "", http.StatusUnauthorized); n > refused {
+			t.Fatalf("after the prompt was cancelled, %d more requests were refused with 401", n-refused)
+		}
+		b.do("wait", chromedp.Sleep(250*time.Millisecond))
+	}
+	if !evalJS[bool](b, `!document.getElementById('token-dialog').open`) {
+		t.Errorf("the prompt opened again by itself")
+	}
+
+	// The user acts: the banner's button asks for the token; with it the
+	// page works.
+	b.click(`[data-banner="auth"] button`)
+	b.wait("the token prompt", `document.getElementById('token-dialog').open`)
+	b.typeInto("#token-input", token)
+	b.click(`#token-dialog button[value="save"]`)
+	b.wait("the model check", `document.getElementById('model-chip').textContent.includes('llmtest-model')`)
+	b.wait("the engine state", `document.getElementById('engine-chip').textContent.includes('Engine idle')`)
+	b.expectProblem("401")
+}
