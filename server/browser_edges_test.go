@@ -8,8 +8,11 @@ package server_test
 
 import (
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
@@ -20,6 +23,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
 )
 
 // frontProxy is a reverse proxy on loopback in front of a test server:
@@ -292,4 +297,60 @@ func TestBrowserTokenPromptCancelled(t *testing.T) {
 	b.wait("the model check", `document.getElementById('model-chip').textContent.includes('llmtest-model')`)
 	b.wait("the engine state", `document.getElementById('engine-chip').textContent.includes('Engine idle')`)
 	b.expectProblem("401")
+}
+
+// TestBrowserChannelStartFails starts, from the agent page, a Telegram
+// channel whose token the (fake) Bot API refuses: the list shows what
+// the API reports once the start has failed, status error with its
+// reason, not "running".
+func TestBrowserChannelStartFails(t *testing.T) {
+	tg := telegramtest.NewServer("123456:the-right-token")
+	t.Cleanup(tg.Close)
+	// Telegram is far away: its first answer (401 for the wrong token)
+	// comes after the page has read the list again; the retries fail at
+	// once.
+	target, _ := url.Parse(tg.URL)
+	far := httputil.NewSingleHostReverseProxy(target)
+	far.ErrorLog = log.New(io.Discard, "", 0) // a call cut short when the channel stops
+	var first sync.Once
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wait := time.Duration(0)
+		first.Do(func() { wait = 1500 * time.Millisecond })
+		select {
+		case <-time.After(wait):
+		case <-r.Context().Done():
+			return
+		}
+		far.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	e := newEnv(t)
+	e.createAgent("bot", "You are a bot.")
+	c := e.createChannel("bot", map[string]any{"type": "telegram", "name": "Bad token",
+		"config": map[string]any{"bot_token": "123456:a-wrong-token", "api_url": slow.URL}})
+	id := c["id"].(string)
+	b := newBrowser(t, e.url, 1280, 900)
+	b.open("#/agents/bot")
+	row := fmt.Sprintf(`.channels tr[data-channel=%q]`, id)
+	b.wait("the channel", fmt.Sprintf(`document.querySelector('%s') !== null`, row))
+	b.click(row + ` .row-actions button:first-child`)
+	b.wait("the failure in the list", fmt.Sprintf(`document.querySelector('%s').dataset.status === 'error'`, row))
+	if got := b.text(row); !strings.Contains(got, "error") || !strings.Contains(strings.ToLower(got), "unauthorized") {
+		t.Errorf("the channel's row reads %q, want status error and the reason", got)
+	}
+	var list struct {
+		Channels []struct {
+			ID        string `json:"id"`
+			Status    string `json:"status"`
+			LastError string `json:"last_error"`
+		} `json:"channels"`
+	}
+	must(t, e.get("/api/agents/bot/channels"), http.StatusOK).decode(t, &list)
+	if len(list.Channels) != 1 {
+		t.Fatalf("channels %+v", list.Channels)
+	}
+	if api := list.Channels[0]; api.Status != "error" || !strings.Contains(b.text(row), api.LastError) {
+		t.Errorf("the API says %q (%q); the page says %q", api.Status, api.LastError, b.text(row))
+	}
+	b.expectProblem("Failed to load resource")
 }
