@@ -354,3 +354,59 @@ func TestBrowserChannelStartFails(t *testing.T) {
 	}
 	b.expectProblem("Failed to load resource")
 }
+
+// TestBrowserToolCallArguments edits the arguments a tool_call test
+// expects: the test editor shows them as JSON, refuses JSON that does not
+// parse or is not an object beside the field, and saves and clears them
+// through the API.
+func TestBrowserToolCallArguments(t *testing.T) {
+	e := newEngineEnv(t, engineConfig{})
+	b := newBrowser(t, e.url, 1280, 900)
+	b.open("#/definitions/domains/tool_use/1/weather-paris")
+	const args = `#test-form [name="expected.arguments"]`
+	b.wait("the arguments field", fmt.Sprintf(`document.querySelector('%s') !== null`, args))
+	if got := evalJS[string](b, fmt.Sprintf(`document.querySelector('%s').value`, args)); !strings.Contains(got, `"city"`) || !strings.Contains(got, `"Paris"`) {
+		t.Errorf("the arguments field holds %q, want the test's {\"city\": \"Paris\"}", got)
+	}
+	if got := b.text(`.tests-table tr[data-test="weather-paris"]`); !strings.Contains(got, "city") {
+		t.Errorf("the tests table row %q does not show the arguments", got)
+	}
+	saved := func() map[string]any {
+		var got struct {
+			Expected struct {
+				Arguments map[string]any `json:"arguments"`
+			} `json:"expected"`
+		}
+		must(t, e.get("/api/settings/tests/weather-paris"), http.StatusOK).decode(t, &got)
+		return got.Expected.Arguments
+	}
+	const fieldError = `#test-form [data-field="expected.arguments"] .field-error`
+	for _, bad := range []struct{ text, want string }{{`{"city":`, "JSON"}, {`["Paris"]`, "object"}} {
+		b.typeInto(args, bad.text)
+		b.click(`#test-form button[type="submit"]`)
+		b.wait("the error beside the arguments", fmt.Sprintf(`document.querySelector('%s') !== null`, fieldError))
+		if got := b.text(fieldError); !strings.Contains(got, bad.want) {
+			t.Errorf("%s: field error %q, want it to mention %q", bad.text, got, bad.want)
+		}
+		if got := saved(); got["city"] != "Paris" || len(got) != 1 {
+			t.Errorf("%s: the arguments changed to %v", bad.text, got)
+		}
+	}
+
+	b.typeInto(args, `{"city": "Lyon", "unit": "celsius"}`)
+	b.click(`#test-form button[type="submit"]`)
+	b.wait("the level view after the save", `location.hash === '#/definitions/domains/tool_use/1' && document.getElementById('test-form') === null`)
+	if got := saved(); got["city"] != "Lyon" || got["unit"] != "celsius" || len(got) != 2 {
+		t.Errorf("saved arguments %v, want city Lyon and unit celsius", got)
+	}
+
+	// An empty field clears them.
+	b.route("#/definitions/domains/tool_use/1/weather-paris")
+	b.wait("the arguments field", fmt.Sprintf(`document.querySelector('%s') !== null && document.querySelector('%s').value.includes('Lyon')`, args, args))
+	b.do("empty the field", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector('%s').value = ''`, args)))
+	b.click(`#test-form button[type="submit"]`)
+	b.wait("the level view after the save", `location.hash === '#/definitions/domains/tool_use/1' && document.getElementById('test-form') === null`)
+	if got := saved(); len(got) != 0 {
+		t.Errorf("arguments %v after saving an empty field, want none", got)
+	}
+}
