@@ -410,3 +410,37 @@ func TestBrowserToolCallArguments(t *testing.T) {
 		t.Errorf("arguments %v after saving an empty field, want none", got)
 	}
 }
+
+// TestBrowserLongLog opens the live view after a run of 10,000 samples
+// (a log of as many lines): the page fetches the log's recent tail in a
+// request or two, rather than replaying all of it a hundred lines at a
+// time, and says how many earlier lines it left out.
+func TestBrowserLongLog(t *testing.T) {
+	var tests strings.Builder
+	tests.WriteString("tests:\n")
+	for i := range 100 {
+		fmt.Fprintf(&tests, "  - id: sum-%03d\n    prompt: What is 2 + 3?\n    expected:\n      answer: '5'\n      type: numeric\n", i)
+	}
+	e := newEngineEnv(t, engineConfig{concurrency: 8, files: map[string]string{
+		"domains/many/domain.yaml":  "id: many\nname: Many\nevaluator_id: number\nenabled: true\n",
+		"domains/many/level-1.yaml": tests.String(),
+	}})
+	start := time.Now()
+	e.runToEnd(map[string]any{"model_name": "long", "domains": []string{"many"}, "repeats": 100})
+	t.Logf("a run of 10,000 samples took %s", time.Since(start))
+
+	p := newFrontProxy(t, e.url)
+	b := newBrowser(t, p.url, 1280, 900)
+	b.open("#/live")
+	b.wait("the end of the log", `document.querySelector('#log .log-end') !== null`)
+	if n := p.count("GET", "/api/log_poll", 0); n > 2 {
+		t.Errorf("the page made %d log requests to show the log, want 1 or 2", n)
+	}
+	lines := evalJS[int](b, `document.querySelectorAll('#log li').length`)
+	if lines < 500 || lines > 1001 {
+		t.Errorf("the log shows %d lines, want the recent tail (up to 1,000) and a line for the rest", lines)
+	}
+	if got := evalJS[string](b, `document.querySelector('#log li').textContent`); !strings.Contains(got, "earlier lines") {
+		t.Errorf("the log starts with %q, want a line saying how many earlier lines are left out", got)
+	}
+}
