@@ -7,6 +7,7 @@ package server_test
 // arguments in the test editor, a long log) and checks the fix.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -15,12 +16,15 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -442,5 +446,81 @@ func TestBrowserLongLog(t *testing.T) {
 	}
 	if got := evalJS[string](b, `document.querySelector('#log li').textContent`); !strings.Contains(got, "earlier lines") {
 		t.Errorf("the log starts with %q, want a line saying how many earlier lines are left out", got)
+	}
+}
+
+// blockNetwork makes the browser fail every request to a host other than
+// loopback, as on a machine without internet, and returns the URLs it
+// refused so far.
+func (b *browser) blockNetwork() func() []string {
+	b.t.Helper()
+	var mu sync.Mutex
+	var refused []string
+	paused := chromedp.Events(b.tab, fetch.RequestPaused)
+	b.do("intercept every request", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{})
+		return err
+	}))
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			u, perr := url.Parse(ev.Request.URL)
+			if perr == nil && (u.Scheme == "data" || u.Scheme == "blob" || isLoopback(u.Hostname())) {
+				chromedp.Call(b.tab, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+				continue
+			}
+			mu.Lock()
+			refused = append(refused, ev.Request.URL)
+			mu.Unlock()
+			chromedp.Call(b.tab, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonInternetDisconnected})
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(refused)
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// TestBrowserDocsOffline loads /docs with every request off this machine
+// refused: the API reference still renders the operations, its viewer
+// being served by the server itself.
+func TestBrowserDocsOffline(t *testing.T) {
+	e := newEngineEnv(t, engineConfig{})
+	b := newBrowser(t, e.url, 1280, 900)
+	refused := b.blockNetwork()
+	b.do("open /docs", chromedp.Navigate(e.url+"/docs"))
+	b.wait("the reference's groups", `document.body.innerText.includes('Results and history') && document.body.innerText.includes('Agent channels')`)
+	// An operation's page, as a link to it opens it.
+	b.do("open an operation", chromedp.Navigate(e.url+"/docs#/operations/poll-log"))
+	b.wait("the operation", `document.body.innerText.includes('Drain pending log lines') && document.body.innerText.includes('/api/log_poll') && document.body.innerText.includes('tail')`)
+	b.wait("its group's operations in the sidebar", `document.body.innerText.includes('Start an evaluation') && document.body.innerText.includes('Live matrix')`)
+	if got := refused(); len(got) != 0 {
+		t.Errorf("the page asked for %d resources off this machine: %v", len(got), got)
+	}
+	// The viewer's files come from the binary, with the page's policy.
+	r := must(t, e.get("/docs"), http.StatusOK)
+	if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unpkg") {
+		t.Errorf("CSP %q", csp)
+	}
+	for _, p := range []string{"/docs/elements/web-components.min.js", "/docs/elements/styles.min.css"} {
+		if r := must(t, e.get(p), http.StatusOK); len(r.body) < 100000 || r.header.Get("ETag") == "" {
+			t.Errorf("%s: %d bytes, ETag %q", p, len(r.body), r.header.Get("ETag"))
+		}
+	}
+	for _, p := range []string{"/docs/elements/LICENSE", "/docs/nothing"} {
+		if r := e.get(p); r.status != http.StatusNotFound {
+			t.Errorf("%s: status %d, want 404", p, r.status)
+		}
 	}
 }
