@@ -65,6 +65,7 @@ func newFrontProxy(t *testing.T, target string) *frontProxy {
 
 func (p *frontProxy) serve(ln net.Listener) {
 	rp := httputil.NewSingleHostReverseProxy(p.target)
+	rp.ErrorLog = log.New(io.Discard, "", 0) // requests cut short when the proxy stops
 	rp.ModifyResponse = func(res *http.Response) error {
 		p.mu.Lock()
 		p.counts[res.Request.Method+" "+res.Request.URL.Path+" "+res.Status[:3]]++
