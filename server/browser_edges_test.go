@@ -4,7 +4,8 @@ package server_test
 // a person met in a real browser (the skip link, the header chips while
 // the server is away, a phone's viewport, long words in a dialog, a
 // cancelled token prompt, a channel that fails to start, tool-call
-// arguments in the test editor, a long log) and checks the fix.
+// arguments in the test editor, a long log, /docs without internet) and
+// checks the fix. Each failed against the dashboard before its fix.
 
 import (
 	"context"
