@@ -2,14 +2,19 @@ package server
 
 import (
 	"github.com/gauntlet-eval/gauntlet/web"
+	"github.com/gauntlet-eval/gauntlet/web/docsui"
 )
 
 // mountDashboard serves the web dashboard (package web): index.html at /
-// and its files under /assets/. The dashboard lies outside /api/, so it
-// loads without the API token; every API call it makes needs the token
-// like any other client's.
+// and its files under /assets/; and the API reference (package docsui)
+// at /docs, its viewer's files under /docs/, all from the binary. They
+// lie outside /api/, so they load without the API token; every API call
+// the dashboard makes needs the token like any other client's.
 func (s *Server) mountDashboard() {
 	h := web.Handler()
 	s.mux.Handle("GET /{$}", h)
 	s.mux.Handle("GET /assets/", h)
+	docs := docsui.Handler()
+	s.mux.Handle("GET "+docsui.Prefix, docs)
+	s.mux.Handle("GET "+docsui.Prefix+"/", docs)
 }

@@ -309,6 +309,10 @@ func (f *fakeEngine) ReadLogs(after uint64) ([]string, uint64, bool) {
 	return []string{"[math][L1] started"}, after + 1, true
 }
 
+func (f *fakeEngine) ReadLogTail(after uint64, n int) ([]string, uint64, bool) {
+	return []string{fmt.Sprintf("[math][L1] tail of %d", n)}, after + 2, true
+}
+
 func TestRunHandlers(t *testing.T) {
 	eng := &fakeEngine{}
 	api := newTestAPI(t)
@@ -374,6 +378,10 @@ func TestRunHandlers(t *testing.T) {
 		}
 		if r := api.Get("/api/log_poll"); strings.TrimSpace(r.Body.String()) != `{"messages":[],"is_running":false}` {
 			t.Errorf("drain: %s", r.Body)
+		}
+		r = api.Get("/api/log_poll?since=4&tail=300")
+		if want := `{"messages":["[math][L1] tail of 300"],"is_running":true,"cursor":6}`; strings.TrimSpace(r.Body.String()) != want {
+			t.Errorf("tail: %s\nwant %s", r.Body, want)
 		}
 	})
 }

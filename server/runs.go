@@ -29,6 +29,7 @@ type runEngine interface {
 	Matrix(ctx context.Context) (engine.LiveMatrix, error)
 	PollLogs() (lines []string, running bool)
 	ReadLogs(after uint64) (lines []string, cursor uint64, running bool)
+	ReadLogTail(after uint64, n int) (lines []string, cursor uint64, running bool)
 }
 
 var _ runEngine = (*engine.Engine)(nil)
@@ -182,6 +183,7 @@ type matrixOutput struct {
 
 type logPollInput struct {
 	Since int64 `query:"since" default:"-1" minimum:"-1" doc:"Follow the log without draining it: the cursor of the previous answer (0 the first time). Absent: drain the pending lines."`
+	Tail  int   `query:"tail" default:"0" minimum:"0" maximum:"1000" doc:"With since: skip to the newest tail lines when more follow the cursor, the first line saying how many were left out (so at most tail+1 lines). A page opening a long log catches up in one request. 0: off, at most 100 lines from the cursor on. Not without since (422)."`
 }
 
 type logPollOutput struct {
@@ -244,7 +246,8 @@ func registerRuns(api huma.API, eng runEngine, log *slog.Logger) {
 		Summary: "Drain pending log lines", Tags: tags,
 		Description: "Without since, each line is handed out once, to whichever poll comes first. " +
 			"With since (0, then the cursor of each answer), a client follows the log on its own and sees every line; " +
-			"any number of clients can, and none takes lines from another.",
+			"any number of clients can, and none takes lines from another. " +
+			"With since and tail, a client that only shows the recent end of a long log skips to its newest lines in one request.",
 	}, h.logPoll)
 }
 
@@ -330,10 +333,17 @@ func (h *runHandler) matrix(ctx context.Context, _ *struct{}) (*matrixOutput, er
 
 func (h *runHandler) logPoll(_ context.Context, in *logPollInput) (*logPollOutput, error) {
 	out := &logPollOutput{}
-	if in.Since < 0 {
+	var cursor uint64
+	switch {
+	case in.Since < 0 && in.Tail > 0:
+		return nil, huma.Error422UnprocessableEntity("validation failed: tail: needs since",
+			&huma.ErrorDetail{Location: "query.tail", Message: "needs since: a tail is read from a cursor (0 the first time)", Value: in.Tail})
+	case in.Since < 0:
 		out.Body.Messages, out.Body.IsRunning = h.engine.PollLogs()
-	} else {
-		var cursor uint64
+	case in.Tail > 0:
+		out.Body.Messages, cursor, out.Body.IsRunning = h.engine.ReadLogTail(uint64(in.Since), in.Tail)
+		out.Body.Cursor = &cursor
+	default:
 		out.Body.Messages, cursor, out.Body.IsRunning = h.engine.ReadLogs(uint64(in.Since))
 		out.Body.Cursor = &cursor
 	}

@@ -484,6 +484,22 @@ func TestLogPoll(t *testing.T) {
 		}
 		mustProblem(t, e.get("/api/log_poll?since=-2"), http.StatusUnprocessableEntity, "query.since")
 		mustProblem(t, e.get("/api/log_poll?since=x"), http.StatusUnprocessableEntity, "query.since")
+
+		// With tail, a reader skips to the newest lines in one request.
+		must(t, e.get(fmt.Sprintf("/api/log_poll?since=0&tail=%d", 20)), http.StatusOK).decode(t, &p)
+		if len(p.Messages) != 21 || !strings.Contains(p.Messages[0], fmt.Sprintf("%d earlier lines left out; the newest 20 follow", len(first)-20)) ||
+			!slices.Equal(p.Messages[1:], first[len(first)-20:]) || p.Cursor == nil {
+			t.Fatalf("tail of 20: %q", p.Messages)
+		}
+		checkLines(t, p.Messages)
+		cursor := *p.Cursor
+		must(t, e.get(fmt.Sprintf("/api/log_poll?since=%d&tail=20", cursor-5)), http.StatusOK).decode(t, &p)
+		if !slices.Equal(p.Messages, first[len(first)-5:]) || *p.Cursor != cursor {
+			t.Errorf("tail behind by 5: %q cursor %d, want the last 5 lines and cursor %d", p.Messages, *p.Cursor, cursor)
+		}
+		mustProblem(t, e.get("/api/log_poll?tail=20"), http.StatusUnprocessableEntity, "query.tail")
+		mustProblem(t, e.get("/api/log_poll?since=0&tail=1001"), http.StatusUnprocessableEntity, "query.tail")
+		mustProblem(t, e.get("/api/log_poll?since=0&tail=-1"), http.StatusUnprocessableEntity, "query.tail")
 	})
 	t.Run("while running", func(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 50 * time.Millisecond}, concurrency: 1})

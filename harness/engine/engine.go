@@ -311,6 +311,17 @@ func (e *Engine) ReadLogs(after uint64) (lines []string, cursor uint64, running 
 	return lines, cursor, e.Running()
 }
 
+// ReadLogTail is ReadLogs for a reader that wants the recent end of the
+// log rather than all of it: when more than n lines follow after, it
+// skips to the newest n, preceded by one line saying how many it left
+// out (that line has the form of the others). It returns at most n+1
+// lines and the cursor of the last one. A reader opening a long log
+// catches up in one call.
+func (e *Engine) ReadLogTail(after uint64, n int) (lines []string, cursor uint64, running bool) {
+	lines, cursor = e.logs.tail(after, n)
+	return lines, cursor, e.Running()
+}
+
 // Running reports whether a run is active.
 func (e *Engine) Running() bool {
 	e.mu.Lock()

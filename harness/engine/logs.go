@@ -83,6 +83,29 @@ func (q *logQueue) readLocked(after uint64, limit int, why string) ([]string, ui
 	return out, next
 }
 
+// tail is read that skips to the newest n lines: when more than n lines
+// follow after, the older ones are left out and a first line says how
+// many. It returns at most n+1 lines and the number of the last one.
+func (q *logQueue) tail(after uint64, n int) ([]string, uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if after > q.last {
+		after = q.cleared
+	}
+	start := max(after, q.cleared) + 1
+	n = min(n, len(q.buf)) // so the lines kept cover the newest n
+	if n <= 0 || q.last < start || q.last-start+1 <= uint64(n) {
+		return q.readLocked(after, max(n, 1), "before this poll")
+	}
+	from := q.last - uint64(n) + 1
+	lines, next := q.readLocked(from-1, n, "before this poll")
+	if len(lines) == 0 {
+		return lines, next
+	}
+	marker := fmt.Sprintf("%s %d earlier lines left out; the newest %d follow", linePrefix(lines[0]), from-start, n)
+	return append([]string{marker}, lines...), next
+}
+
 // clear forgets the lines of the previous run; sequence numbers go on.
 func (q *logQueue) clear() {
 	q.mu.Lock()

@@ -88,3 +88,42 @@ func TestLogQueueClear(t *testing.T) {
 		t.Fatalf("cursor from the future: %q cursor %d", got, next)
 	}
 }
+
+// A tail read skips to the newest lines, and says how many it left out.
+func TestLogQueueTail(t *testing.T) {
+	q := newLogQueue(50)
+	pushLines(q, 1, 40)
+	for _, tc := range []struct {
+		name   string
+		after  uint64
+		n      int
+		want   []string
+		cursor uint64
+	}{
+		{"a long backlog", 0, 10, append([]string{"[d][L1] 30 earlier lines left out; the newest 10 follow"}, lines(31, 40)...), 40},
+		{"from a cursor", 25, 10, append([]string{"[d][L1] 5 earlier lines left out; the newest 10 follow"}, lines(31, 40)...), 40},
+		{"fewer than n", 35, 10, lines(36, 40), 40},
+		{"exactly n", 30, 10, lines(31, 40), 40},
+		{"nothing new", 40, 10, []string{}, 40},
+		{"more than the queue holds", 0, 100, lines(1, 40), 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, c := q.tail(tc.after, tc.n)
+			if !slices.Equal(got, tc.want) || c != tc.cursor {
+				t.Errorf("tail(%d, %d) = %q cursor %d, want %q cursor %d", tc.after, tc.n, got, c, tc.want, tc.cursor)
+			}
+		})
+	}
+	// Behind by more than the queue holds: one line says how many are
+	// missing in all, the dropped ones with those left out.
+	pushLines(q, 41, 120)
+	got, c := q.tail(0, 10)
+	if got[0] != "[d][L1] 110 earlier lines left out; the newest 10 follow" || !slices.Equal(got[1:], lines(111, 120)) || c != 120 {
+		t.Errorf("tail far behind: %q cursor %d", got, c)
+	}
+	// A tail larger than the queue reads all it holds.
+	got, c = q.tail(0, 500)
+	if got[0] != "[d][L1] 70 earlier lines left out; the newest 50 follow" || !slices.Equal(got[1:], lines(71, 120)) || c != 120 {
+		t.Errorf("tail over the capacity: %q cursor %d", got, c)
+	}
+}

@@ -236,10 +236,21 @@ function channelsCard(a) {
     h('div', { class: 'card-head' }, h('h2', { id: 'channels-heading' }, 'Channels'),
       h('button', { type: 'button', class: 'small primary', onclick: () => showForm(null) }, '+ New channel')),
     body, formBox);
+  // A channel's start answers "running" at once; a failure (a refused
+  // token) is reported later: the list is read again every few seconds
+  // while a channel is not stopped and the card is shown, and redrawn
+  // when it changed.
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  let shown = '';
   const refresh = async () => {
+    clearTimeout(timer);
     try {
       /** @type {{channels: Channel[]}} */
       const { channels } = await get(`/api/agents/${seg(a.id)}/channels`);
+      if (channels.some((c) => c.status !== 'stopped')) timer = setTimeout(() => { if (card.isConnected) refresh(); }, 2000);
+      if (JSON.stringify(channels) === shown) return;
+      shown = JSON.stringify(channels);
       fill(body, channels.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'list channels' },
         h('thead', null, h('tr', null, ['Channel', 'Type', 'Status', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', null, channels.map((c) => h('tr', { dataset: { channel: c.id, status: c.status } },
@@ -254,7 +265,7 @@ function channelsCard(a) {
             h('button', { type: 'button', class: 'small', onclick: () => showForm(c) }, 'Edit'),
             h('button', { type: 'button', class: 'small danger', onclick: () => remove(c) }, 'Delete')))))))
         : h('p', { class: 'muted' }, 'No channels yet.'));
-    } catch (err) { fill(body, h('p', { class: 'error' }, `Could not list the channels: ${errorText(err)}`)); }
+    } catch (err) { shown = ''; fill(body, h('p', { class: 'error' }, `Could not list the channels: ${errorText(err)}`)); }
   };
   const act = async (/** @type {Channel} */ c, /** @type {'start' | 'stop'} */ what) => {
     try {

@@ -109,6 +109,13 @@ async function tokenAfter401(problem) {
  * @returns {Promise<T>}
  */
 export async function api(method, path, body) {
+  // The user cancelled the token prompt: asking the server again would
+  // only be refused, every poll. Nothing is sent until a token is set (or
+  // forgotten), which is the user acting.
+  if (declined) {
+    authed(false);
+    throw new APIError(401, { status: 401, title: 'Unauthorized', detail: 'this server requires an API token: enter it with "API token…"' });
+  }
   for (let attempt = 0; ; attempt++) {
     /** @type {Record<string, string>} */
     const headers = { Accept: 'application/json, application/problem+json' };

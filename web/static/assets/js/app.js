@@ -6,7 +6,7 @@
 // banners for an unreachable server or model endpoint, and the API-token
 // prompt.
 
-import { get, post, getToken, setToken, onTokenNeeded, onReachability, onAuth, APIError } from './api.js';
+import { get, post, getToken, setToken, onTokenNeeded, onReachability, onAuth, APIError, NetworkError } from './api.js';
 import { h, banner, errorText, fill } from './ui.js';
 import * as live from './live.js';
 import * as history from './history.js';
@@ -37,6 +37,13 @@ function parseHash() {
 }
 
 async function route() {
+  // An anchor in the page (the skip link's #main) is not a route: the view
+  // shown stays; a page opened at one shows the live run.
+  const anchor = location.hash.length > 1 && !location.hash.startsWith('#/') ? document.getElementById(location.hash.slice(1)) : null;
+  if (anchor && !anchor.classList.contains('view')) {
+    if (!current) location.replace('#/live');
+    return;
+  }
   const parts = parseHash();
   if (!parts.length) { location.replace('#/live'); return; }
   const view = VIEWS[parts[0]];
@@ -140,10 +147,30 @@ async function checkModel() {
       banner('model', null);
     }
   } catch (err) {
+    if (err instanceof NetworkError) return; // the chips already say the server is unreachable
     chip.className = 'chip chip-button chip-warn';
     chip.textContent = 'Model: unknown';
     if (!(err instanceof APIError && err.status === 401)) chip.title = errorText(err);
   }
+}
+
+// ---- Server unreachable ----
+
+// True from a request that could not reach the server to the next that did.
+let unreachable = false;
+
+/**
+ * With the server away, the header claims nothing it cannot know: both
+ * chips say the state is unknown until a request gets through again.
+ */
+function chipsUnknown() {
+  const model = /** @type {HTMLElement} */ (document.getElementById('model-chip'));
+  model.className = 'chip chip-button chip-warn';
+  model.textContent = '⚠ Model unknown: server unreachable';
+  model.title = `Cannot reach the Gauntlet server at ${location.origin}`;
+  const engine = /** @type {HTMLElement} */ (document.getElementById('engine-chip'));
+  engine.className = 'chip chip-warn';
+  engine.textContent = '⚠ Engine unknown: server unreachable';
 }
 
 // ---- Definition files that did not load ----
@@ -181,12 +208,25 @@ export async function checkSync() {
 function init() {
   onTokenNeeded(askForToken);
   onReachability((ok, err) => {
-    if (ok) banner('server', null);
-    else banner('server', `Cannot reach the Gauntlet server at ${location.origin} (${err && err.cause instanceof Error && err.cause.message ? err.cause.message : 'network error'}). Is gauntlet serve running? Retrying…`, 'error');
+    if (ok) {
+      banner('server', null);
+      // Back: the model is checked again; the engine's chip is the live poller's.
+      if (unreachable) { unreachable = false; checkModel(); }
+      return;
+    }
+    if (!unreachable) { unreachable = true; chipsUnknown(); }
+    banner('server', `Cannot reach the Gauntlet server at ${location.origin} (${err && err.cause instanceof Error && err.cause.message ? err.cause.message : 'network error'}). Is gauntlet serve running? Retrying…`, 'error');
   });
   onAuth((ok) => {
     if (ok) banner('auth', null);
     else banner('auth', 'This server requires an API token, and none (or a wrong one) is saved in this browser.', 'warn', { label: 'Enter token', run: tokenButton });
+  });
+  // The skip link moves the focus to the content and leaves the route as it is.
+  /** @type {HTMLElement} */ (document.querySelector('a.skip')).addEventListener('click', (e) => {
+    e.preventDefault();
+    const main = /** @type {HTMLElement} */ (document.getElementById('main'));
+    main.focus();
+    main.scrollIntoView();
   });
   /** @type {HTMLElement} */ (document.getElementById('token-button')).addEventListener('click', tokenButton);
   /** @type {HTMLElement} */ (document.getElementById('model-chip')).addEventListener('click', checkModel);

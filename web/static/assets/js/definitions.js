@@ -10,7 +10,7 @@
 // the server's errors beside the field its location names.
 
 import { get, post, put, del, seg, APIError } from './api.js';
-import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, errorText, download, fill } from './ui.js';
+import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, errorText, download, fill, FieldError } from './ui.js';
 
 // The built-in types, then those of the first-party evaluators that gauntlet
 // serve registers (json_schema, rubric); the server refuses any it lacks.
@@ -263,7 +263,8 @@ async function showDomains(shell, id, levelKey, testID) {
     h('tbody', null, levelTests.map((t) => h('tr', { dataset: { test: t.id }, class: t.id === testID ? 'current' : null },
       h('td', null, t.name || t.id, h('div', { class: 'did' }, t.id)),
       h('td', { class: 'clip' }, t.prompt),
-      h('td', null, h('code', null, t.expected.answer), h('span', { class: 'muted' }, ` (${t.expected.type})`)),
+      h('td', null, h('code', null, t.expected.answer), h('span', { class: 'muted' }, ` (${t.expected.type})`),
+        t.expected.arguments ? h('div', { class: 'did' }, 'arguments ', h('code', null, JSON.stringify(t.expected.arguments))) : null),
       h('td', { class: 'row-actions' },
         h('a', { class: 'button small', href: `#/definitions/domains/${seg(id)}/${level}/${seg(t.id)}`, 'aria-label': `Edit test ${t.id}` }, 'Edit'),
         h('button', { type: 'button', class: 'small danger', 'aria-label': `Delete test ${t.id}`, onclick: () => deleteTest(t) }, 'Delete'))))))) :
@@ -313,6 +314,8 @@ function testForm(t, isNew, domains, evaluators, toolOptions) {
       field('expected.tolerance', 'Tolerance (numeric, relative)', { type: 'number', step: 'any', min: 0, value: t.expected.tolerance, placeholder: '1e-6' }),
       field('evaluator_id', 'Evaluator override', { type: 'select', value: t.evaluator_id || '',
         options: [{ value: '', label: '(the domain’s)' }, ...evaluators.map((e) => ({ value: e.id, label: `${e.name} (${e.id})` }))] })),
+    field('expected.arguments', 'Expected arguments (tool_call)', { type: 'json', rows: 3, value: t.expected.arguments || '',
+      placeholder: '{"city": "Paris"}', hint: 'A JSON object: the arguments the call must include (it may have others). Empty: any arguments.' }),
     field('tools', 'Tools offered for this test', { type: 'checks', options: toolOptions, value: t.tools || [], empty: 'No tools defined.' }),
     h('div', { class: 'actions' },
       h('button', { type: 'submit', class: 'primary' }, isNew ? 'Create test' : 'Save test'),
@@ -321,6 +324,12 @@ function testForm(t, isNew, domains, evaluators, toolOptions) {
     e.preventDefault();
     save(form, async () => {
       const body = formValues(form);
+      const args = body.expected.arguments;
+      if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
+        throw new FieldError('expected.arguments', 'must be a JSON object, like {"city": "Paris"}');
+      }
+      // An emptied field clears the stored arguments (PUT keeps a field left out).
+      if (args === undefined && !isNew && t.expected.arguments) body.expected.arguments = null;
       /** @type {Test} */
       const saved = isNew ? await post('/api/settings/tests', body) : await put(`/api/settings/tests/${seg(/** @type {string} */ (t.id))}`, body);
       toast(`Test ${saved.id} saved.`, 'success');

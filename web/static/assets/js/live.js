@@ -49,7 +49,11 @@ const st = {
   again: false,         // poked during that tick: tick again at once after it
 };
 
-const LOG_PAGE = 100;   // the most lines one log poll returns
+// The most lines one log poll brings: when more wait after the cursor
+// (a page opened after a long run, a tab left in the background), the
+// server skips to the newest ones and says how many it left out, so the
+// page catches up in one request instead of replaying the log.
+const LOG_TAIL = 1000;
 
 /**
  * The view's elements, set by mount.
@@ -204,17 +208,12 @@ async function tick() {
     st.status = status;
     st.running = running;
     // Follow the log with a cursor (since) rather than draining it, so
-    // that several dashboards (and curl) each see every line. A full
-    // answer means more is waiting: catch up, a bounded number of polls.
-    let ended = false;
-    for (let i = 0; i < 20; i++) {
-      /** @type {LogPoll} */
-      const logs = await get(`/api/log_poll?since=${st.logCursor}`);
-      if (typeof logs.cursor === 'number') st.logCursor = logs.cursor;
-      const lines = logs.messages || [];
-      if (appendLog(lines)) ended = true;
-      if (lines.length < LOG_PAGE) break;
-    }
+    // that several dashboards (and curl) each see every line; one request
+    // a tick, the recent tail when much is waiting.
+    /** @type {LogPoll} */
+    const logs = await get(`/api/log_poll?since=${st.logCursor}&tail=${LOG_TAIL}`);
+    if (typeof logs.cursor === 'number') st.logCursor = logs.cursor;
+    const ended = appendLog(logs.messages || []);
     if (st.visible && (running || st.needMatrix || ended || st.watchRun)) {
       st.matrix = await get('/api/test_matrix');
       st.needMatrix = false;
