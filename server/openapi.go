@@ -199,6 +199,7 @@ var errorDescriptions = map[int]string{
 	http.StatusTooManyRequests:       "Too many requests waiting; try again later.",
 	http.StatusInternalServerError:   "An unexpected failure; the server log has the details.",
 	http.StatusBadGateway:            "The model endpoint failed; the detail says why.",
+	http.StatusServiceUnavailable:    "The request was cancelled or timed out before it finished (the client went away, or the server is shutting down).",
 }
 
 // documentErrors adds to op a problem+json response for each status in
@@ -206,6 +207,9 @@ var errorDescriptions = map[int]string{
 //   - 401 on every /api/ operation that has the API's security (the token
 //     may be required);
 //   - 500 on every operation;
+//   - 503 on every operation huma serves: a handler whose request is
+//     cancelled or times out (the client went away, the server is shutting
+//     down) answers it;
 //   - with huma, which decodes and validates the request: 400, 413, 415
 //     and 422 on operations with a JSON body (malformed, too large, not
 //     JSON, not valid), and 422 on operations with a parameter huma
@@ -226,6 +230,9 @@ func documentErrors(op *huma.Operation, declared []int, byHuma bool) {
 		}
 	}
 	codes = append(codes, http.StatusInternalServerError)
+	if byHuma {
+		codes = append(codes, http.StatusServiceUnavailable)
+	}
 	slices.Sort(codes)
 	if op.Responses == nil {
 		op.Responses = map[string]*huma.Response{}
