@@ -1,6 +1,9 @@
 package stats
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Sample is one answer to one test: a test asked several times (repeats)
 // has one Sample per repeat.
@@ -179,6 +182,11 @@ func summarise(sum CellSummary, scores []float64, binary bool, ones int, opt Opt
 		sum.Method = MethodNone
 		return sum
 	}
+	// The figures depend on the set of scores, not on the order the tests
+	// finished in: the bootstrap's draws index the scores, so they are
+	// sorted first (a copy: the caller's slice is left alone).
+	scores = slices.Clone(scores)
+	slices.Sort(scores)
 	sum.Score, sum.StdErr = meanSE(scores)
 	switch {
 	case binary:

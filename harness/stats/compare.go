@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 )
 
 // Pair is one test (and repeat) answered in both runs of a comparison.
@@ -192,6 +193,9 @@ func Compare(pairs []Pair, opt Options) Comparison {
 		}
 	}
 	c.BaseScore, c.HeadScore = sb/float64(n), sh/float64(n)
+	// As for a cell: the random draws index the differences, so they are
+	// sorted, and the result depends on the pairs, not on their order.
+	slices.Sort(d)
 	c.Delta, c.StdErr = meanSE(d)
 	c.PValue, c.Test = signFlip(d, opt)
 	c.Significant = c.PValue < opt.alpha()

@@ -372,3 +372,32 @@ func TestIntervalJSON(t *testing.T) {
 		t.Fatal("an object decoded as an interval")
 	}
 }
+
+// TestOrderDoesNotMatter: a cell's interval and a comparison depend on
+// the results, not on the order the tests finished in (which concurrency
+// changes from one run to the next).
+func TestOrderDoesNotMatter(t *testing.T) {
+	var samples []Sample
+	var pairs []Pair
+	for i := range 40 {
+		id := string(rune('a'+i%26)) + string(rune('a'+i/26))
+		score := float64((i*7)%10) / 9
+		samples = append(samples, Sample{TestID: id, Score: score, Passed: score > 0.5})
+		pairs = append(pairs, Pair{TestID: id, Base: score, Head: float64((i*3)%10) / 9})
+	}
+	cell, cmp := Cell(samples, Options{Seed: 1}), Compare(pairs, Options{Seed: 1})
+	if cell.Method != MethodBootstrap {
+		t.Fatalf("method %v: the test needs the bootstrap", cell.Method)
+	}
+	for range 5 {
+		rand.Shuffle(len(samples), func(i, j int) { samples[i], samples[j] = samples[j], samples[i] })
+		rand.Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
+		if got := Cell(samples, Options{Seed: 1}); got != cell {
+			t.Fatalf("shuffled samples: %+v, want %+v", got, cell)
+		}
+		got := Compare(pairs, Options{Seed: 1})
+		if got.CI95 != cmp.CI95 || got.PValue != cmp.PValue || got.Delta != cmp.Delta {
+			t.Fatalf("shuffled pairs: %+v, want %+v", got, cmp)
+		}
+	}
+}
