@@ -127,7 +127,12 @@ type problems struct {
 // anything else to 500 (logged, not shown).
 func (p problems) problem(ctx context.Context, err error) error {
 	var ve *harness.ValidationError
+	var se huma.StatusError
 	switch {
+	case errors.As(err, &se):
+		// Already an HTTP error: a handler's own check, run by the library
+		// (a precondition checked under the catalog's lock).
+		return err
 	case errors.As(err, &ve):
 		details := make([]error, len(ve.Fields))
 		msgs := make([]string, len(ve.Fields))
