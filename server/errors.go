@@ -27,7 +27,7 @@ type apiProblem struct {
 
 // apiProblemDetail is one invalid field of a problem.
 type apiProblemDetail struct {
-	Location string `json:"location,omitempty" doc:"Where: body.<field> (body.tests[3].expected.type), query.<name> or path.<name>."`
+	Location string `json:"location,omitempty" doc:"Where: body.<field> (body.tests[3].expected.type), query.<name>, path.<name> or header.<name>."`
 	Message  string `json:"message" doc:"What is wrong there."`
 	Value    any    `json:"value,omitempty" doc:"The value found there, when it is a short scalar. The body is never sent back."`
 }
