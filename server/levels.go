@@ -129,11 +129,6 @@ func (b *apiLevelImport) config() harness.LevelConfig {
 	return out
 }
 
-type levelPath struct {
-	DomainID string `path:"domain_id" doc:"Domain id."`
-	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000."`
-}
-
 type getLevelInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
 	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000."`

@@ -1,9 +1,6 @@
 package server
 
-// maxPageLimit is the largest page a list of definitions answers.
-const maxPageLimit = 1000
-
-// PageParams pages a list of definitions. Without limit and offset the
+// PageParams pages a list of definitions, at most 1000 records a page. Without limit and offset the
 // list is whole, as it always was; the answer's total counts the records
 // that match the list's filters, whatever the page. Exported for huma, as
 // IfMatchHeader is.
