@@ -71,6 +71,7 @@ func toAPIAgentDetail(d *agent.Detail) apiAgentDetail {
 // apiAgentList is the answer of list-agents.
 type apiAgentList struct {
 	Agents []apiAgent `json:"agents" doc:"Oldest first."`
+	Total  int        `json:"total" doc:"The number of agents, without paging."`
 }
 
 // apiAgentCreate is the body of create-agent.
@@ -152,7 +153,7 @@ func registerAgents(api huma.API, agents agentStore, log *slog.Logger) {
 	tags := []string{tagAgents}
 	register(api, huma.Operation{
 		OperationID: "list-agents", Method: http.MethodGet, Path: "/api/agents",
-		Summary: "List agents", Tags: tags, Description: "Every agent, oldest first.",
+		Summary: "List agents", Tags: tags, Description: "Every agent, oldest first." + pagingDoc,
 	}, h.list)
 	register(api, huma.Operation{
 		OperationID: "get-agent", Method: http.MethodGet, Path: "/api/agents/{agent_id}",
@@ -191,12 +192,13 @@ func registerAgents(api huma.API, agents agentStore, log *slog.Logger) {
 	}, h.setTools)
 }
 
-func (h *agentHandler) list(ctx context.Context, _ *struct{}) (*listAgentsOutput, error) {
-	as, err := h.agents.List(ctx)
+func (h *agentHandler) list(ctx context.Context, in *PageParams) (*listAgentsOutput, error) {
+	all, err := h.agents.List(ctx)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	out := &listAgentsOutput{Body: apiAgentList{Agents: make([]apiAgent, len(as))}}
+	as, total := page(all, *in)
+	out := &listAgentsOutput{Body: apiAgentList{Agents: make([]apiAgent, len(as)), Total: total}}
 	for i, a := range as {
 		out.Body.Agents[i] = toAPIAgent(a)
 	}

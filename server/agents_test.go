@@ -49,7 +49,7 @@ func TestAgents(t *testing.T) {
 
 	t.Run("list empty", func(t *testing.T) {
 		r := must(t, e.get("/api/agents"), http.StatusOK)
-		if got := strings.TrimSpace(string(r.body)); got != `{"agents":[]}` {
+		if got := strings.TrimSpace(string(r.body)); got != `{"agents":[],"total":0}` {
 			t.Fatalf("body %s", got)
 		}
 	})

@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -76,9 +78,22 @@ func (c *responseChecker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tw.status == http.StatusMovedPermanently || tw.status == http.StatusTemporaryRedirect || tw.status == http.StatusPermanentRedirect {
 		return // the mux's redirect to the clean path, not the operation
 	}
-	if err := c.check(method, path, tw.status, tw.Header().Get("Content-Type"), tw.body.Bytes()); err != nil {
+	body := tw.body.Bytes()
+	if tw.Header().Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err == nil {
+			body, err = io.ReadAll(zr)
+		}
+		if err != nil {
+			c.mu.Lock()
+			c.failures = append(c.failures, fmt.Sprintf("%s %s: gzip body: %v", r.Method, r.URL.Path, err))
+			c.mu.Unlock()
+			return
+		}
+	}
+	if err := c.check(method, path, tw.status, tw.Header().Get("Content-Type"), body); err != nil {
 		c.mu.Lock()
-		c.failures = append(c.failures, fmt.Sprintf("%s %s answered %d: %v\n%.600s", r.Method, r.URL.Path, tw.status, err, tw.body.String()))
+		c.failures = append(c.failures, fmt.Sprintf("%s %s answered %d: %v\n%.600s", r.Method, r.URL.Path, tw.status, err, body))
 		c.mu.Unlock()
 	}
 }

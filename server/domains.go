@@ -18,7 +18,7 @@ type domainStore interface {
 	Domain(ctx context.Context, id string) (harness.Domain, error)
 	CreateDomain(ctx context.Context, d harness.Domain) (harness.Domain, error)
 	UpdateDomain(ctx context.Context, id string, apply func(*harness.Domain) error) (harness.Domain, error)
-	DeleteDomain(ctx context.Context, id string) error
+	DeleteDomainIf(ctx context.Context, id string, check func(harness.Domain) error) error
 }
 
 var _ domainStore = (*catalog.Catalog)(nil)
@@ -50,6 +50,7 @@ func toAPIDomain(d harness.Domain) apiDomain {
 // apiDomainList is the answer of list-domains.
 type apiDomainList struct {
 	Domains []apiDomain `json:"domains" doc:"Ordered by id."`
+	Total   int         `json:"total" doc:"The number of domains, without paging."`
 }
 
 // apiDomainCreate is the body of create-domain, and a domain of an import.
@@ -94,12 +95,24 @@ func (f *apiDomainUpdate) apply(d *harness.Domain) {
 	set(&d.Color, f.Color)
 }
 
-type domainPath struct {
+type getDomainInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
+	IfNoneMatchHeader
+}
+
+type deleteDomainInput struct {
+	DomainID string `path:"domain_id" doc:"Domain id."`
+	IfMatchHeader
 }
 
 type domainOutput struct {
+	ETag string `header:"ETag" doc:"The domain's entity tag, for If-Match and If-None-Match."`
 	Body apiDomain
+}
+
+func newDomainOutput(d harness.Domain) *domainOutput {
+	b := toAPIDomain(d)
+	return &domainOutput{ETag: etagOf(b), Body: b}
 }
 
 type listDomainsOutput struct {
@@ -112,7 +125,8 @@ type createDomainInput struct {
 
 type updateDomainInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
-	Body     apiDomainUpdate
+	IfMatchHeader
+	Body apiDomainUpdate
 }
 
 // registerDomains registers the domain operations.
@@ -121,13 +135,14 @@ func registerDomains(api huma.API, store domainStore, log *slog.Logger) {
 	tags := []string{tagDomains}
 	register(api, huma.Operation{
 		OperationID: "list-domains", Method: http.MethodGet, Path: "/api/settings/domains",
-		Summary: "List domains", Tags: tags, Description: "Every domain, enabled or not, ordered by id.",
+		Summary: "List domains", Tags: tags, Description: "Every domain, enabled or not, ordered by id." + pagingDoc,
 	}, h.list)
 	register(api, huma.Operation{
 		OperationID: "get-domain", Method: http.MethodGet, Path: "/api/settings/domains/{domain_id}",
-		Summary: "Get a domain", Tags: tags, Description: "404 for an unknown id.",
+		Summary: "Get a domain", Tags: tags, Description: "404 for an unknown id." + etagReadDoc,
 		Errors: []int{http.StatusNotFound},
 	}, h.get)
+	documentNotModified(api, "/api/settings/domains/{domain_id}")
 	register(api, huma.Operation{
 		OperationID: "create-domain", Method: http.MethodPost, Path: "/api/settings/domains",
 		Summary: "Create a domain", Tags: tags, DefaultStatus: http.StatusCreated,
@@ -139,36 +154,39 @@ func registerDomains(api huma.API, store domainStore, log *slog.Logger) {
 		OperationID: "update-domain", Method: http.MethodPut, Path: "/api/settings/domains/{domain_id}",
 		Summary: "Update a domain", Tags: tags,
 		Description: "Changes the fields present in the body and keeps the others. " +
-			"409 when the domain's file was edited by hand since the last sync.",
-		Errors: []int{http.StatusNotFound, http.StatusConflict},
+			"409 when the domain's file was edited by hand since the last sync." + etagWriteDoc,
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.update)
 	register(api, huma.Operation{
 		OperationID: "delete-domain", Method: http.MethodDelete, Path: "/api/settings/domains/{domain_id}",
 		Summary: "Delete a domain", Tags: tags,
 		Description: "Removes the domain with all its tests and level configurations. " +
-			"409 when its files were edited by hand since the last sync.",
-		Errors: []int{http.StatusNotFound, http.StatusConflict},
+			"409 when its files were edited by hand since the last sync. " +
+			"With If-Match, the domain is deleted only if its current ETag is listed (or the list is *), else 412.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.delete)
 }
 
-func (h *domainHandler) list(ctx context.Context, _ *struct{}) (*listDomainsOutput, error) {
-	ds, err := h.store.Domains(ctx)
+func (h *domainHandler) list(ctx context.Context, in *PageParams) (*listDomainsOutput, error) {
+	all, err := h.store.Domains(ctx)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	out := &listDomainsOutput{Body: apiDomainList{Domains: make([]apiDomain, len(ds))}}
+	ds, total := page(all, *in)
+	out := &listDomainsOutput{Body: apiDomainList{Domains: make([]apiDomain, len(ds)), Total: total}}
 	for i, d := range ds {
 		out.Body.Domains[i] = toAPIDomain(d)
 	}
 	return out, nil
 }
 
-func (h *domainHandler) get(ctx context.Context, in *domainPath) (*domainOutput, error) {
+func (h *domainHandler) get(ctx context.Context, in *getDomainInput) (*domainOutput, error) {
 	d, err := h.store.Domain(ctx, in.DomainID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &domainOutput{Body: toAPIDomain(d)}, nil
+	out := newDomainOutput(d)
+	return out, in.IfNoneMatchHeader.check(out.ETag)
 }
 
 func (h *domainHandler) create(ctx context.Context, in *createDomainInput) (*domainOutput, error) {
@@ -176,22 +194,26 @@ func (h *domainHandler) create(ctx context.Context, in *createDomainInput) (*dom
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &domainOutput{Body: toAPIDomain(d)}, nil
+	return newDomainOutput(d), nil
 }
 
 func (h *domainHandler) update(ctx context.Context, in *updateDomainInput) (*domainOutput, error) {
 	d, err := h.store.UpdateDomain(ctx, in.DomainID, func(d *harness.Domain) error {
+		if err := in.IfMatchHeader.check(etagOf(toAPIDomain(*d))); err != nil {
+			return err
+		}
 		in.Body.apply(d)
 		return nil
 	})
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &domainOutput{Body: toAPIDomain(d)}, nil
+	return newDomainOutput(d), nil
 }
 
-func (h *domainHandler) delete(ctx context.Context, in *domainPath) (*successOutput, error) {
-	if err := h.store.DeleteDomain(ctx, in.DomainID); err != nil {
+func (h *domainHandler) delete(ctx context.Context, in *deleteDomainInput) (*successOutput, error) {
+	check := func(d harness.Domain) error { return in.IfMatchHeader.check(etagOf(toAPIDomain(d))) }
+	if err := h.store.DeleteDomainIf(ctx, in.DomainID, check); err != nil {
 		return nil, h.problem(ctx, err)
 	}
 	return success(), nil

@@ -12,8 +12,8 @@ func TestDomains(t *testing.T) {
 
 	t.Run("list empty", func(t *testing.T) {
 		r := must(t, e.get("/api/settings/domains"), http.StatusOK)
-		if got := strings.TrimSpace(string(r.body)); got != `{"domains":[]}` {
-			t.Fatalf("body %s, want {\"domains\":[]}", got)
+		if got := strings.TrimSpace(string(r.body)); got != `{"domains":[],"total":0}` {
+			t.Fatalf("body %s, want {\"domains\":[],\"total\":0}", got)
 		}
 	})
 

@@ -27,7 +27,7 @@ type apiProblem struct {
 
 // apiProblemDetail is one invalid field of a problem.
 type apiProblemDetail struct {
-	Location string `json:"location,omitempty" doc:"Where: body.<field> (body.tests[3].expected.type), query.<name> or path.<name>."`
+	Location string `json:"location,omitempty" doc:"Where: body.<field> (body.tests[3].expected.type), query.<name>, path.<name> or header.<name>."`
 	Message  string `json:"message" doc:"What is wrong there."`
 	Value    any    `json:"value,omitempty" doc:"The value found there, when it is a short scalar. The body is never sent back."`
 }
@@ -127,7 +127,12 @@ type problems struct {
 // anything else to 500 (logged, not shown).
 func (p problems) problem(ctx context.Context, err error) error {
 	var ve *harness.ValidationError
+	var se huma.StatusError
 	switch {
+	case errors.As(err, &se):
+		// Already an HTTP error: a handler's own check, run by the library
+		// (a precondition checked under the catalog's lock).
+		return err
 	case errors.As(err, &ve):
 		details := make([]error, len(ve.Fields))
 		msgs := make([]string, len(ve.Fields))

@@ -17,7 +17,7 @@ type evaluatorStore interface {
 	Evaluator(ctx context.Context, id string) (harness.EvaluatorConfig, error)
 	CreateEvaluator(ctx context.Context, e harness.EvaluatorConfig) (harness.EvaluatorConfig, error)
 	UpdateEvaluator(ctx context.Context, id string, apply func(*harness.EvaluatorConfig) error) (harness.EvaluatorConfig, error)
-	DeleteEvaluator(ctx context.Context, id string) error
+	DeleteEvaluatorIf(ctx context.Context, id string, check func(harness.EvaluatorConfig) error) error
 }
 
 var _ evaluatorStore = (*catalog.Catalog)(nil)
@@ -56,6 +56,7 @@ func toAPIEvaluators(es []harness.EvaluatorConfig) []apiEvaluator {
 // apiEvaluatorList is the answer of list-evaluators.
 type apiEvaluatorList struct {
 	Evaluators []apiEvaluator `json:"evaluators" doc:"Ordered by id."`
+	Total      int            `json:"total" doc:"The number of evaluator records, without paging."`
 }
 
 // apiEvaluatorCreate is the body of create-evaluator, and an evaluator of
@@ -101,12 +102,24 @@ func (f *apiEvaluatorUpdate) apply(e *harness.EvaluatorConfig) {
 	}
 }
 
-type evaluatorPath struct {
+type getEvaluatorInput struct {
 	EvaluatorID string `path:"evaluator_id" doc:"Evaluator id."`
+	IfNoneMatchHeader
+}
+
+type deleteEvaluatorInput struct {
+	EvaluatorID string `path:"evaluator_id" doc:"Evaluator id."`
+	IfMatchHeader
 }
 
 type evaluatorOutput struct {
+	ETag string `header:"ETag" doc:"The evaluator's entity tag, for If-Match and If-None-Match."`
 	Body apiEvaluator
+}
+
+func newEvaluatorOutput(x harness.EvaluatorConfig) *evaluatorOutput {
+	b := toAPIEvaluator(x)
+	return &evaluatorOutput{ETag: etagOf(b), Body: b}
 }
 
 type listEvaluatorsOutput struct {
@@ -119,7 +132,8 @@ type createEvaluatorInput struct {
 
 type updateEvaluatorInput struct {
 	EvaluatorID string `path:"evaluator_id" doc:"Evaluator id."`
-	Body        apiEvaluatorUpdate
+	IfMatchHeader
+	Body apiEvaluatorUpdate
 }
 
 // registerEvaluators registers the evaluator operations.
@@ -128,13 +142,14 @@ func registerEvaluators(api huma.API, store evaluatorStore, log *slog.Logger) {
 	tags := []string{tagEvaluators}
 	register(api, huma.Operation{
 		OperationID: "list-evaluators", Method: http.MethodGet, Path: "/api/settings/evaluators",
-		Summary: "List evaluators", Tags: tags, Description: "Every evaluator record, ordered by id.",
+		Summary: "List evaluators", Tags: tags, Description: "Every evaluator record, ordered by id." + pagingDoc,
 	}, h.list)
 	register(api, huma.Operation{
 		OperationID: "get-evaluator", Method: http.MethodGet, Path: "/api/settings/evaluators/{evaluator_id}",
-		Summary: "Get an evaluator", Tags: tags, Description: "404 for an unknown id.",
+		Summary: "Get an evaluator", Tags: tags, Description: "404 for an unknown id." + etagReadDoc,
 		Errors: []int{http.StatusNotFound},
 	}, h.get)
+	documentNotModified(api, "/api/settings/evaluators/{evaluator_id}")
 	register(api, huma.Operation{
 		OperationID: "create-evaluator", Method: http.MethodPost, Path: "/api/settings/evaluators",
 		Summary: "Create an evaluator", Tags: tags, DefaultStatus: http.StatusCreated,
@@ -145,31 +160,34 @@ func registerEvaluators(api huma.API, store evaluatorStore, log *slog.Logger) {
 		OperationID: "update-evaluator", Method: http.MethodPut, Path: "/api/settings/evaluators/{evaluator_id}",
 		Summary: "Update an evaluator", Tags: tags,
 		Description: "Changes the fields present in the body and keeps the others. " +
-			"409 when its file was edited by hand since the last sync.",
-		Errors: []int{http.StatusNotFound, http.StatusConflict},
+			"409 when its file was edited by hand since the last sync." + etagWriteDoc,
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.update)
 	register(api, huma.Operation{
 		OperationID: "delete-evaluator", Method: http.MethodDelete, Path: "/api/settings/evaluators/{evaluator_id}",
 		Summary: "Delete an evaluator", Tags: tags,
-		Description: "An evaluator still used by a domain or a test is not deleted (409).",
-		Errors:      []int{http.StatusNotFound, http.StatusConflict},
+		Description: "An evaluator still used by a domain or a test is not deleted (409). " +
+			"With If-Match, it is deleted only if its current ETag is listed (or the list is *), else 412.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.delete)
 }
 
-func (h *evaluatorHandler) list(ctx context.Context, _ *struct{}) (*listEvaluatorsOutput, error) {
-	es, err := h.store.Evaluators(ctx)
+func (h *evaluatorHandler) list(ctx context.Context, in *PageParams) (*listEvaluatorsOutput, error) {
+	all, err := h.store.Evaluators(ctx)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &listEvaluatorsOutput{Body: apiEvaluatorList{Evaluators: toAPIEvaluators(es)}}, nil
+	es, total := page(all, *in)
+	return &listEvaluatorsOutput{Body: apiEvaluatorList{Evaluators: toAPIEvaluators(es), Total: total}}, nil
 }
 
-func (h *evaluatorHandler) get(ctx context.Context, in *evaluatorPath) (*evaluatorOutput, error) {
+func (h *evaluatorHandler) get(ctx context.Context, in *getEvaluatorInput) (*evaluatorOutput, error) {
 	e, err := h.store.Evaluator(ctx, in.EvaluatorID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &evaluatorOutput{Body: toAPIEvaluator(e)}, nil
+	out := newEvaluatorOutput(e)
+	return out, in.IfNoneMatchHeader.check(out.ETag)
 }
 
 func (h *evaluatorHandler) create(ctx context.Context, in *createEvaluatorInput) (*evaluatorOutput, error) {
@@ -177,22 +195,26 @@ func (h *evaluatorHandler) create(ctx context.Context, in *createEvaluatorInput)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &evaluatorOutput{Body: toAPIEvaluator(e)}, nil
+	return newEvaluatorOutput(e), nil
 }
 
 func (h *evaluatorHandler) update(ctx context.Context, in *updateEvaluatorInput) (*evaluatorOutput, error) {
 	e, err := h.store.UpdateEvaluator(ctx, in.EvaluatorID, func(e *harness.EvaluatorConfig) error {
+		if err := in.IfMatchHeader.check(etagOf(toAPIEvaluator(*e))); err != nil {
+			return err
+		}
 		in.Body.apply(e)
 		return nil
 	})
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &evaluatorOutput{Body: toAPIEvaluator(e)}, nil
+	return newEvaluatorOutput(e), nil
 }
 
-func (h *evaluatorHandler) delete(ctx context.Context, in *evaluatorPath) (*successOutput, error) {
-	if err := h.store.DeleteEvaluator(ctx, in.EvaluatorID); err != nil {
+func (h *evaluatorHandler) delete(ctx context.Context, in *deleteEvaluatorInput) (*successOutput, error) {
+	check := func(e harness.EvaluatorConfig) error { return in.IfMatchHeader.check(etagOf(toAPIEvaluator(e))) }
+	if err := h.store.DeleteEvaluatorIf(ctx, in.EvaluatorID, check); err != nil {
 		return nil, h.problem(ctx, err)
 	}
 	return success(), nil

@@ -12,7 +12,7 @@ func TestEvaluators(t *testing.T) {
 
 	t.Run("list empty", func(t *testing.T) {
 		r := must(t, e.get("/api/settings/evaluators"), http.StatusOK)
-		if got := strings.TrimSpace(string(r.body)); got != `{"evaluators":[]}` {
+		if got := strings.TrimSpace(string(r.body)); got != `{"evaluators":[],"total":0}` {
 			t.Fatalf("body %s", got)
 		}
 	})

@@ -105,11 +105,17 @@ func (f *fakeDomains) UpdateDomain(_ context.Context, id string, apply func(*har
 	return d, nil
 }
 
-func (f *fakeDomains) DeleteDomain(_ context.Context, id string) error {
+func (f *fakeDomains) DeleteDomainIf(_ context.Context, id string, check func(harness.Domain) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.domains[id]; !ok {
+	d, ok := f.domains[id]
+	if !ok {
 		return fmt.Errorf("domain %q: %w", id, harness.ErrNotFound)
+	}
+	if check != nil {
+		if err := check(d); err != nil {
+			return err
+		}
 	}
 	delete(f.domains, id)
 	return nil
@@ -148,7 +154,7 @@ func TestDomainHandlers(t *testing.T) {
 
 	t.Run("list maps every field", func(t *testing.T) {
 		r := api.Get("/api/settings/domains")
-		want := `{"domains":[{"id":"math","name":"Math","description":"","evaluator_id":"","enabled":true,"system_prompt":"","icon":"","color":"#112233"}]}`
+		want := `{"domains":[{"id":"math","name":"Math","description":"","evaluator_id":"","enabled":true,"system_prompt":"","icon":"","color":"#112233"}],"total":1}`
 		if r.Code != http.StatusOK || strings.TrimSpace(r.Body.String()) != want {
 			t.Fatalf("%d %s\nwant %s", r.Code, r.Body, want)
 		}

@@ -129,19 +129,27 @@ func (b *apiLevelImport) config() harness.LevelConfig {
 	return out
 }
 
-type levelPath struct {
+type getLevelInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
 	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000."`
+	IfNoneMatchHeader
 }
 
 type levelOutput struct {
+	ETag string `header:"ETag" doc:"The level configuration's entity tag, for If-Match and If-None-Match."`
 	Body apiLevel
+}
+
+func newLevelOutput(l harness.LevelConfig) *levelOutput {
+	b := toAPILevel(l)
+	return &levelOutput{ETag: etagOf(b), Body: b}
 }
 
 type updateLevelInput struct {
 	DomainID string `path:"domain_id" doc:"Domain id."`
 	Level    int    `path:"level" minimum:"0" maximum:"1000" doc:"Level number, 0 to 1000."`
-	Body     apiLevelUpdate
+	IfMatchHeader
+	Body apiLevelUpdate
 }
 
 // registerLevels registers the level operations.
@@ -151,35 +159,40 @@ func registerLevels(api huma.API, store levelStore, log *slog.Logger) {
 	register(api, huma.Operation{
 		OperationID: "get-level", Method: http.MethodGet, Path: "/api/settings/levels/{domain_id}/{level}",
 		Summary: "Get a level's configuration", Tags: tags,
-		Description: "A level without a configuration file yet has the default configuration. 404 for an unknown domain.",
+		Description: "A level without a configuration file yet has the default configuration. 404 for an unknown domain." + etagReadDoc,
 		Errors:      []int{http.StatusNotFound},
 	}, h.get)
+	documentNotModified(api, "/api/settings/levels/{domain_id}/{level}")
 	register(api, huma.Operation{
 		OperationID: "update-level", Method: http.MethodPut, Path: "/api/settings/levels/{domain_id}/{level}",
 		Summary: "Update a level's configuration", Tags: tags,
 		Description: "Changes the fields present in the body and keeps the others. 422 for an unknown tool id; " +
-			"409 when the level's file was edited by hand since the last sync.",
-		Errors: []int{http.StatusNotFound, http.StatusConflict},
+			"409 when the level's file was edited by hand since the last sync." + etagWriteDoc,
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.update)
 }
 
-func (h *levelHandler) get(ctx context.Context, in *levelPath) (*levelOutput, error) {
+func (h *levelHandler) get(ctx context.Context, in *getLevelInput) (*levelOutput, error) {
 	l, err := h.store.Level(ctx, in.DomainID, in.Level)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &levelOutput{Body: toAPILevel(l)}, nil
+	out := newLevelOutput(l)
+	return out, in.IfNoneMatchHeader.check(out.ETag)
 }
 
 func (h *levelHandler) update(ctx context.Context, in *updateLevelInput) (*levelOutput, error) {
 	l, err := h.store.UpdateLevel(ctx, in.DomainID, in.Level, func(l *harness.LevelConfig) error {
+		if err := in.IfMatchHeader.check(etagOf(toAPILevel(*l))); err != nil {
+			return err
+		}
 		in.Body.apply(l)
 		return nil
 	})
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &levelOutput{Body: toAPILevel(l)}, nil
+	return newLevelOutput(l), nil
 }
 
 // nonNil returns s, or an empty slice for nil: lists are [] in answers,

@@ -193,6 +193,7 @@ var errorDescriptions = map[int]string{
 	http.StatusUnauthorized:          "Missing or wrong API token (only on a server started with one).",
 	http.StatusNotFound:              "An id in the path names nothing.",
 	http.StatusConflict:              "Conflicts with the current state; the detail says how.",
+	http.StatusPreconditionFailed:    "If-Match names none of the record's current ETags: it changed since it was read. Nothing was changed; the ETag header gives the current tag.",
 	http.StatusRequestEntityTooLarge: "The body is over the operation's size limit.",
 	http.StatusUnsupportedMediaType:  "A body that is not JSON (or, for an upload, not multipart or UTF-8 text).",
 	http.StatusUnprocessableEntity:   "Validation failed: each invalid field is an entry of errors.",

@@ -49,6 +49,10 @@ type Options struct {
 	// APIToken, when set, is required as "Authorization: Bearer <token>" on
 	// every /api/ request.
 	APIToken string
+	// CORSOrigins are the origins whose web pages may call the API from a
+	// browser: each scheme://host[:port], or "*" for any. Empty: none, only
+	// pages the server serves itself.
+	CORSOrigins []string
 	// Logger receives request and error logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -66,6 +70,10 @@ type Server struct {
 func New(opts Options) (*Server, error) {
 	if opts.Catalog == nil {
 		return nil, errors.New("server: Options.Catalog is required")
+	}
+	cors, err := newCORSPolicy(opts.CORSOrigins)
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux()}
 	if s.log == nil {
@@ -103,7 +111,10 @@ func New(opts Options) (*Server, error) {
 
 	s.mountDashboard()
 	s.mux.HandleFunc("/api/", s.apiFallback)
-	s.handler = s.logRequests(s.authenticate(assumeJSON(rejectBadText(s.mux))))
+	// CORS before the token check (a preflight carries no token), so that
+	// a 401 carries the CORS headers too; compression around everything
+	// that writes a body.
+	s.handler = s.logRequests(cors.handler(compress(s.authenticate(assumeJSON(rejectBadText(s.mux))))))
 	return s, nil
 }
 

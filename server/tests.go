@@ -17,8 +17,7 @@ type testStore interface {
 	Test(ctx context.Context, id string) (harness.Test, error)
 	CreateTest(ctx context.Context, t harness.Test) (harness.Test, error)
 	UpdateTest(ctx context.Context, id string, apply func(*harness.Test) error) (harness.Test, error)
-	DeleteTest(ctx context.Context, id string) error
-	MoveTest(ctx context.Context, id, domainID string, level int) (harness.Test, error)
+	DeleteTestIf(ctx context.Context, id string, check func(harness.Test) error) error
 }
 
 var _ testStore = (*catalog.Catalog)(nil)
@@ -70,6 +69,7 @@ func toAPITests(ts []harness.Test) []apiTest {
 // apiTestList is the answer of list-tests.
 type apiTestList struct {
 	Tests []apiTest `json:"tests" doc:"Ordered by domain, level and position in the level."`
+	Total int       `json:"total" doc:"The number of tests the filters select, without paging."`
 }
 
 // apiExpectedInput is an expected answer in a request. On update, the
@@ -150,12 +150,24 @@ type apiTestMove struct {
 	Level    *int    `json:"level,omitempty" api:"required" doc:"Target level, 0 to 1000."`
 }
 
-type testPath struct {
+type getTestInput struct {
 	TestID string `path:"test_id" doc:"Test id."`
+	IfNoneMatchHeader
+}
+
+type deleteTestInput struct {
+	TestID string `path:"test_id" doc:"Test id."`
+	IfMatchHeader
 }
 
 type testOutput struct {
+	ETag string `header:"ETag" doc:"The test's entity tag, for If-Match and If-None-Match."`
 	Body apiTest
+}
+
+func newTestOutput(t harness.Test) *testOutput {
+	b := toAPITest(t)
+	return &testOutput{ETag: etagOf(b), Body: b}
 }
 
 // listTestsQuery filters tests. huma query parameters cannot be pointers,
@@ -163,6 +175,7 @@ type testOutput struct {
 type listTestsQuery struct {
 	Domain string `query:"domain" doc:"Only tests of this domain."`
 	Level  int    `query:"level" default:"-1" minimum:"-1" maximum:"1000" doc:"Only tests of this level (-1 or absent: all levels)."`
+	PageParams
 }
 
 type listTestsOutput struct {
@@ -175,12 +188,14 @@ type createTestInput struct {
 
 type updateTestInput struct {
 	TestID string `path:"test_id" doc:"Test id."`
-	Body   apiTestUpdate
+	IfMatchHeader
+	Body apiTestUpdate
 }
 
 type moveTestInput struct {
 	TestID string `path:"test_id" doc:"Test id."`
-	Body   apiTestMove
+	IfMatchHeader
+	Body apiTestMove
 }
 
 // registerTests registers the test operations.
@@ -190,13 +205,14 @@ func registerTests(api huma.API, store testStore, log *slog.Logger) {
 	register(api, huma.Operation{
 		OperationID: "list-tests", Method: http.MethodGet, Path: "/api/settings/tests",
 		Summary: "List tests", Tags: tags,
-		Description: "Ordered by domain, level and position in the level. `domain` and `level` filter, alone or together.",
+		Description: "Ordered by domain, level and position in the level. `domain` and `level` filter, alone or together;" + pagingDoc,
 	}, h.list)
 	register(api, huma.Operation{
 		OperationID: "get-test", Method: http.MethodGet, Path: "/api/settings/tests/{test_id}",
-		Summary: "Get a test", Tags: tags, Description: "404 for an unknown id.",
+		Summary: "Get a test", Tags: tags, Description: "404 for an unknown id." + etagReadDoc,
 		Errors: []int{http.StatusNotFound},
 	}, h.get)
+	documentNotModified(api, "/api/settings/tests/{test_id}")
 	register(api, huma.Operation{
 		OperationID: "create-test", Method: http.MethodPost, Path: "/api/settings/tests",
 		Summary: "Create a test", Tags: tags, DefaultStatus: http.StatusCreated,
@@ -208,20 +224,21 @@ func registerTests(api huma.API, store testStore, log *slog.Logger) {
 		OperationID: "update-test", Method: http.MethodPut, Path: "/api/settings/tests/{test_id}",
 		Summary: "Update a test", Tags: tags,
 		Description: "Changes the fields present in the body and keeps the others; a new domain_id or level moves the test. " +
-			"In expected, null clears tolerance or arguments. 409 when a file involved was edited by hand since the last sync.",
-		Errors: []int{http.StatusNotFound, http.StatusConflict},
+			"In expected, null clears tolerance or arguments. 409 when a file involved was edited by hand since the last sync." + etagWriteDoc,
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.update)
 	register(api, huma.Operation{
 		OperationID: "delete-test", Method: http.MethodDelete, Path: "/api/settings/tests/{test_id}",
 		Summary: "Delete a test", Tags: tags,
-		Description: "404 for an unknown id; 409 when its level's file was edited by hand since the last sync.",
-		Errors:      []int{http.StatusNotFound, http.StatusConflict},
+		Description: "404 for an unknown id; 409 when its level's file was edited by hand since the last sync. " +
+			"With If-Match, the test is deleted only if its current ETag is listed (or the list is *), else 412.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.delete)
 	register(api, huma.Operation{
 		OperationID: "move-test", Method: http.MethodPost, Path: "/api/settings/tests/{test_id}/move",
 		Summary: "Move a test to another domain or level", Tags: tags,
-		Description: "The test goes at the end of the target level. A target domain that does not exist is a 422.",
-		Errors:      []int{http.StatusNotFound, http.StatusConflict},
+		Description: "The test goes at the end of the target level. A target domain that does not exist is a 422." + etagWriteDoc,
+		Errors:      []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.move)
 }
 
@@ -230,19 +247,21 @@ func (h *testHandler) list(ctx context.Context, in *listTestsQuery) (*listTestsO
 	if in.Level >= 0 {
 		f.Level = &in.Level
 	}
-	ts, err := h.store.Tests(ctx, f)
+	all, err := h.store.Tests(ctx, f)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &listTestsOutput{Body: apiTestList{Tests: toAPITests(ts)}}, nil
+	ts, total := page(all, in.PageParams)
+	return &listTestsOutput{Body: apiTestList{Tests: toAPITests(ts), Total: total}}, nil
 }
 
-func (h *testHandler) get(ctx context.Context, in *testPath) (*testOutput, error) {
+func (h *testHandler) get(ctx context.Context, in *getTestInput) (*testOutput, error) {
 	t, err := h.store.Test(ctx, in.TestID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &testOutput{Body: toAPITest(t)}, nil
+	out := newTestOutput(t)
+	return out, in.IfNoneMatchHeader.check(out.ETag)
 }
 
 func (h *testHandler) create(ctx context.Context, in *createTestInput) (*testOutput, error) {
@@ -260,22 +279,26 @@ func (h *testHandler) create(ctx context.Context, in *createTestInput) (*testOut
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &testOutput{Body: toAPITest(t)}, nil
+	return newTestOutput(t), nil
 }
 
 func (h *testHandler) update(ctx context.Context, in *updateTestInput) (*testOutput, error) {
 	t, err := h.store.UpdateTest(ctx, in.TestID, func(t *harness.Test) error {
+		if err := in.IfMatchHeader.check(etagOf(toAPITest(*t))); err != nil {
+			return err
+		}
 		in.Body.apply(t)
 		return nil
 	})
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &testOutput{Body: toAPITest(t)}, nil
+	return newTestOutput(t), nil
 }
 
-func (h *testHandler) delete(ctx context.Context, in *testPath) (*successOutput, error) {
-	if err := h.store.DeleteTest(ctx, in.TestID); err != nil {
+func (h *testHandler) delete(ctx context.Context, in *deleteTestInput) (*successOutput, error) {
+	check := func(t harness.Test) error { return in.IfMatchHeader.check(etagOf(toAPITest(t))) }
+	if err := h.store.DeleteTestIf(ctx, in.TestID, check); err != nil {
 		return nil, h.problem(ctx, err)
 	}
 	return success(), nil
@@ -292,9 +315,17 @@ func (h *testHandler) move(ctx context.Context, in *moveTestInput) (*testOutput,
 	if err := ve.Err(); err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	t, err := h.store.MoveTest(ctx, in.TestID, *in.Body.DomainID, *in.Body.Level)
+	// A move is an update of domain_id and level: the same precondition,
+	// checked under the same lock.
+	t, err := h.store.UpdateTest(ctx, in.TestID, func(t *harness.Test) error {
+		if err := in.IfMatchHeader.check(etagOf(toAPITest(*t))); err != nil {
+			return err
+		}
+		t.DomainID, t.Level = *in.Body.DomainID, *in.Body.Level
+		return nil
+	})
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &testOutput{Body: toAPITest(t)}, nil
+	return newTestOutput(t), nil
 }

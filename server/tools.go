@@ -17,7 +17,7 @@ type toolStore interface {
 	Tool(ctx context.Context, id string) (harness.ToolDefinition, error)
 	CreateTool(ctx context.Context, t harness.ToolDefinition) (harness.ToolDefinition, error)
 	UpdateTool(ctx context.Context, id string, apply func(*harness.ToolDefinition) error) (harness.ToolDefinition, error)
-	DeleteTool(ctx context.Context, id string) error
+	DeleteToolIf(ctx context.Context, id string, check func(harness.ToolDefinition) error) error
 }
 
 var _ toolStore = (*catalog.Catalog)(nil)
@@ -63,6 +63,7 @@ func toAPITools(ts []harness.ToolDefinition) []apiTool {
 // apiToolList is the answer of list-tools.
 type apiToolList struct {
 	Tools []apiTool `json:"tools" doc:"Ordered by id."`
+	Total int       `json:"total" doc:"The number of tool records, without paging."`
 }
 
 // apiToolFunctionInput is a function definition in a request.
@@ -115,12 +116,24 @@ func (f *apiToolUpdate) apply(t *harness.ToolDefinition) {
 	f.MockResponse.apply(&t.MockResponse)
 }
 
-type toolPath struct {
+type getToolInput struct {
 	ToolID string `path:"tool_id" doc:"Tool id."`
+	IfNoneMatchHeader
+}
+
+type deleteToolInput struct {
+	ToolID string `path:"tool_id" doc:"Tool id."`
+	IfMatchHeader
 }
 
 type toolOutput struct {
+	ETag string `header:"ETag" doc:"The tool's entity tag, for If-Match and If-None-Match."`
 	Body apiTool
+}
+
+func newToolOutput(x harness.ToolDefinition) *toolOutput {
+	b := toAPITool(x)
+	return &toolOutput{ETag: etagOf(b), Body: b}
 }
 
 type listToolsOutput struct {
@@ -133,7 +146,8 @@ type createToolInput struct {
 
 type updateToolInput struct {
 	ToolID string `path:"tool_id" doc:"Tool id."`
-	Body   apiToolUpdate
+	IfMatchHeader
+	Body apiToolUpdate
 }
 
 // registerTools registers the tool operations.
@@ -142,13 +156,14 @@ func registerTools(api huma.API, store toolStore, log *slog.Logger) {
 	tags := []string{tagTools}
 	register(api, huma.Operation{
 		OperationID: "list-tools", Method: http.MethodGet, Path: "/api/settings/tools",
-		Summary: "List tools", Tags: tags, Description: "Every tool record, ordered by id.",
+		Summary: "List tools", Tags: tags, Description: "Every tool record, ordered by id." + pagingDoc,
 	}, h.list)
 	register(api, huma.Operation{
 		OperationID: "get-tool", Method: http.MethodGet, Path: "/api/settings/tools/{tool_id}",
-		Summary: "Get a tool", Tags: tags, Description: "404 for an unknown id.",
+		Summary: "Get a tool", Tags: tags, Description: "404 for an unknown id." + etagReadDoc,
 		Errors: []int{http.StatusNotFound},
 	}, h.get)
+	documentNotModified(api, "/api/settings/tools/{tool_id}")
 	register(api, huma.Operation{
 		OperationID: "create-tool", Method: http.MethodPost, Path: "/api/settings/tools",
 		Summary: "Create a tool", Tags: tags, DefaultStatus: http.StatusCreated,
@@ -159,31 +174,34 @@ func registerTools(api huma.API, store toolStore, log *slog.Logger) {
 		OperationID: "update-tool", Method: http.MethodPut, Path: "/api/settings/tools/{tool_id}",
 		Summary: "Update a tool", Tags: tags,
 		Description: "Changes the fields present in the body and keeps the others; mock_response null clears it. " +
-			"409 when its file was edited by hand since the last sync.",
-		Errors: []int{http.StatusNotFound, http.StatusConflict},
+			"409 when its file was edited by hand since the last sync." + etagWriteDoc,
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.update)
 	register(api, huma.Operation{
 		OperationID: "delete-tool", Method: http.MethodDelete, Path: "/api/settings/tools/{tool_id}",
 		Summary: "Delete a tool", Tags: tags,
-		Description: "A tool still listed by a test, a level or an agent is not deleted (409).",
-		Errors:      []int{http.StatusNotFound, http.StatusConflict},
+		Description: "A tool still listed by a test, a level or an agent is not deleted (409). " +
+			"With If-Match, it is deleted only if its current ETag is listed (or the list is *), else 412.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.delete)
 }
 
-func (h *toolHandler) list(ctx context.Context, _ *struct{}) (*listToolsOutput, error) {
-	ts, err := h.store.Tools(ctx)
+func (h *toolHandler) list(ctx context.Context, in *PageParams) (*listToolsOutput, error) {
+	all, err := h.store.Tools(ctx)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &listToolsOutput{Body: apiToolList{Tools: toAPITools(ts)}}, nil
+	ts, total := page(all, *in)
+	return &listToolsOutput{Body: apiToolList{Tools: toAPITools(ts), Total: total}}, nil
 }
 
-func (h *toolHandler) get(ctx context.Context, in *toolPath) (*toolOutput, error) {
+func (h *toolHandler) get(ctx context.Context, in *getToolInput) (*toolOutput, error) {
 	t, err := h.store.Tool(ctx, in.ToolID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &toolOutput{Body: toAPITool(t)}, nil
+	out := newToolOutput(t)
+	return out, in.IfNoneMatchHeader.check(out.ETag)
 }
 
 func (h *toolHandler) create(ctx context.Context, in *createToolInput) (*toolOutput, error) {
@@ -191,22 +209,26 @@ func (h *toolHandler) create(ctx context.Context, in *createToolInput) (*toolOut
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &toolOutput{Body: toAPITool(t)}, nil
+	return newToolOutput(t), nil
 }
 
 func (h *toolHandler) update(ctx context.Context, in *updateToolInput) (*toolOutput, error) {
 	t, err := h.store.UpdateTool(ctx, in.ToolID, func(t *harness.ToolDefinition) error {
+		if err := in.IfMatchHeader.check(etagOf(toAPITool(*t))); err != nil {
+			return err
+		}
 		in.Body.apply(t)
 		return nil
 	})
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &toolOutput{Body: toAPITool(t)}, nil
+	return newToolOutput(t), nil
 }
 
-func (h *toolHandler) delete(ctx context.Context, in *toolPath) (*successOutput, error) {
-	if err := h.store.DeleteTool(ctx, in.ToolID); err != nil {
+func (h *toolHandler) delete(ctx context.Context, in *deleteToolInput) (*successOutput, error) {
+	check := func(t harness.ToolDefinition) error { return in.IfMatchHeader.check(etagOf(toAPITool(t))) }
+	if err := h.store.DeleteToolIf(ctx, in.ToolID, check); err != nil {
 		return nil, h.problem(ctx, err)
 	}
 	return success(), nil

@@ -44,7 +44,7 @@ func TestTools(t *testing.T) {
 
 	t.Run("list empty", func(t *testing.T) {
 		r := must(t, e.get("/api/settings/tools"), http.StatusOK)
-		if got := strings.TrimSpace(string(r.body)); got != `{"tools":[]}` {
+		if got := strings.TrimSpace(string(r.body)); got != `{"tools":[],"total":0}` {
 			t.Fatalf("body %s", got)
 		}
 	})

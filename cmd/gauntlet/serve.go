@@ -51,16 +51,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logLoaded(log, s.definitions, a.loaded)
 
 	srv, err := server.New(server.Options{
-		Catalog:  a.catalog,
-		Engine:   a.engine,
-		Runs:     a.runs,
-		Agents:   a.agents,
-		LLM:      server.LLMConfig{BaseURL: s.llmBaseURL, Model: s.llmModel},
-		Models:   a.model,
-		Plugins:  a.plugins,
-		Debug:    s.debug,
-		APIToken: s.apiToken,
-		Logger:   log,
+		Catalog:     a.catalog,
+		Engine:      a.engine,
+		Runs:        a.runs,
+		Agents:      a.agents,
+		LLM:         server.LLMConfig{BaseURL: s.llmBaseURL, Model: s.llmModel},
+		Models:      a.model,
+		Plugins:     a.plugins,
+		Debug:       s.debug,
+		APIToken:    s.apiToken,
+		CORSOrigins: splitList(s.corsOrigins),
+		Logger:      log,
 	})
 	if err != nil {
 		return err

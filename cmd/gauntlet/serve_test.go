@@ -99,6 +99,13 @@ func TestServeBadSettings(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "concurrency") {
 		t.Fatalf("err = %v", err)
 	}
+	t.Setenv("GAUNTLET_CONCURRENCY", "2")
+	dir := t.TempDir()
+	err = run(context.Background(), []string{"serve", "--cors-origins", "https://ok.example,ftp://files.example",
+		"--data", filepath.Join(dir, "data"), "--definitions", filepath.Join(dir, "defs")}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "ftp://files.example") {
+		t.Fatalf("err = %v", err)
+	}
 }
 
 // TestServe starts the real command on a free port, with settings from
@@ -109,6 +116,7 @@ func TestServe(t *testing.T) {
 	t.Setenv("LLM_API_KEY", "sk-never-shown")
 	t.Setenv("GAUNTLET_DEBUG", "true")
 	t.Setenv("DEBUG", "express:*") // another tool's: ignored
+	t.Setenv("GAUNTLET_CORS_ORIGINS", "https://dash.example, http://localhost:5173")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -126,9 +134,14 @@ func TestServe(t *testing.T) {
 	go io.Copy(io.Discard, pr)
 	base := strings.Fields(strings.SplitAfter(line, "listening on ")[1])[0]
 
-	resp, err := http.Get(base + "/api/config")
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/config", nil)
+	req.Header.Set("Origin", "http://localhost:5173")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "http://localhost:5173" {
+		t.Errorf("Access-Control-Allow-Origin %q: GAUNTLET_CORS_ORIGINS not applied", got)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

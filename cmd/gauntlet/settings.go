@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
@@ -37,9 +38,10 @@ type settings struct {
 	debug         bool
 
 	// The listener's, serve only.
-	addr     string
-	apiToken string
-	insecure bool
+	addr        string
+	apiToken    string
+	insecure    bool
+	corsOrigins string
 }
 
 // settingsScope says which settings a command takes.
@@ -49,8 +51,8 @@ const (
 	// appSettings are the application's: every setting but the listener's
 	// (gauntlet run).
 	appSettings settingsScope = iota
-	// serverSettings add the listener's: --addr, --api-token and
-	// --insecure (gauntlet serve).
+	// serverSettings add the listener's: --addr, --api-token, --insecure
+	// and --cors-origins (gauntlet serve).
 	serverSettings
 )
 
@@ -101,6 +103,7 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 		s.apiToken = env("GAUNTLET_API_TOKEN", "")
 		fs.Var(secretFlag{&s.apiToken}, "api-token", "when set, every /api/ request needs Authorization: Bearer <token> (GAUNTLET_API_TOKEN)")
 		fs.BoolVar(&s.insecure, "insecure", false, "allow a non-loopback address without an API token")
+		fs.StringVar(&s.corsOrigins, "cors-origins", env("GAUNTLET_CORS_ORIGINS", ""), "origins whose web pages may call the API, comma-separated: https://host[:port] or * (GAUNTLET_CORS_ORIGINS)")
 	}
 	return nil
 }
@@ -221,4 +224,16 @@ func (f secretFlag) String() string { return "" }
 func (f secretFlag) Set(v string) error {
 	*f.v = v
 	return nil
+}
+
+// splitList returns the items of a comma-separated setting, trimmed, the
+// empty ones left out.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -203,6 +203,13 @@ func (c *Catalog) UpdateDomain(ctx context.Context, id string, apply func(*harne
 
 // DeleteDomain removes a domain with its level configurations and tests.
 func (c *Catalog) DeleteDomain(ctx context.Context, id string) error {
+	return c.DeleteDomainIf(ctx, id, nil)
+}
+
+// DeleteDomainIf is DeleteDomain when check, given the stored domain,
+// returns nil; otherwise it deletes nothing and returns check's error. No
+// other change of the catalog comes between the check and the delete.
+func (c *Catalog) DeleteDomainIf(ctx context.Context, id string, check func(harness.Domain) error) error {
 	if err := c.writable("delete domain"); err != nil {
 		return err
 	}
@@ -210,6 +217,15 @@ func (c *Catalog) DeleteDomain(ctx context.Context, id string) error {
 	defer c.mu.Unlock()
 	if !c.refs.domains[id] {
 		return notFound("domain", id)
+	}
+	if check != nil {
+		d, err := getDomain(ctx, c.db, id)
+		if err != nil {
+			return err
+		}
+		if err := check(d); err != nil {
+			return err
+		}
 	}
 	levels, err := levelFiles(os.DirFS(c.dir), id)
 	if err != nil {
@@ -482,6 +498,13 @@ func (c *Catalog) MoveTest(ctx context.Context, id, domainID string, level int) 
 
 // DeleteTest removes a test from its level.
 func (c *Catalog) DeleteTest(ctx context.Context, id string) error {
+	return c.DeleteTestIf(ctx, id, nil)
+}
+
+// DeleteTestIf is DeleteTest when check, given the stored test, returns
+// nil; otherwise it deletes nothing and returns check's error. No other
+// change of the catalog comes between the check and the delete.
+func (c *Catalog) DeleteTestIf(ctx context.Context, id string, check func(harness.Test) error) error {
 	if err := c.writable("delete test"); err != nil {
 		return err
 	}
@@ -490,6 +513,15 @@ func (c *Catalog) DeleteTest(ctx context.Context, id string) error {
 	k, ok := c.tests[id]
 	if !ok {
 		return notFound("test", id)
+	}
+	if check != nil {
+		t, err := c.Test(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := check(t); err != nil {
+			return err
+		}
 	}
 	ch, _, err := c.levelChange(ctx, k.domain, k.level, func(ts []harness.Test) []harness.Test {
 		out := ts[:0]
@@ -573,6 +605,14 @@ func (c *Catalog) UpdateEvaluator(ctx context.Context, id string, apply func(*ha
 // DeleteEvaluator removes an evaluator record. One still named by a domain
 // or a test is an error wrapping harness.ErrConflict.
 func (c *Catalog) DeleteEvaluator(ctx context.Context, id string) error {
+	return c.DeleteEvaluatorIf(ctx, id, nil)
+}
+
+// DeleteEvaluatorIf is DeleteEvaluator when check, given the stored
+// record, returns nil; otherwise it deletes nothing and returns check's
+// error. No other change of the catalog comes between the check and the
+// delete.
+func (c *Catalog) DeleteEvaluatorIf(ctx context.Context, id string, check func(harness.EvaluatorConfig) error) error {
 	if err := c.writable("delete evaluator"); err != nil {
 		return err
 	}
@@ -580,6 +620,15 @@ func (c *Catalog) DeleteEvaluator(ctx context.Context, id string) error {
 	defer c.mu.Unlock()
 	if !c.refs.evaluators[id] {
 		return notFound("evaluator", id)
+	}
+	if check != nil {
+		e, err := c.Evaluator(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := check(e); err != nil {
+			return err
+		}
 	}
 	var users []string
 	if err := c.db.NewSelect().Model((*domainRow)(nil)).Column("id").Where("evaluator_id = ?", id).
@@ -674,6 +723,13 @@ func (c *Catalog) UpdateTool(ctx context.Context, id string, apply func(*harness
 // DeleteTool removes a tool record. One still listed by a test or a level
 // is an error wrapping harness.ErrConflict.
 func (c *Catalog) DeleteTool(ctx context.Context, id string) error {
+	return c.DeleteToolIf(ctx, id, nil)
+}
+
+// DeleteToolIf is DeleteTool when check, given the stored record, returns
+// nil; otherwise it deletes nothing and returns check's error. No other
+// change of the catalog comes between the check and the delete.
+func (c *Catalog) DeleteToolIf(ctx context.Context, id string, check func(harness.ToolDefinition) error) error {
 	if err := c.writable("delete tool"); err != nil {
 		return err
 	}
@@ -681,6 +737,15 @@ func (c *Catalog) DeleteTool(ctx context.Context, id string) error {
 	defer c.mu.Unlock()
 	if !c.refs.tools[id] {
 		return notFound("tool", id)
+	}
+	if check != nil {
+		t, err := c.Tool(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := check(t); err != nil {
+			return err
+		}
 	}
 	users, err := c.usersOfTool(ctx, id)
 	if err != nil {

@@ -90,7 +90,10 @@ func run(ctx context.Context, base, token string) error {
 	}
 	noTolerance := client.ExpectedInput{}
 	noTolerance.Tolerance.SetNull()
-	up, err := c.UpdateTestWithResponse(ctx, "ci_sum", client.TestUpdate{Name: ptr("Small sum"), Expected: &noTolerance})
+	// Conditional: the tag the creation answered, which the update makes
+	// stale.
+	read := &client.UpdateTestParams{IfMatch: &[]string{tc.HTTPResponse.Header.Get("ETag")}}
+	up, err := c.UpdateTestWithResponse(ctx, "ci_sum", read, client.TestUpdate{Name: ptr("Small sum"), Expected: &noTolerance})
 	if err != nil {
 		return err
 	}
@@ -99,6 +102,16 @@ func run(ctx context.Context, base, token string) error {
 	}
 	if got := up.JSON200; got.Expected.Tolerance != nil || got.Expected.Answer != "5" || got.Name != "Small sum" {
 		return fmt.Errorf("update-test with tolerance null: %+v", got.Expected)
+	}
+	stale, err := c.UpdateTestWithResponse(ctx, "ci_sum", read, client.TestUpdate{Name: ptr("Lost update")})
+	if err != nil {
+		return err
+	}
+	if err := expect("update-test with a stale If-Match", stale.StatusCode(), http.StatusPreconditionFailed, stale.Body); err != nil {
+		return err
+	}
+	if stale.ApplicationproblemJSON412 == nil || stale.HTTPResponse.Header.Get("ETag") != up.HTTPResponse.Header.Get("ETag") {
+		return fmt.Errorf("update-test with a stale If-Match: %s", stale.Body)
 	}
 
 	// A tool with a mock response, then the mock response cleared.
@@ -113,7 +126,7 @@ func run(ctx context.Context, base, token string) error {
 	}
 	noMock := client.ToolUpdate{}
 	noMock.MockResponse.SetNull()
-	tu, err := c.UpdateToolWithResponse(ctx, "ci_tool", noMock)
+	tu, err := c.UpdateToolWithResponse(ctx, "ci_tool", nil, noMock)
 	if err != nil {
 		return err
 	}
