@@ -273,6 +273,9 @@ func TestBrowserCellLoadAfterAnotherCell(t *testing.T) {
 	r := newRaceEnv(t)
 	r.b.open("#/run/" + r.done)
 	r.b.wait("the run's matrix", allCellsDone(len(exampleCells)))
+	// The run's own results come first: the next results asked for are
+	// the first cell's.
+	r.b.wait("the run's results", `document.querySelector('#run-results tr.result-row') !== null`)
 	first := "/api/run/" + r.done + "/results" // the first cell's first page
 	r.proxy.hold(first)
 	r.b.click(`.cell[data-domain="arithmetic"][data-level="1"]`)

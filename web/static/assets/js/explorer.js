@@ -1,5 +1,5 @@
 // @ts-check
-/** @import { HistoryPage, LiveMatrix, ResultDetails, ResultPage, TestResult, ToolCallRecord } from '../../../types/api' */
+/** @import { EngineStatus, HistoryPage, LiveMatrix, ResultDetails, ResultPage, TestResult, ToolCallRecord } from '../../../types/api' */
 /** @import { Child } from '../../../types/dom' */
 
 // The results explorer: one page at a time of a run's results (a cell's,
@@ -147,11 +147,12 @@ export function resultsExplorer(opts) {
   async function watch() {
     if (!root.isConnected) return;
     if (root.offsetParent !== null) {
-      /** @type {LiveMatrix | null} */
-      let m = null;
-      try { m = await get(`/api/run/${seg(opts.runId)}/matrix`); } catch { /* try again */ }
+      // As the live view does: the engine's status names the run it runs.
+      /** @type {EngineStatus | null} */
+      let s = null;
+      try { s = await get('/api/status'); } catch { /* try again */ }
       if (!root.isConnected) return;
-      if (m && m.status !== 'running') st.live = false;
+      if (s && !(s.status === 'running' && s.run_id === opts.runId)) st.live = false;
       await load();
     }
     if (st.live) setTimeout(watch, LIVE_EVERY);
