@@ -273,15 +273,18 @@ func TestBrowserCellLoadAfterAnotherCell(t *testing.T) {
 	r := newRaceEnv(t)
 	r.b.open("#/run/" + r.done)
 	r.b.wait("the run's matrix", allCellsDone(len(exampleCells)))
-	first := "/api/run/" + r.done + "/tests/arithmetic/1"
+	// The run's own results come first: the next results asked for are
+	// the first cell's.
+	r.b.wait("the run's results", `document.querySelector('#run-results tr.result-row') !== null`)
+	first := "/api/run/" + r.done + "/results" // the first cell's first page
 	r.proxy.hold(first)
 	r.b.click(`.cell[data-domain="arithmetic"][data-level="1"]`)
 	r.proxy.waitHeld("the first cell's tests")
 	r.b.click("#cell-dialog [data-close]")
 	r.b.wait("the dialog to close", `!document.getElementById('cell-dialog').open`)
 	r.b.click(`.cell[data-domain="knowledge"][data-level="1"]`)
-	r.b.wait("the second cell's tests", `document.querySelector('#cell-dialog[open] details.test') !== null`)
-	tests := `[...document.querySelectorAll('#cell-dialog details.test')].map(d => d.dataset.test).join(',')`
+	r.b.wait("the second cell's tests", `document.querySelector('#cell-dialog[open] tr.result-row') !== null`)
+	tests := `[...document.querySelectorAll('#cell-dialog tr.result-row')].map(d => d.dataset.test).join(',')`
 	want := evalJS[string](r.b, tests)
 	r.letThrough(first)
 	if got := evalJS[string](r.b, tests); got != want {

@@ -86,18 +86,20 @@ func TestBrowserRepeats(t *testing.T) {
 	if got := []string{row("mixed", "passed"), row("mixed", "failed"), row("mixed", "errors"), row("mixed", "mean-score")}; strings.Join(got, ",") != "1,1,1,50%" {
 		t.Errorf("mixed passed, failed, errors, mean score = %v, want 1, 1, 1, 50%%", got)
 	}
-	// Each test's results, in repeat order, under the test.
+	// Each test's three results are in the results table, named by
+	// their repeat (#1, #2 after the first).
+	b.wait("the results", `document.querySelectorAll('#cell-dialog tr.result-row').length === 9`)
 	for _, test := range []string{"once", "mixed", "always"} {
-		got := evalJS[[]string](b, fmt.Sprintf(`[...document.querySelectorAll('#cell-dialog section.test-group[data-test=%q] details.test')].map(d => d.dataset.repeat + ' ' + d.dataset.status)`, test))
-		if len(got) != 3 || !strings.HasPrefix(got[0], "0 ") || !strings.HasPrefix(got[1], "1 ") || !strings.HasPrefix(got[2], "2 ") {
+		got := evalJS[[]string](b, fmt.Sprintf(`[...document.querySelectorAll('#cell-dialog tr.result-row[data-test=%q]')].map(d => d.dataset.repeat).sort()`, test))
+		if strings.Join(got, ",") != "0,1,2" {
 			t.Errorf("%s results %v, want repeats 0, 1, 2", test, got)
 		}
 	}
-	if got := b.text(`#cell-dialog section.test-group[data-test="mixed"] h3`); !strings.Contains(got, "passed 1 of 2, 1 in error") {
-		t.Errorf("mixed group heading %q", got)
+	if got := evalJS[string](b, `document.querySelector('#cell-dialog table.aggregates tr[data-test="mixed"]').title`); !strings.Contains(got, "passed 1 of 2, 1 in error") {
+		t.Errorf("mixed aggregate title %q", got)
 	}
-	if got := b.text(`#cell-dialog section.test-group[data-test="once"]`); !strings.Contains(got, "repeat #0") || !strings.Contains(got, "repeat #2") {
-		t.Errorf("once group does not name its repeats: %q", got)
+	if got := b.text(`#cell-dialog tr.result-row[data-test="once"][data-repeat="2"] .test-key`); got != "once#2" {
+		t.Errorf("once's third result is named %q, want once#2", got)
 	}
 	if got := b.text("#cell-dialog .cell-summary"); !strings.Contains(got, "3 tests, 9 results") || !strings.Contains(got, "1 passed every repeat, 3 at least once") {
 		t.Errorf("cell summary %q", got)

@@ -334,14 +334,20 @@ func TestBrowserLiveRun(t *testing.T) {
 		t.Fatalf("history %v, want one completed run labelled browser-run", runs)
 	}
 
-	// Drill down: the failed test comes first, with its response.
+	// Drill down: the failed test comes first (worst score first), one
+	// line each; opened, it shows its response.
 	b.click(`.cell[data-domain="arithmetic"][data-level="1"]`)
-	b.wait("the cell's tests", `document.querySelectorAll('#cell-dialog[open] details.test').length === 2`)
-	order := evalJS[[]string](b, `[...document.querySelectorAll('#cell-dialog details.test')].map(d => d.dataset.test + ' ' + d.dataset.status)`)
+	b.wait("the cell's tests", `document.querySelectorAll('#cell-dialog[open] tr.result-row').length === 2`)
+	order := evalJS[[]string](b, `[...document.querySelectorAll('#cell-dialog tr.result-row')].map(d => d.dataset.test + ' ' + d.dataset.status)`)
 	if strings.Join(order, ",") != "add-carry failed,add-small passed" {
 		t.Errorf("tests in the dialog: %v, want the failed add-carry first", order)
 	}
-	body := b.text("#cell-dialog") // headings are upper-cased by CSS
+	if n := evalJS[int](b, `document.querySelectorAll('#cell-dialog tr.result-detail:not([hidden])').length`); n != 0 {
+		t.Errorf("%d results open before any was asked for, want every row collapsed", n)
+	}
+	b.click(`#cell-dialog tr.result-row[data-test="add-carry"] .row-toggle`)
+	b.wait("add-carry opened", `document.querySelector('#cell-dialog tr.result-row[data-test="add-carry"] + tr.result-detail:not([hidden]) .test-body') !== null`)
+	body := b.text(`#cell-dialog tr.result-row[data-test="add-carry"] + tr.result-detail`) // headings are upper-cased by CSS
 	for _, want := range []string{"What is 17 + 25?", "The answer is 42.", "You are a careful calculator.", "Answer with the number only.", "Expected (numeric)", "43", "Extracted", "Second pass", "tokens"} {
 		if !strings.Contains(strings.ToLower(body), strings.ToLower(want)) {
 			t.Errorf("the drill-down does not show %q:\n%s", want, body)
@@ -640,7 +646,7 @@ func TestBrowserPhoneAndKeyboard(t *testing.T) {
 		t.Errorf("cells are %s elements, want buttons", tag)
 	}
 	b.do("focus a cell and press Enter", chromedp.Focus(chromedp.CSS(`.cell[data-domain="tool_use"][data-level="1"]`)), chromedp.KeyEvent(kb.Enter))
-	b.wait("the cell's tests", `document.querySelectorAll('#cell-dialog[open] details.test').length === 1`)
+	b.wait("the cell's tests", `document.querySelectorAll('#cell-dialog[open] tr.result-row').length === 1`)
 	b.do("press Escape", chromedp.KeyEvent(kb.Escape))
 	b.wait("the dialog to close", `!document.getElementById('cell-dialog').open`)
 	if got := evalJS[string](b, `document.activeElement.dataset.domain + '/' + document.activeElement.dataset.level`); got != "tool_use/1" {

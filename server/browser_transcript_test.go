@@ -24,14 +24,15 @@ func TestBrowserTranscript(t *testing.T) {
 	cell := `main > .view:not([hidden]) .cell[data-domain="tour"][data-level="1"]`
 	b.wait("the tour cell", `document.querySelector('`+cell+`') !== null`)
 	b.click(cell)
-	b.wait("the tests", `document.querySelectorAll('#cell-dialog[open] details.test').length === 3`)
+	b.wait("the tests", `document.querySelectorAll('#cell-dialog[open] tr.result-row').length === 3`)
 
 	// openTranscript opens a result and its transcript, as a user would.
 	openTranscript := func(test string) string {
 		t.Helper()
-		res := fmt.Sprintf(`#cell-dialog details.test[data-test=%q]`, test)
-		if !evalJS[bool](b, `document.querySelector('`+res+`').open`) {
-			b.click(res + " > summary")
+		row := fmt.Sprintf(`#cell-dialog tr.result-row[data-test=%q]`, test)
+		res := row + " + tr.result-detail"
+		if evalJS[bool](b, `document.querySelector('`+res+`').hidden`) {
+			b.click(row + " .row-toggle")
 		}
 		b.click(res + " details.transcript-wrap > summary")
 		tr := res + " .transcript"

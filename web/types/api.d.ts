@@ -279,6 +279,16 @@ export interface TestAggregate {
   pass_all_k: boolean | null;
 }
 
+/** GET /api/run/{id}/results: one page of a run's results. */
+export interface ResultPage {
+  /** At most limit results, in the order asked. */
+  results: TestResult[];
+  /** Results the filters select, on every page. */
+  total: number;
+  /** The cursor of the next page; null on the last page. */
+  next_cursor: string | null;
+}
+
 /** GET /api/run/{id}/tests/{domain}/{level}. */
 export interface CellTests {
   run_id: string;

@@ -12,6 +12,7 @@ import { get, post, del, seg, APIError } from './api.js';
 import { h, statusBadge, runBadge, countsText, fmtScore, fmtDuration, fmtNumber, fmtTime, confirmDialog, toast, errorText, dl, STATUS, fill } from './ui.js';
 import { MatrixView, levelsOf } from './matrix.js';
 import { openCell } from './cell.js';
+import { resultsExplorer } from './explorer.js';
 import { showCompareN, fmtP, fmtPts, MAX_RUNS } from './compare.js';
 
 const PAGE = 25;
@@ -305,7 +306,10 @@ async function showRun(id, current) {
         title: 'Score the stored responses again with today\'s evaluators and expected answers, into a new run (no model is asked, except a judge)',
         onclick: (ev) => rescoreRun(info, /** @type {HTMLButtonElement} */ (ev.currentTarget)) }, 'Rescore') : null,
       h('button', { type: 'button', class: 'danger', id: 'delete-run', onclick: () => deleteRun(info, () => { location.hash = '#/history'; }) }, 'Delete run')),
-    h('section', { class: 'card' }, h('h2', null, 'Matrix'), h('p', { class: 'hint' }, 'Select a cell to see its tests.'), mv.el));
+    h('section', { class: 'card' }, h('h2', null, 'Matrix'), h('p', { class: 'hint' }, 'Select a cell to see its tests.'), mv.el),
+    h('section', { class: 'card', id: 'run-results' }, h('h2', null, 'Results'), resultsExplorer({ runId: id, live: info.status === 'running',
+      domains: Object.keys(matrix.domains || {}).sort().map((d) => ({ id: d, name: (names.get(d) || {}).name || d })),
+      levels: [...new Set(Object.values(matrix.domains || {}).flatMap((ls) => Object.keys(ls).map(Number)))].sort((a, b) => a - b) })));
   if (info.status === 'running') {
     const refresh = async () => {
       /** @type {LiveMatrix | null} */
