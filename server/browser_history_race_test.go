@@ -280,7 +280,9 @@ func TestBrowserCellLoadAfterAnotherCell(t *testing.T) {
 	r.proxy.hold(first)
 	r.b.click(`.cell[data-domain="arithmetic"][data-level="1"]`)
 	r.proxy.waitHeld("the first cell's tests")
-	r.b.click("#cell-dialog [data-close]")
+	// Clicked from the page: a click by coordinates can miss while the
+	// dialog's content is still being laid out on a loaded machine.
+	evalJS[chromedp.Void](r.b, `document.querySelector('#cell-dialog [data-close]').click()`)
 	r.b.wait("the dialog to close", `!document.getElementById('cell-dialog').open`)
 	r.b.click(`.cell[data-domain="knowledge"][data-level="1"]`)
 	r.b.wait("the second cell's tests", `document.querySelector('#cell-dialog[open] tr.result-row') !== null`)
