@@ -682,3 +682,49 @@ func TestScreenshot(t *testing.T) {
 	}
 	t.Logf("wrote %s (%d bytes)", p, len(png))
 }
+
+// TestScreenshotExplorer takes the README's pictures of the results
+// explorer (a cell's results) and of one result's transcript (a tool
+// call and its result). With -update it writes them to
+// docs/screenshot-explorer.png and docs/screenshot-transcript.png.
+func TestScreenshotExplorer(t *testing.T) {
+	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 5 * time.Millisecond, Seed: 7}})
+	id := e.runToEnd(map[string]any{"model_name": "nightly", "repeats": 3})
+	b := newBrowser(t, e.url, 1280, 900)
+	b.open("#/run/" + id)
+	b.wait("the matrix", allCellsDone(len(exampleCells)))
+	dlg := "#cell-dialog[open]"
+	b.click(`.cell[data-domain="tool_use"][data-level="1"]`)
+	b.wait("the cell's results", `document.querySelectorAll('`+dlg+` tr.result-row').length > 0`)
+	b.do("settle", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), chromedp.Sleep(200*time.Millisecond))
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+			t.Fatalf("the screenshot is not a PNG")
+		}
+		if !*update {
+			t.Logf("screenshot %d bytes; -update writes docs/%s", len(png), name)
+			return
+		}
+		p := filepath.Join("..", "docs", name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d bytes)", p, len(png))
+	}
+	shot("screenshot-explorer.png")
+
+	row := dlg + " tr.result-row"
+	b.click(row + " .row-toggle")
+	detail := row + " + tr.result-detail"
+	b.wait("the row open", `document.querySelector('`+detail+` .test-body') !== null`)
+	b.click(detail + " details.transcript-wrap > summary")
+	b.wait("a tool call in the transcript", `document.querySelectorAll('`+detail+` .transcript li.msg').length >= 4`)
+	evalJS[chromedp.Void](b, `document.querySelector('`+detail+` details.transcript-wrap').scrollIntoView({block: 'start'})`)
+	b.do("settle", chromedp.Sleep(200*time.Millisecond))
+	shot("screenshot-transcript.png")
+}
