@@ -186,7 +186,7 @@ func (s *Service) Conversations(ctx context.Context, agentID string, q Conversat
 	}
 	err = s.db.NewSelect().TableExpr("chat_messages").
 		ColumnExpr("id, role, created_at").ColumnExpr("SUBSTR(content, 1, ?) AS content", PreviewChars+1).
-		Where("id IN (?)", bun.In(ids)).Scan(ctx, &last)
+		Where("id IN (?)", bun.List(ids)).Scan(ctx, &last)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations of agent %s: last messages: %w", agentID, err)
 	}
