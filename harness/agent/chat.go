@@ -279,18 +279,7 @@ func (s *Service) history(ctx context.Context, agentID, userID string) ([]harnes
 // harness.ErrNotFound, an empty user id harness.ErrInvalid naming
 // "user_id".
 func (s *Service) Clear(ctx context.Context, agentID, userID string) error {
-	ve := &harness.ValidationError{}
-	checkUserID(ve, userID)
-	if err := ve.Err(); err != nil {
-		return err
-	}
-	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
-		return err
-	}
-	unlock := s.chats.lock(agentID + "\x00" + userID)
-	defer unlock()
-	_, err := s.db.NewDelete().Model((*messageRow)(nil)).Where("agent_id = ? AND user_id = ?", agentID, userID).Exec(ctx)
-	if err != nil {
+	if _, err := s.deleteMessages(ctx, agentID, userID); err != nil {
 		return fmt.Errorf("clear chat of agent %s: %w", agentID, err)
 	}
 	return nil

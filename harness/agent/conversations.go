@@ -277,24 +277,34 @@ func (s *Service) Conversation(ctx context.Context, agentID, userID string, q Me
 // with no stored message gives harness.ErrNotFound, as does an unknown
 // agent; a bad user id gives harness.ErrInvalid naming "user_id".
 func (s *Service) DeleteConversation(ctx context.Context, agentID, userID string) error {
+	n, err := s.deleteMessages(ctx, agentID, userID)
+	if err != nil {
+		return fmt.Errorf("delete conversation of agent %s: %w", agentID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("agent %q has no conversation with user %q: %w", agentID, userID, harness.ErrNotFound)
+	}
+	return nil
+}
+
+// deleteMessages deletes every message of an agent's conversation with a
+// user, while no turn of that conversation runs, and returns how many
+// there were. A bad user id gives harness.ErrInvalid, an unknown agent
+// harness.ErrNotFound.
+func (s *Service) deleteMessages(ctx context.Context, agentID, userID string) (int64, error) {
 	ve := &harness.ValidationError{}
 	checkUserID(ve, userID)
 	if err := ve.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
-		return err
+		return 0, err
 	}
 	unlock := s.chats.lock(agentID + "\x00" + userID)
 	defer unlock()
 	res, err := s.db.NewDelete().Model((*messageRow)(nil)).Where("agent_id = ? AND user_id = ?", agentID, userID).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("delete conversation of agent %s: %w", agentID, err)
+		return 0, err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("delete conversation of agent %s: %w", agentID, err)
-	} else if n == 0 {
-		return fmt.Errorf("agent %q has no conversation with user %q: %w", agentID, userID, harness.ErrNotFound)
-	}
-	return nil
+	return res.RowsAffected()
 }
