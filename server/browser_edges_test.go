@@ -245,8 +245,10 @@ func TestBrowserLongWordInDialog(t *testing.T) {
 		b.open("#/live")
 		b.wait("the matrix", allCellsDone(len(exampleCells)))
 		b.click(`.cell[data-domain="arithmetic"][data-level="1"]`)
-		b.wait("the cell's tests", `document.querySelectorAll('#cell-dialog[open] details.test').length === 2`)
-		b.do("open the long test", chromedp.Evaluate[chromedp.Void](`document.querySelector('#cell-dialog details.test[data-test="add-small"]').open = true`))
+		b.wait("the cell's tests", `document.querySelectorAll('#cell-dialog[open] tr.result-row').length === 2`)
+		b.do("open the long test", chromedp.Evaluate[chromedp.Void](`document.querySelector('#cell-dialog tr.result-row[data-test="add-small"] .row-toggle').click()`))
+		b.wait("its details", `(() => { const d = document.querySelector('#cell-dialog tr.result-row[data-test="add-small"] + tr.result-detail');
+			return d !== null && !d.hidden && d.querySelector('.test-body') !== null; })()`)
 		if !evalJS[bool](b, closeReachable) {
 			r := evalJS[map[string]float64](b, `document.querySelector('#cell-dialog [data-close]').getBoundingClientRect().toJSON()`)
 			t.Errorf("%d px: the close button is at %v, off a %d × %d screen or covered", size[0], r, size[0], size[1])
