@@ -121,12 +121,5 @@ func TestFixtureDatabase020(t *testing.T) {
 		}
 	}
 
-	for _, c := range []struct {
-		component string
-		want      int
-	}{{"catalog", 2}, {"runs", 6}, {"agent", 1}} {
-		if v, err := store.Version(ctx, db, c.component); v != c.want || err != nil {
-			t.Errorf("%s schema version after opening = %d, %v; want %d", c.component, v, err, c.want)
-		}
-	}
+	checkCurrentVersions(t, db)
 }
