@@ -260,17 +260,18 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 		return fail(fmt.Errorf("evaluator type %q is not available", j.evaluator.Type))
 	}
 	pass2, hasPass2 := src.Details["pass2_response"].(string)
-	client := &conversationModel{judge: r.e.opts.Client, transcript: msgs,
-		own: func(context.Context, *harness.ChatRequest) (*harness.ChatResponse, error) {
-			if !hasPass2 {
-				return nil, errNoSecondPass
-			}
-			return &harness.ChatResponse{Message: harness.Message{Role: harness.RoleAssistant, Content: pass2}}, nil
-		}}
+	// The model under test is not asked: its second pass is the one the
+	// source stored.
+	stored := chatFunc(func(context.Context, *harness.ChatRequest) (*harness.ChatResponse, error) {
+		if !hasPass2 {
+			return nil, errNoSecondPass
+		}
+		return &harness.ChatResponse{Message: harness.Message{Role: harness.RoleAssistant, Content: pass2}}, nil
+	})
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: src.SystemPrompt, Response: src.Response,
 		Messages: msgs, ToolCalls: calls, Model: r.info.Model,
-		Client: &evalModel{rec: rec, next: client, transcript: msgs, replay: true},
+		Client: &evalModel{rec: rec, own: stored, judge: r.e.opts.Client, transcript: msgs, replay: true},
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))

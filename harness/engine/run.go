@@ -745,7 +745,7 @@ func (r *run) runTest(j *job) (runs.Result, bool) {
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: p.system, Response: loop.Response,
 		Messages: loop.Transcript, ToolCalls: loop.Calls(), Model: p.model,
-		Client: &evalModel{rec: rec, next: r.evalClientFor(cached, loop.Transcript), transcript: loop.Transcript},
+		Client: &evalModel{rec: rec, own: model, judge: e.opts.Client, transcript: loop.Transcript},
 	})
 	if err != nil {
 		return fail(fmt.Errorf("evaluator: %w", err))

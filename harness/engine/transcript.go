@@ -54,7 +54,6 @@ func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harn
 	rec.mu.Unlock()
 	if none {
 		a := harness.Attempt{N: 1, Start: start, Duration: time.Since(start), Err: err}
-		a.Status, a.HTTPStatus = harness.AttemptStatusOf(err)
 		if err == nil && resp != nil {
 			a.Usage = resp.Usage
 		}
@@ -112,27 +111,30 @@ func (m *loopModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harnes
 	return m.rec.ask(ctx, m.next, req, purpose, round)
 }
 
-// evalModel is the evaluator's client (EvalRequest.Client): a request
-// that continues the test's conversation is the second pass, whose
-// messages join the transcript; any other is a judge's, recorded as
-// calls only (the judge's exchange is not the model's conversation).
-// With replay (a rescore) the second pass is answered from the source
-// run, whose transcript already holds it: nothing of it is recorded.
+// evalModel is the evaluator's client (EvalRequest.Client). A request
+// that continues the test's conversation (it starts with every message of
+// it, as the regex evaluator's second pass does) is the model under
+// test's: it goes to own (with the cache on, through the cache), and its
+// messages join the transcript. Any other request is a judge's: it goes
+// to judge, recorded as calls only (the judge's exchange is not the
+// model's conversation). With replay (a rescore) own answers from the
+// source run, whose transcript already holds the second pass: nothing of
+// it is recorded.
 type evalModel struct {
 	rec        *recorder
-	next       harness.ChatModel
+	own, judge harness.ChatModel
 	transcript []harness.Message
 	replay     bool
 }
 
 func (m *evalModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
 	if !continues(req.Messages, m.transcript) {
-		return m.rec.ask(ctx, m.next, req, runs.CallJudge, 0)
+		return m.rec.ask(ctx, m.judge, req, runs.CallJudge, 0)
 	}
 	if m.replay {
-		return m.next.Chat(ctx, req)
+		return m.own.Chat(ctx, req)
 	}
-	resp, err := m.rec.ask(ctx, m.next, req, runs.CallPass2, 0)
+	resp, err := m.rec.ask(ctx, m.own, req, runs.CallPass2, 0)
 	m.rec.mu.Lock()
 	defer m.rec.mu.Unlock()
 	for _, msg := range req.Messages[len(m.transcript):] {
@@ -144,4 +146,30 @@ func (m *evalModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harnes
 		m.rec.pass2 = append(m.rec.pass2, runs.Message{Message: answer, Pass2: true})
 	}
 	return resp, err
+}
+
+// continues reports whether msgs is conv followed by more messages.
+func continues(msgs, conv []harness.Message) bool {
+	if len(conv) == 0 || len(msgs) <= len(conv) {
+		return false
+	}
+	for i := range conv {
+		a, b := msgs[i], conv[i]
+		if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
+			return false
+		}
+		for k := range a.ToolCalls {
+			if a.ToolCalls[k] != b.ToolCalls[k] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// chatFunc is a function as a harness.ChatModel.
+type chatFunc func(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error)
+
+func (f chatFunc) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
+	return f(ctx, req)
 }
