@@ -108,6 +108,17 @@ func (s *sweeper) Resume(ctx context.Context, runID string) error {
 	return s.runEngine.Resume(ctx, runID)
 }
 
+// Rescore starts a rescore, as Start starts a run: not while a sweep is
+// active, even between two of its runs.
+func (s *sweeper) Rescore(ctx context.Context, runID string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sw := s.active(); sw != nil {
+		return "", s.conflict(sw)
+	}
+	return s.runEngine.Rescore(ctx, runID)
+}
+
 // Stop stops the active run and, during a sweep, the rest of the sweep.
 func (s *sweeper) Stop(wait time.Duration) (string, error) {
 	s.mu.Lock()
@@ -288,7 +299,7 @@ func registerSweep(api huma.API, s *sweeper, log *slog.Logger) {
 		Description: "Starts one run per model, one after another in the order given, in the background; each is an ordinary run " +
 			"labelled by its model, with the other fields of the body (domains, repeats, params, timeout_s, retries) applying to every run. " +
 			"The body is checked before the first run starts, as start-run checks it; model and model_name must be left out. " +
-			"409 while a run or a sweep is active; while a sweep is active start-run and resume-run are 409 too, " +
+			"409 while a run or a sweep is active; while a sweep is active start-run, resume-run and rescore-run are 409 too, " +
 			"and stop-run (or reset-engine) ends the current run and the rest of the sweep. " +
 			"get-sweep follows it. A sweep is kept in memory only: a server that stops ends it, and the runs it finished stay.",
 		Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},

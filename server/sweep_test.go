@@ -238,6 +238,11 @@ func TestSweepConflictsAndStop(t *testing.T) {
 		}
 		mustProblem(t, e.post("/api/start", map[string]any{}), http.StatusConflict)
 		mustProblem(t, e.post("/api/run/"+s.RunIDs[0]+"/resume", nil), http.StatusConflict)
+		// The sweep refuses a rescore itself, not only the engine busy
+		// with one of its runs: between two runs the engine is idle.
+		if p := mustProblem(t, e.post("/api/run/"+s.RunIDs[0]+"/rescore", nil), http.StatusConflict); !strings.Contains(p.Detail, s.SweepID) {
+			t.Errorf("rescore during a sweep: 409 detail %q does not name the sweep", p.Detail)
+		}
 
 		var stopped struct {
 			Success bool   `json:"success"`
