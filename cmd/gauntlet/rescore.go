@@ -91,13 +91,7 @@ func rescoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // and returns its verdict (an error wrapping errGateFailed when the gate
 // fails).
 func writeReport(rs *runs.Store, info runs.Info, format, output string, minScore float64, stdout, stderr io.Writer) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	matrix, err := rs.Matrix(ctx, info.RunID)
-	if err != nil {
-		return err
-	}
-	results, err := rs.Results(ctx, info.RunID)
+	rep, err := loadReport(rs, info, minScore)
 	if err != nil {
 		return err
 	}
@@ -105,7 +99,6 @@ func writeReport(rs *runs.Store, info runs.Info, format, output string, minScore
 	if err != nil {
 		return err
 	}
-	rep := newReport(info, matrix, results, minScore)
 	if err := errors.Join(rep.write(out, format), closeOut()); err != nil {
 		return err
 	}
@@ -113,4 +106,20 @@ func writeReport(rs *runs.Store, info runs.Info, format, output string, minScore
 		rep.writeText(stderr)
 	}
 	return rep.verdict.err()
+}
+
+// loadReport reads a finished run's matrix and results from the store
+// and makes its report, with the gate of minScore.
+func loadReport(rs *runs.Store, info runs.Info, minScore float64) (*report, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	matrix, err := rs.Matrix(ctx, info.RunID)
+	if err != nil {
+		return nil, err
+	}
+	results, err := rs.Results(ctx, info.RunID)
+	if err != nil {
+		return nil, err
+	}
+	return newReport(info, matrix, results, minScore), nil
 }

@@ -167,17 +167,25 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	var info runs.Info
-	select {
-	case info = <-finished:
-	case <-ctx.Done():
-		fmt.Fprintln(stderr, "\ninterrupted: stopping the run (finished results are kept)")
-		a.engine.Stop(10 * time.Second)
-		info = <-finished
-	}
+	info := awaitRun(ctx, a, finished, stderr, "stopping the run")
 	progress.finish()
 
 	return writeReport(a.runs, info, f.format, f.output, f.minScore, stdout, stderr)
+}
+
+// awaitRun waits for the run the engine is running to end and returns its
+// final info. When ctx ends first (an interrupt), it says so on stderr
+// ("interrupted: <stopping> (finished results are kept)"), stops the run
+// and waits for its end.
+func awaitRun(ctx context.Context, a *app, finished <-chan runs.Info, stderr io.Writer, stopping string) runs.Info {
+	select {
+	case info := <-finished:
+		return info
+	case <-ctx.Done():
+		fmt.Fprintf(stderr, "\ninterrupted: %s (finished results are kept)\n", stopping)
+		a.engine.Stop(10 * time.Second)
+		return <-finished
+	}
 }
 
 // flagSet reports whether the command line set a flag.

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/compare"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
@@ -126,24 +125,11 @@ func runSweep(ctx context.Context, a *app, fs *flag.FlagSet, f runFlags, s sweep
 			sr.err = err
 			continue
 		}
-		var info runs.Info
-		select {
-		case info = <-finished:
-		case <-ctx.Done():
-			fmt.Fprintln(stderr, "\ninterrupted: stopping the run and the sweep (finished results are kept)")
-			a.engine.Stop(10 * time.Second)
-			info = <-finished
-		}
+		info := awaitRun(ctx, a, finished, stderr, "stopping the run and the sweep")
 		prog.finish()
-		matrix, err := a.runs.Matrix(context.Background(), id)
-		if err != nil {
+		if sr.rep, err = loadReport(a.runs, info, f.minScore); err != nil {
 			return err
 		}
-		results, err := a.runs.Results(context.Background(), id)
-		if err != nil {
-			return err
-		}
-		sr.rep = newReport(info, matrix, results, f.minScore)
 		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
