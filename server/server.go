@@ -18,7 +18,7 @@ import (
 )
 
 // Version is the API version reported in the OpenAPI document.
-const Version = "0.2.0"
+const Version = "0.3.0"
 
 // LLMConfig is the non-secret configuration of the model endpoint, as
 // GET /api/config reports it.
