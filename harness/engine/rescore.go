@@ -173,7 +173,14 @@ func (e *Engine) startRescore(ctx context.Context, req StartRequest) (*run, erro
 	if timeout <= 0 {
 		timeout = e.opts.Timeout
 	}
-	r := e.newRun(ctx, info, now, cells, jobs, timeout, cfg.Retries)
+	r := e.newRun(ctx, info, now, cells, func(_ context.Context, yield func(*job) bool) error {
+		for i := range jobs {
+			if !yield(&jobs[i]) {
+				return nil
+			}
+		}
+		return nil
+	}, timeout, cfg.Retries)
 	e.begin(r, req.OnEvent)
 	r.logRun("run %s started: rescoring the %d results of run %s in %d cells with today's evaluators, label %q",
 		info.RunID, len(jobs), srcID, len(cells), label)
