@@ -34,6 +34,10 @@ type report struct {
 	info    runs.Info
 	matrix  runs.Matrix
 	results resultSource
+	// samples gives the same results with only what counts and aggregates
+	// need (test id, repeat, domain, level, name, score, status, duration):
+	// cheaper to read for the passes that need no more.
+	samples resultSource
 	verdict verdict
 }
 
@@ -80,17 +84,19 @@ func repeated(info runs.Info) bool {
 
 // newReport is the report of a run whose results are in memory.
 func newReport(info runs.Info, m runs.Matrix, results []runs.Result, minScore float64) *report {
-	rep, _ := newSourceReport(info, m, sliceSource(results), minScore) // a slice never fails
+	src := sliceSource(results)
+	rep, _ := newSourceReport(info, m, src, src, minScore) // a slice never fails
 	return rep
 }
 
-// newSourceReport is the report of a run whose results src reads.
-func newSourceReport(info runs.Info, m runs.Matrix, src resultSource, minScore float64) (*report, error) {
+// newSourceReport is the report of a run whose results src reads, and
+// samples with only what counts and aggregates need.
+func newSourceReport(info runs.Info, m runs.Matrix, src, samples resultSource, minScore float64) (*report, error) {
 	v, err := gate(info, src, minScore)
 	if err != nil {
 		return nil, err
 	}
-	return &report{info: info, matrix: m, results: src, verdict: v}, nil
+	return &report{info: info, matrix: m, results: src, samples: samples, verdict: v}, nil
 }
 
 // gate decides the gate: the run must be complete (completed, every
@@ -352,7 +358,7 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	fmt.Fprintf(b, "; %d tokens, %.1f s\n", info.TotalTokens, float64(info.TotalDurationMS)/1000)
 	if repeated(info) {
-		if err := writeRepeats(b, info, r.results); err != nil {
+		if err := writeRepeats(b, info, r.samples); err != nil {
 			return err
 		}
 	}
@@ -581,7 +587,7 @@ func (r *report) writeJSON(w io.Writer) error {
 	})
 	put(",\n  \"aggregates\": ")
 	list(func(item func(v any) error) error {
-		return eachAggregate(r.results, func(a runs.TestAggregate) error { return item(a) })
+		return eachAggregate(r.samples, func(a runs.TestAggregate) error { return item(a) })
 	})
 	put(",\n  \"verdict\": ")
 	value(r.verdict, "  ")
@@ -692,8 +698,8 @@ func (r *report) writeJUnit(w io.Writer) error {
 	props := r.properties()
 	stamp := strings.Replace(info.StartedAt, " ", "T", 1)
 	doc := junitSuites{Name: "gauntlet " + info.ModelName, Time: seconds(info.TotalDurationMS)}
-	// The suites without their cases.
-	err := eachCell(r.results, func(cell []runs.Result) error {
+	// The suites without their cases: counts and durations.
+	err := eachCell(r.samples, func(cell []runs.Result) error {
 		s := junitSuite{Name: cellSuite(cell[0]), Timestamp: stamp, Properties: props}
 		var ms int64
 		for _, e := range r.cellCases(cell) {

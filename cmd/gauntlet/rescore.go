@@ -121,5 +121,8 @@ func loadReport(rs *runs.Store, info runs.Info, minScore float64) (*report, erro
 	src := func(fn func(runs.Result) error) error {
 		return rs.EachResultByCell(context.Background(), info.RunID, fn)
 	}
-	return newSourceReport(info, matrix, src, minScore)
+	samples := func(fn func(runs.Result) error) error {
+		return rs.EachSampleByCell(context.Background(), info.RunID, fn)
+	}
+	return newSourceReport(info, matrix, src, samples, minScore)
 }

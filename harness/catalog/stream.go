@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
@@ -82,4 +84,18 @@ func (c *Catalog) EachTest(ctx context.Context, domainID string, fn func(harness
 		}
 	}
 	return nil
+}
+
+// testLevel returns the domain and level of a test of the cache; ok is
+// false when there is no such test. Callers hold c.mu.
+func (c *Catalog) testLevel(ctx context.Context, id string) (k levelKey, ok bool, err error) {
+	var row testRow
+	err = c.db.NewSelect().Model(&row).Column("domain_id", "level").Where("id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return k, false, nil
+	}
+	if err != nil {
+		return k, false, fmt.Errorf("read test %q: %w", id, err)
+	}
+	return levelKey{row.DomainID, row.Level}, true, nil
 }

@@ -46,6 +46,20 @@ func TestEachResultByCell(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("EachResultByCell = %d results; want Results' %d in the same order", len(got), len(want))
 	}
+	var samples []runs.Result
+	if err := s.EachSampleByCell(ctx, "r", func(r runs.Result) error { samples = append(samples, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != len(want) {
+		t.Fatalf("EachSampleByCell = %d results; want %d", len(samples), len(want))
+	}
+	for i, w := range want {
+		light := runs.Result{RunID: w.RunID, TestID: w.TestID, Repeat: w.Repeat, Domain: w.Domain, Level: w.Level, Name: w.Name,
+			Score: w.Score, Status: w.Status, DurationMS: w.DurationMS, Details: map[string]any{}}
+		if !reflect.DeepEqual(samples[i], light) {
+			t.Fatalf("sample %d = %+v; want %+v", i, samples[i], light)
+		}
+	}
 	stop := errors.New("stop")
 	n := 0
 	if err := s.EachResultByCell(ctx, "r", func(runs.Result) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
