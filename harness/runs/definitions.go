@@ -400,3 +400,50 @@ func (s *Store) ResultKeys(ctx context.Context, runID, domain string, level int)
 	}
 	return out, nil
 }
+
+// DefinitionTests returns the tests of a stored set (by its hash) that
+// have the given ids, by id; ids the set does not hold are left out. An
+// unknown set is an error wrapping harness.ErrNotFound.
+func (s *Store) DefinitionTests(ctx context.Context, hash string, ids []string) (map[string]harness.Test, error) {
+	out := make(map[string]harness.Test, len(ids))
+	var n *int
+	err := s.db.NewSelect().Model((*definitionsRow)(nil)).Column("tests").Where("hash = ?", hash).Scan(ctx, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("definitions %s are missing: %w", hash, harness.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read definitions %s: %w", hash, err)
+	}
+	if n == nil {
+		// Stored whole: the set is read whole, as it was written.
+		snap, _, err := s.readSet(ctx, hash)
+		if err != nil {
+			return nil, err
+		}
+		want := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		for _, t := range snap.Tests {
+			if want[t.ID] {
+				out[t.ID] = t
+			}
+		}
+		return out, nil
+	}
+	for start := 0; start < len(ids); start += definitionsBatch {
+		var rows []definitionTestRow
+		if err := s.db.NewSelect().Model(&rows).Column("test_id", "data").Where("hash = ?", hash).
+			Where("test_id IN (?)", bun.List(ids[start:min(start+definitionsBatch, len(ids))])).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("read definitions %s: %w", hash, err)
+		}
+		for i := range rows {
+			var t harness.Test
+			if err := json.Unmarshal([]byte(rows[i].Data), &t); err != nil {
+				return nil, fmt.Errorf("read definitions %s: test %s: %w", hash, rows[i].TestID, err)
+			}
+			out[t.ID] = t
+		}
+	}
+	return out, nil
+}

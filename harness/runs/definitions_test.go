@@ -119,6 +119,18 @@ func TestDefinitionsTestByTest(t *testing.T) {
 		t.Errorf("unknown outline = %v", err)
 	}
 
+	ids := []string{"t0001", "t1233", "nope"}
+	for i := range 600 {
+		ids = append(ids, fmt.Sprintf("t%04d", 600+i))
+	}
+	byID, err := s.DefinitionTests(ctx, hash, ids)
+	if err != nil || len(byID) != 602 || !reflect.DeepEqual(byID["t1233"], snap.Tests[1233]) || !reflect.DeepEqual(byID["t0001"], snap.Tests[1]) {
+		t.Errorf("DefinitionTests = %d tests, %v; want 602", len(byID), err)
+	}
+	if _, err := s.DefinitionTests(ctx, "nope", ids); !errors.Is(err, harness.ErrNotFound) {
+		t.Errorf("DefinitionTests of an unknown set = %v", err)
+	}
+
 	// Deleting the last run of a set deletes the set, its tests too.
 	createWithDefs(t, s, "r2", hash)
 	if err := s.Delete(ctx, "r1"); err != nil {
@@ -241,6 +253,11 @@ func TestDefinitionsStoredWhole(t *testing.T) {
 		if x.DomainID != d {
 			t.Errorf("domain %s gave %s of %s", d, x.ID, x.DomainID)
 		}
+	}
+
+	first := whole.Tests[0]
+	if byID, err := s.DefinitionTests(ctx, hash, []string{first.ID, "nope"}); err != nil || len(byID) != 1 || !reflect.DeepEqual(byID[first.ID], first) {
+		t.Errorf("DefinitionTests of a whole set = %v, %v", byID, err)
 	}
 
 	again, err := s.SaveDefinitions(ctx, whole)

@@ -68,3 +68,23 @@ func (s *Store) eachByCell(ctx context.Context, runID string, columns []string, 
 		domain, level, id, first = last.Domain, last.Level, last.ID, false
 	}
 }
+
+// ResultCells returns, for each cell of a run that holds results, how
+// many results it holds (CellKey.Tests), in the order EachResultByCell
+// reads them: by domain, then level.
+func (s *Store) ResultCells(ctx context.Context, runID string) ([]CellKey, error) {
+	var rows []struct {
+		Domain string `bun:"domain"`
+		Level  int    `bun:"level"`
+		N      int    `bun:"n"`
+	}
+	if err := s.db.NewSelect().Model((*resultRow)(nil)).Column("domain", "level").ColumnExpr("COUNT(*) AS n").
+		Where("run_id = ?", runID).Group("domain", "level").Order("domain", "level").Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("read results of %q: %w", runID, err)
+	}
+	out := make([]CellKey, len(rows))
+	for i, r := range rows {
+		out[i] = CellKey{Domain: r.Domain, Level: r.Level, Tests: r.N}
+	}
+	return out, nil
+}

@@ -60,6 +60,14 @@ func TestEachResultByCell(t *testing.T) {
 			t.Fatalf("sample %d = %+v; want %+v", i, samples[i], light)
 		}
 	}
+	cells, err := s.ResultCells(ctx, "r")
+	if want := []runs.CellKey{{Domain: "math", Level: 1, Tests: 400}, {Domain: "math", Level: 2, Tests: 400},
+		{Domain: "words", Level: 1, Tests: 400}}; err != nil || !reflect.DeepEqual(cells, want) {
+		t.Errorf("ResultCells = %+v, %v; want %+v", cells, err, want)
+	}
+	if cells, err := s.ResultCells(ctx, "nope"); err != nil || len(cells) != 0 {
+		t.Errorf("ResultCells of no run = %+v, %v", cells, err)
+	}
 	stop := errors.New("stop")
 	n := 0
 	if err := s.EachResultByCell(ctx, "r", func(runs.Result) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
