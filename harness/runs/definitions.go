@@ -16,7 +16,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
-	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 // A run's definitions are stored once per content, under the hex SHA-256
@@ -71,14 +70,30 @@ func (s *Store) SaveDefinitions(ctx context.Context, snap *harness.Snapshot) (st
 // whole snapshot (the same as for a set stored whole). A set already
 // stored test by test is not stored again. tests is called once to hash
 // the set, and once more to store it when it is new; when it gives other
-// tests the second time (the definitions changed meanwhile) nothing is
-// stored and the error wraps harness.ErrConflict.
+// tests the second time (the definitions changed meanwhile) the error
+// wraps harness.ErrConflict and the set is not stored.
+//
+// The rows of a set's tests are keyed by its hash and hold what the hash
+// covers, so that two writers of one set write the same rows, and rows
+// left by a writer that died are those the next one would write: neither
+// is an error, and nothing is ever deleted here. What the second read
+// gives is checked against the first every batch, before the batch is
+// written: a row under a hash never holds other content. The set's own
+// row is written last, once every test is there.
 func (s *Store) SaveDefinitionsFrom(ctx context.Context, outline *harness.Snapshot, tests EachTest) (string, error) {
 	head, tail, err := outlineJSON(outline)
 	if err != nil {
 		return "", fmt.Errorf("store definitions: %w", err)
 	}
-	sum, _, err := hashSet(head, tail, tests, nil)
+	// The first read hashes the set, and notes the hash of what came so
+	// far every batch of tests.
+	var marks [][]byte
+	sum, _, err := hashSet(head, tail, tests, func(_ *harness.Test, _ []byte, pos int, h hash.Hash) error {
+		if (pos+1)%definitionsBatch == 0 {
+			marks = append(marks, h.Sum(nil))
+		}
+		return nil
+	})
 	if err != nil {
 		return "", fmt.Errorf("store definitions: %w", err)
 	}
@@ -91,40 +106,33 @@ func (s *Store) SaveDefinitionsFrom(ctx context.Context, outline *harness.Snapsh
 		return "", fmt.Errorf("store definitions: %w", err)
 	}
 	// New, or stored whole by an older version: stored test by test now.
-	// Rows a crash left of an earlier attempt go first; the set's own row
-	// is written last, in the last transaction, so a set whose row is there
-	// is complete.
-	if _, err := s.db.NewDelete().Model((*definitionTestRow)(nil)).Where("hash = ?", sum).Exec(ctx); err != nil {
-		return "", fmt.Errorf("store definitions: %w", err)
-	}
+	changed := fmt.Errorf("the definitions changed while the run was starting; start it again: %w", harness.ErrConflict)
 	batch := make([]*definitionTestRow, 0, definitionsBatch)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			return sqldb.Insert(ctx, tx, batch)
-		})
+		_, err := s.db.NewInsert().Model(&batch).On("CONFLICT (hash, test_id) DO NOTHING").Exec(ctx)
 		batch = batch[:0]
 		return err
 	}
-	again, n, err := hashSet(head, tail, tests, func(t *harness.Test, data []byte, pos int) error {
+	again, n, err := hashSet(head, tail, tests, func(t *harness.Test, data []byte, pos int, h hash.Hash) error {
 		batch = append(batch, &definitionTestRow{Hash: sum, TestID: t.ID, Position: pos, DomainID: t.DomainID, Level: t.Level, Data: string(data)})
-		if len(batch) == cap(batch) {
-			return flush()
+		if len(batch) < cap(batch) {
+			return nil
 		}
-		return nil
+		if k := (pos+1)/definitionsBatch - 1; k >= len(marks) || !bytes.Equal(h.Sum(nil), marks[k]) {
+			return changed
+		}
+		return flush()
 	})
-	if err == nil {
-		err = flush()
-	}
 	if err == nil && again != sum {
-		err = fmt.Errorf("the definitions changed while the run was starting; start it again: %w", harness.ErrConflict)
+		err = changed
+	}
+	if err == nil {
+		err = flush() // the last tests: the whole hash was checked
 	}
 	if err != nil {
-		if _, err2 := s.db.NewDelete().Model((*definitionTestRow)(nil)).Where("hash = ?", sum).Exec(context.WithoutCancel(ctx)); err2 != nil {
-			err = errors.Join(err, err2)
-		}
 		return "", fmt.Errorf("store definitions: %w", err)
 	}
 	bare := *outline
@@ -167,9 +175,9 @@ func outlineJSON(o *harness.Snapshot) (head, tail []byte, err error) {
 }
 
 // hashSet hashes the JSON of a snapshot made of head, the tests and tail,
-// calling each (when not nil) with every test, its JSON and its position.
-// It returns the hex SHA-256 and the number of tests.
-func hashSet(head, tail []byte, tests EachTest, each func(t *harness.Test, data []byte, pos int) error) (string, int, error) {
+// calling each with every test, its JSON, its position and the hash of
+// everything up to it. It returns the hex SHA-256 and the number of tests.
+func hashSet(head, tail []byte, tests EachTest, each func(t *harness.Test, data []byte, pos int, h hash.Hash) error) (string, int, error) {
 	h := sha256.New()
 	h.Write(head)
 	n := 0
@@ -184,10 +192,8 @@ func hashSet(head, tail []byte, tests EachTest, each func(t *harness.Test, data 
 			h.Write([]byte(","))
 		}
 		h.Write(data)
-		if each != nil {
-			if err := each(&t, data, n); err != nil {
-				return err
-			}
+		if err := each(&t, data, n, h); err != nil {
+			return err
 		}
 		n++
 		return nil

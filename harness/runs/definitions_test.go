@@ -158,11 +158,48 @@ func TestDefinitionsChangedWhileSaving(t *testing.T) {
 	s := openStore(t)
 	snap := defsSnap(700)
 	calls := 0
-	_, err := s.SaveDefinitionsFrom(ctx, snap, func(fn func(harness.Test) error) error {
+	// Edited in the first batch of 500 and in the last, partial one.
+	for _, at := range []int{100, 650} {
+		calls = 0
+		_, err := s.SaveDefinitionsFrom(ctx, snap, func(fn func(harness.Test) error) error {
+			calls++
+			for i, x := range snap.Tests {
+				if calls == 2 && i == at {
+					x.Prompt += " (edited)"
+				}
+				if err := fn(x); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if !errors.Is(err, harness.ErrConflict) || calls != 2 {
+			t.Fatalf("edit at %d: save = %v after %d passes; want a conflict", at, err, calls)
+		}
+		if _, _, err := s.DefinitionsOutline(ctx, wholeHash(t, snap)); !errors.Is(err, harness.ErrNotFound) {
+			t.Errorf("edit at %d: a set changed while saving is stored: %v", at, err)
+		}
+	}
+	// No edited test was kept under the set's hash: saved again, the set
+	// reads back as it is.
+	if hash, err := s.SaveDefinitions(ctx, snap); err != nil || !reflect.DeepEqual(eachTest(t, s, hash, ""), snap.Tests) {
+		t.Errorf("saved after the conflicts: %v, or tests differ", err)
+	}
+	var err error
+	// A failing source stores nothing either.
+	snap = defsSnap(701)
+	boom := errors.New("boom")
+	if _, err := s.SaveDefinitionsFrom(ctx, snap, func(func(harness.Test) error) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("failing source = %v", err)
+	}
+	// A source failing half-way through storing leaves some of the set's
+	// rows; saving it again completes it.
+	calls = 0
+	_, err = s.SaveDefinitionsFrom(ctx, snap, func(fn func(harness.Test) error) error {
 		calls++
 		for i, x := range snap.Tests {
-			if calls == 2 && i == 650 {
-				x.Prompt += " (edited)"
+			if calls == 2 && i == 600 {
+				return boom
 			}
 			if err := fn(x); err != nil {
 				return err
@@ -170,16 +207,15 @@ func TestDefinitionsChangedWhileSaving(t *testing.T) {
 		}
 		return nil
 	})
-	if !errors.Is(err, harness.ErrConflict) || calls != 2 {
-		t.Fatalf("save = %v after %d passes; want a conflict", err, calls)
+	if !errors.Is(err, boom) {
+		t.Fatalf("save failing half-way = %v", err)
 	}
-	if _, _, err := s.DefinitionsOutline(ctx, wholeHash(t, snap)); !errors.Is(err, harness.ErrNotFound) {
-		t.Errorf("a set changed while saving is stored: %v", err)
+	hash, err := s.SaveDefinitions(ctx, snap)
+	if err != nil || hash != wholeHash(t, snap) {
+		t.Fatalf("save again = %s, %v", hash, err)
 	}
-	// A failing source stores nothing either.
-	boom := errors.New("boom")
-	if _, err := s.SaveDefinitionsFrom(ctx, snap, func(func(harness.Test) error) error { return boom }); !errors.Is(err, boom) {
-		t.Errorf("failing source = %v", err)
+	if all := eachTest(t, s, hash, ""); !reflect.DeepEqual(all, snap.Tests) {
+		t.Errorf("the set saved again has %d tests; want %d", len(all), len(snap.Tests))
 	}
 }
 
