@@ -244,6 +244,10 @@ func TestConversationChannels(t *testing.T) {
 				t.Errorf("channel %s: %q (total %d), want %q", typ, got, l.Total, want)
 			}
 		}
+		for _, bad := range []string{"a\x00b", "bad\xffutf8"} {
+			_, err := e.svc.Conversations(ctx, "a", agent.ConversationsQuery{Channel: bad})
+			wantInvalid(t, err, "channel")
+		}
 		postWebhook(t, base, hook.ID, secret, "ext-8", "another")
 		var pages []string
 		for off := range 3 {

@@ -66,7 +66,8 @@ type ConversationsQuery struct {
 	Offset int
 	// Channel, when not "", keeps the conversations whose Channel is this
 	// type (as ConversationSummary.Channel: that of the latest message).
-	// A type no conversation has matches none.
+	// Any text is accepted: a type no conversation has matches none. A
+	// NUL or invalid UTF-8 is harness.ErrInvalid naming "channel".
 	Channel string
 }
 
@@ -186,7 +187,8 @@ func (s *Service) channelFilter(q *bun.SelectQuery, typ string) *bun.SelectQuery
 // type. The messages themselves are not read: the counts come from one
 // aggregate query, so an agent with thousands of users lists quickly. An
 // unknown agent gives harness.ErrNotFound, a limit or offset out of range
-// harness.ErrInvalid naming "limit" or "offset".
+// or a channel holding a NUL or invalid UTF-8 harness.ErrInvalid naming
+// "limit", "offset" or "channel".
 func (s *Service) Conversations(ctx context.Context, agentID string, q ConversationsQuery) (*ConversationList, error) {
 	ve := &harness.ValidationError{}
 	switch {
@@ -198,6 +200,7 @@ func (s *Service) Conversations(ctx context.Context, agentID string, q Conversat
 	if q.Offset < 0 {
 		ve.Add("offset", "must not be negative")
 	}
+	harness.CheckText(ve, "channel", q.Channel)
 	if err := ve.Err(); err != nil {
 		return nil, err
 	}
