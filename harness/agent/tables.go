@@ -85,6 +85,12 @@ type messageRow struct {
 	ToolCalls     []harness.ToolCall `bun:"tool_calls,type:text,nullzero"`
 	ToolCallID    string             `bun:"tool_call_id,notnull"`
 	CreatedAt     string             `bun:"created_at,notnull"`
+	// ChannelType and ChannelID are the type and the record id of the
+	// channel the message came through, both "" for a chat through the
+	// API; both NULL (nil) for a message stored before they were recorded
+	// (agent schema 2).
+	ChannelType *string `bun:"channel_type"`
+	ChannelID   *string `bun:"channel_id"`
 }
 
 func (r *messageRow) message() harness.Message {
@@ -103,6 +109,14 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX IF NOT EXISTS "agent_tools_tool" ON "agent_tools" ("tool_id")`,
 			`CREATE INDEX IF NOT EXISTS "agent_channels_agent" ON "agent_channels" ("agent_id")`,
 			`CREATE INDEX IF NOT EXISTS "chat_messages_conversation" ON "chat_messages" ("agent_id", "user_id", "id")`,
+		)
+	}},
+	{Version: 2, Name: "the channel of each chat message", Up: func(ctx context.Context, tx bun.Tx) error {
+		// Messages stored before have none recorded: NULL, which readers
+		// tell apart from the "" of a chat through the API.
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "chat_messages" ADD COLUMN "channel_type" VARCHAR`,
+			`ALTER TABLE "chat_messages" ADD COLUMN "channel_id" VARCHAR`,
 		)
 	}},
 }
