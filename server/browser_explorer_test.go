@@ -118,9 +118,6 @@ func TestBrowserResultsExplorer(t *testing.T) {
 	cellWall := time.Since(start)
 	t.Logf("first page of a 1,000-result run: %d ms from navigation (page clock), %v wall; a 1,000-result cell: %v from the click",
 		int(runMark), runWall.Round(time.Millisecond), cellWall.Round(time.Millisecond))
-	if cellWall > 5*time.Second {
-		t.Errorf("the cell's first page took %v", cellWall)
-	}
 	count := func() string { return b.text(dlg + " .ex-count") }
 	if got := count(); got != "1,000 results · 1–50 shown" {
 		t.Errorf("count %q", got)
