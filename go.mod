@@ -16,6 +16,7 @@ require (
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/uptrace/bun v1.3.0
+	github.com/uptrace/bun/dialect/pgdialect v1.3.0
 	github.com/uptrace/bun/dialect/sqlitedialect v1.3.0
 	github.com/uptrace/bun/driver/sqliteshim v1.3.0
 	google.golang.org/grpc v1.85.0

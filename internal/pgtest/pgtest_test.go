@@ -33,8 +33,23 @@ func TestDatabasesAreFreshAndSurviveARestart(t *testing.T) {
 	}
 	defer other.Close()
 	var n int
-	if err := other.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&n); err != nil || n != 0 {
+	if err := other.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("a fresh database has %d tables (%v)", n, err)
+	}
+	if _, err := other.ExecContext(ctx, `CREATE TABLE t (y INTEGER)`); err != nil {
+		t.Fatalf("a table of the same name in another database: %v", err)
+	}
+	whole, err := pgtest.Shared(t).CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdb, err := sql.Open("pgx", whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wdb.Close()
+	if err := wdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("a new database has %d tables (%v)", n, err)
 	}
 
 	s := pgtest.Shared(t)
