@@ -78,7 +78,9 @@ func TestFreshDatabase(t *testing.T) {
 func TestMigrationFailsWholeOnEitherDatabase(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.Open(t)
-	one := func(ctx context.Context, tx bun.Tx) error { return sqldb.ExecAll(ctx, tx, `CREATE TABLE t1 (x INTEGER)`) }
+	one := func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx, `CREATE TABLE t1 (x INTEGER)`)
+	}
 	two := func(ctx context.Context, tx bun.Tx) error {
 		return sqldb.ExecAll(ctx, tx, `CREATE TABLE t2 (x INTEGER)`, `INSERT INTO nowhere VALUES (1)`)
 	}
