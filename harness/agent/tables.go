@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // The tables of the package. Agents, their tool lists, channels and
@@ -119,4 +121,14 @@ func pgBaseline(ctx context.Context, tx bun.Tx) error {
 		`CREATE INDEX "agent_channels_agent" ON "agent_channels" ("agent_id")`,
 		`CREATE INDEX "chat_messages_conversation" ON "chat_messages" ("agent_id", "user_id", "id")`,
 	)
+}
+
+// Migrate brings the agent tables in db to the newest schema, as Open
+// does, without starting anything: for a command that prepares a
+// database.
+func Migrate(ctx context.Context, db *store.DB) error {
+	if err := sqldb.Migrate(ctx, sqldb.Bun(db), "agent", migrations); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // The cache tables. They mirror the definition files and are rebuilt from
@@ -252,4 +253,15 @@ func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
 		return err
 	}
 	return insertBatches(ctx, tx, tools)
+}
+
+// Migrate brings the definitions cache's tables in db to the newest
+// schema, as Open does, without opening a catalog: for a command that
+// prepares a database. The cache's contents are rebuilt by the next
+// Open's sync.
+func Migrate(ctx context.Context, db *store.DB) error {
+	if err := sqldb.Migrate(ctx, sqldb.Bun(db), "catalog", migrations); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
 }

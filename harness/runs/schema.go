@@ -6,6 +6,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // migrations are the runs tables' schema versions. Released migrations
@@ -197,5 +198,12 @@ func recountRuns(ctx context.Context, db bun.IDB, runID string) error {
 	} else {
 		_, err = db.ExecContext(ctx, q+` WHERE "run_id" = ?`, runID)
 	}
+	return err
+}
+
+// Migrate brings the runs tables in db to the newest schema, as Open
+// does: for a command that prepares a database.
+func Migrate(ctx context.Context, db *store.DB) error {
+	_, err := Open(ctx, db)
 	return err
 }
