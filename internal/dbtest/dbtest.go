@@ -83,6 +83,25 @@ func Server(t testing.TB) *pgtest.Server {
 	return pgtest.Shared(t)
 }
 
+// PrivateServer starts a PostgreSQL server of t's own, stopped and removed
+// when t ends, for a test that stops and starts it while other tests use
+// the shared one; t is skipped when the tests run against SQLite. It
+// returns the server and the URL of a fresh database on it.
+func PrivateServer(t testing.TB) (*pgtest.Server, string) {
+	t.Helper()
+	Server(t) // skips on SQLite, and without the binaries
+	s, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	u, err := s.CreateSchema(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, u
+}
+
 // Main runs a package's tests, then stops the PostgreSQL server if one was
 // started; it returns the exit code for os.Exit.
 func Main(m *testing.M) int { return pgtest.Main(m) }
