@@ -54,6 +54,9 @@ type Server struct {
 	mu      sync.Mutex
 	running bool
 	dbs     atomic.Int64
+
+	adminOnce sync.Once
+	admin     *sql.DB // to the shared database, for CreateSchema
 }
 
 // BinDir finds the directory of PostgreSQL's server binaries: PG_BINDIR
@@ -206,6 +209,9 @@ func (s *Server) Stop() error {
 
 // Close stops the server and removes its directory.
 func (s *Server) Close() error {
+	if s.admin != nil {
+		s.admin.Close()
+	}
 	err := s.Stop()
 	if rmErr := os.RemoveAll(s.dir); err == nil {
 		err = rmErr
@@ -226,12 +232,8 @@ const sharedDB = "gauntlet_tests"
 // it first (then public, where extensions are created).
 func (s *Server) CreateSchema(ctx context.Context) (string, error) {
 	name := fmt.Sprintf("test_%d_%d", os.Getpid(), s.dbs.Add(1))
-	db, err := sql.Open("pgx", s.URL(sharedDB))
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `CREATE SCHEMA "`+name+`"`); err != nil {
+	s.adminOnce.Do(func() { s.admin, _ = sql.Open("pgx", s.URL(sharedDB)) })
+	if _, err := s.admin.ExecContext(ctx, `CREATE SCHEMA "`+name+`"`); err != nil {
 		return "", fmt.Errorf("create schema %s: %w", name, err)
 	}
 	return s.URL(sharedDB) + "&search_path=" + name + ",public", nil

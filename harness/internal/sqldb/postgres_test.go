@@ -8,7 +8,6 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
-	"github.com/gauntlet-eval/gauntlet/internal/pgtest"
 )
 
 // TestOpenPostgresErrorsHideThePassword: a failure to connect names the
@@ -44,9 +43,9 @@ func TestOpenPostgresErrorsHideThePassword(t *testing.T) {
 // TestPostgresReconnectsAfterARestart: the pool's connections die with the
 // server; the next query after it is back gets a new one.
 func TestPostgresReconnectsAfterARestart(t *testing.T) {
-	srv := dbtest.Server(t)
+	srv, url := dbtest.PrivateServer(t)
 	ctx := context.Background()
-	db, err := sqldb.Open(ctx, pgtest.NewDatabase(t))
+	db, err := sqldb.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
