@@ -541,7 +541,10 @@ func (sv *Supervisor) stopRunner(channelID string) bool {
 func (sv *Supervisor) persistStatus(ctx context.Context, channelID string, st harness.ChannelStatus, lastErr *string) {
 	q := sv.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(st)).Where("id = ?", channelID)
 	if lastErr != nil {
-		q = q.Set("last_error = ?", *lastErr)
+		// A channel's error may quote anything; bun writes it as a literal,
+		// which holds neither NUL nor (on PostgreSQL) bytes that are not
+		// UTF-8.
+		q = q.Set("last_error = ?", strings.ReplaceAll(strings.ToValidUTF8(*lastErr, "\uFFFD"), "\x00", "\uFFFD"))
 	}
 	if _, err := q.Exec(ctx); err != nil {
 		sv.log.Error("save channel status", slog.String("channel", channelID), slog.Any("error", err))
