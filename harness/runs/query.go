@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 // Sort keys of a ResultQuery. Each sorts ascending, and descending with a
@@ -183,11 +184,20 @@ func filterRest(sel *bun.SelectQuery, q ResultQuery) *bun.SelectQuery {
 		sel = sel.Where("status = ?", q.Status)
 	}
 	if q.Search != "" {
-		// LIKE ignores the case of ASCII letters, as SQLite's lower() would.
 		p := "%" + likeEscaper.Replace(q.Search) + "%"
-		sel = sel.Where(`(prompt LIKE ? ESCAPE '\' OR response LIKE ? ESCAPE '\' OR test_id LIKE ? ESCAPE '\')`, p, p, p)
+		op := likeIgnoringCase(sel.DB())
+		sel = sel.Where(`(prompt `+op+` ? ESCAPE '\' OR response `+op+` ? ESCAPE '\' OR test_id `+op+` ? ESCAPE '\')`, p, p, p)
 	}
 	return sel
+}
+
+// likeIgnoringCase is the LIKE of the dialect that ignores case: SQLite's
+// LIKE does (for ASCII letters), PostgreSQL's is ILIKE.
+func likeIgnoringCase(db bun.IDB) string {
+	if sqldb.IsPG(db) {
+		return "ILIKE"
+	}
+	return "LIKE"
 }
 
 // A plan says how page reads the rows: which index walks them. SQLite
@@ -213,8 +223,13 @@ const (
 )
 
 // choosePlan picks the plan of a query; selective says that the filter
-// keeps few of the run's results.
-func choosePlan(q ResultQuery, sort sortSpec, selective bool) (plan, string) {
+// keeps few of the run's results. The plans are SQLite's: PostgreSQL keeps
+// statistics and plans well by itself (and has neither INDEXED BY nor the
+// unary + that keeps an index out), so it always gets planNatural.
+func choosePlan(db bun.IDB, q ResultQuery, sort sortSpec, selective bool) (plan, string) {
+	if sqldb.IsPG(db) {
+		return planNatural, ""
+	}
 	filterIndex := ""
 	switch {
 	case q.Status != "":
@@ -237,7 +252,7 @@ func choosePlan(q ResultQuery, sort sortSpec, selective bool) (plan, string) {
 // page reads up to limit rows of the query after position from (nil: from
 // the start), in the sort's order.
 func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sortSpec, from *position, limit int, selective bool) ([]resultRow, error) {
-	p, index := choosePlan(q, sort, selective)
+	p, index := choosePlan(s.db, q, sort, selective)
 	if p == planRowid {
 		return s.pageByRowid(ctx, runID, q, sort, from, limit)
 	}
@@ -443,7 +458,7 @@ func (s *Store) EachResult(ctx context.Context, runID string, q ResultQuery, fn 
 		return err
 	}
 	selective := false
-	if p, _ := choosePlan(q, sort, true); p == planFilterIndex {
+	if p, _ := choosePlan(s.db, q, sort, true); p == planFilterIndex {
 		n, err := filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
 		if err != nil {
 			return fmt.Errorf("count results of %q: %w", runID, err)

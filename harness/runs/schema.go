@@ -6,6 +6,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // migrations are the runs tables' schema versions. Released migrations
@@ -19,9 +20,10 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX IF NOT EXISTS "run_results_cell" ON "run_results" ("run_id", "domain", "level", "id")`,
 			`CREATE INDEX IF NOT EXISTS "runs_seq" ON "runs" ("seq")`,
 		)
-	}},
-	{Version: 2, Name: "errors apart from failures, partial cells, provenance, one result per test", Up: migrateCounts},
-	{Version: 3, Name: "repeats: one result per test and repeat", Up: migrateRepeats},
+	}, Postgres: pgBaseline},
+	{Version: 2, Name: "errors apart from failures, partial cells, provenance, one result per test", Up: migrateCounts,
+		Postgres: sqldb.AlreadyInBaseline},
+	{Version: 3, Name: "repeats: one result per test and repeat", Up: migrateRepeats, Postgres: sqldb.AlreadyInBaseline},
 	{Version: 4, Name: "cell standard error and 95% interval", Up: func(ctx context.Context, tx bun.Tx) error {
 		// Cells stored before have none: they read as null.
 		return sqldb.ExecAll(ctx, tx,
@@ -29,7 +31,7 @@ var migrations = []sqldb.Migration{
 			`ALTER TABLE "run_cells" ADD COLUMN "ci95_low" DOUBLE PRECISION`,
 			`ALTER TABLE "run_cells" ADD COLUMN "ci95_high" DOUBLE PRECISION`,
 		)
-	}},
+	}, Postgres: sqldb.AlreadyInBaseline},
 	{Version: 5, Name: "response cache and rescored runs", Up: func(ctx context.Context, tx bun.Tx) error {
 		// Runs stored before had no cache and were never rescored: 0 and ''.
 		return sqldb.ExecAll(ctx, tx,
@@ -37,7 +39,7 @@ var migrations = []sqldb.Migration{
 			`ALTER TABLE "runs" ADD COLUMN "rescored_from" VARCHAR NOT NULL DEFAULT ''`,
 			`CREATE TABLE "response_cache" ("key" VARCHAR NOT NULL, "content" BLOB NOT NULL, "tool_calls" text, "model" VARCHAR NOT NULL, "finish_reason" VARCHAR NOT NULL, "prompt_tokens" INTEGER NOT NULL, "completion_tokens" INTEGER NOT NULL, "total_tokens" INTEGER NOT NULL, "created_at" VARCHAR NOT NULL, PRIMARY KEY ("key"))`,
 		)
-	}},
+	}, Postgres: sqldb.AlreadyInBaseline},
 	{Version: 6, Name: "transcripts and calls of results; indexes to filter and sort a run's results", Up: func(ctx context.Context, tx bun.Tx) error {
 		// Results stored before have neither: null, read as none.
 		return sqldb.ExecAll(ctx, tx,
@@ -47,11 +49,12 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX "run_results_duration" ON "run_results" ("run_id", "duration_ms", "id")`,
 			`CREATE INDEX "run_results_status" ON "run_results" ("run_id", "status", "id")`,
 		)
-	}},
+	}, Postgres: sqldb.AlreadyInBaseline},
 	// 7 is reserved for the full-text search of results, made on another
 	// branch at the same time: this placeholder keeps the numbers in a row
 	// until it is merged, and is replaced by it then.
-	{Version: 7, Name: "reserved", Up: func(ctx context.Context, tx bun.Tx) error { return nil }},
+	{Version: 7, Name: "reserved", Up: func(ctx context.Context, tx bun.Tx) error { return nil },
+		Postgres: func(ctx context.Context, tx bun.Tx) error { return nil }},
 	{Version: 8, Name: "a run's definitions stored test by test", Up: func(ctx context.Context, tx bun.Tx) error {
 		// Sets stored before keep their tests inside their blob: tests is
 		// null for them.
@@ -61,7 +64,54 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX "run_definition_tests_order" ON "run_definition_tests" ("hash", "position")`,
 			`CREATE INDEX "run_definition_tests_domain" ON "run_definition_tests" ("hash", "domain_id", "position")`,
 		)
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "run_definitions" ADD COLUMN "tests" BIGINT`,
+			`CREATE TABLE "run_definition_tests" ("hash" TEXT NOT NULL, "test_id" TEXT NOT NULL, "position" BIGINT NOT NULL,
+				"domain_id" TEXT NOT NULL, "level" INTEGER NOT NULL, "data" TEXT NOT NULL, PRIMARY KEY ("hash", "test_id"))`,
+			`CREATE INDEX "run_definition_tests_order" ON "run_definition_tests" ("hash", "position")`,
+			`CREATE INDEX "run_definition_tests_domain" ON "run_definition_tests" ("hash", "domain_id", "position")`,
+		)
 	}},
+}
+
+// pgBaseline creates the runs tables on PostgreSQL as they are at version
+// 6. Counts, tokens and durations are BIGINT: a run of a million tests
+// passes the 32-bit range in tokens and in milliseconds.
+func pgBaseline(ctx context.Context, tx bun.Tx) error {
+	return sqldb.ExecAll(ctx, tx,
+		`CREATE TABLE "runs" ("run_id" TEXT NOT NULL, "seq" BIGINT NOT NULL, "started_at" TEXT NOT NULL, "completed_at" TEXT,
+			"model_name" TEXT NOT NULL, "model" TEXT NOT NULL, "status" TEXT NOT NULL, "overall_score" DOUBLE PRECISION,
+			"total_tokens" BIGINT NOT NULL, "total_duration_ms" BIGINT NOT NULL, "total_tests" BIGINT NOT NULL, "domains" TEXT,
+			"done_tests" BIGINT NOT NULL DEFAULT 0, "passed" BIGINT NOT NULL DEFAULT 0, "failed" BIGINT NOT NULL DEFAULT 0,
+			"errors" BIGINT NOT NULL DEFAULT 0, "error" TEXT NOT NULL DEFAULT '', "config" TEXT,
+			"definitions_hash" TEXT NOT NULL DEFAULT '', "cache_hits" BIGINT NOT NULL DEFAULT 0,
+			"rescored_from" TEXT NOT NULL DEFAULT '', PRIMARY KEY ("run_id"))`,
+		`CREATE TABLE "run_results" ("id" BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "run_id" TEXT NOT NULL,
+			"test_id" TEXT NOT NULL, "domain" TEXT NOT NULL, "level" INTEGER NOT NULL, "name" TEXT NOT NULL,
+			"prompt" TEXT NOT NULL, "response" TEXT NOT NULL, "expected" TEXT, "score" DOUBLE PRECISION NOT NULL,
+			"status" TEXT NOT NULL, "details" TEXT, "duration_ms" BIGINT NOT NULL, "model_name" TEXT NOT NULL,
+			"system_prompt" TEXT NOT NULL, "prompt_tokens" BIGINT NOT NULL, "completion_tokens" BIGINT NOT NULL,
+			"created_at" TEXT NOT NULL, "repeat" INTEGER NOT NULL DEFAULT 0, "transcript" TEXT, "calls" TEXT)`,
+		`CREATE TABLE "run_cells" ("run_id" TEXT NOT NULL, "domain" TEXT NOT NULL, "level" INTEGER NOT NULL,
+			"position" INTEGER NOT NULL, "status" TEXT NOT NULL, "score" DOUBLE PRECISION, "duration_ms" BIGINT,
+			"tests" BIGINT NOT NULL, "done" BIGINT NOT NULL, "passed" BIGINT NOT NULL, "failed" BIGINT NOT NULL DEFAULT 0,
+			"errors" BIGINT NOT NULL DEFAULT 0, "stderr" DOUBLE PRECISION, "ci95_low" DOUBLE PRECISION,
+			"ci95_high" DOUBLE PRECISION, PRIMARY KEY ("run_id", "domain", "level"))`,
+		`CREATE TABLE "run_definitions" ("hash" TEXT NOT NULL, "data" BYTEA NOT NULL, "size" BIGINT NOT NULL,
+			"created_at" TEXT NOT NULL, PRIMARY KEY ("hash"))`,
+		`CREATE TABLE "response_cache" ("key" TEXT NOT NULL, "content" BYTEA NOT NULL, "tool_calls" TEXT,
+			"model" TEXT NOT NULL, "finish_reason" TEXT NOT NULL, "prompt_tokens" BIGINT NOT NULL,
+			"completion_tokens" BIGINT NOT NULL, "total_tokens" BIGINT NOT NULL, "created_at" TEXT NOT NULL,
+			PRIMARY KEY ("key"))`,
+		`CREATE INDEX "run_results_cell" ON "run_results" ("run_id", "domain", "level", "id")`,
+		`CREATE UNIQUE INDEX "run_results_test_repeat" ON "run_results" ("run_id", "test_id", "repeat")`,
+		`CREATE INDEX "run_results_score" ON "run_results" ("run_id", "score", "id")`,
+		`CREATE INDEX "run_results_duration" ON "run_results" ("run_id", "duration_ms", "id")`,
+		`CREATE INDEX "run_results_status" ON "run_results" ("run_id", "status", "id")`,
+		`CREATE INDEX "runs_seq" ON "runs" ("seq")`,
+		`CREATE INDEX "runs_definitions_hash" ON "runs" ("definitions_hash")`,
+	)
 }
 
 // migrateRepeats numbers each result's repeat (0-based) so that a test
@@ -171,5 +221,12 @@ func recountRuns(ctx context.Context, db bun.IDB, runID string) error {
 	} else {
 		_, err = db.ExecContext(ctx, q+` WHERE "run_id" = ?`, runID)
 	}
+	return err
+}
+
+// Migrate brings the runs tables in db to the newest schema, as Open
+// does: for a command that prepares a database.
+func Migrate(ctx context.Context, db *store.DB) error {
+	_, err := Open(ctx, db)
 	return err
 }
