@@ -18,6 +18,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/engine/riverexec"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
@@ -43,6 +44,8 @@ type app struct {
 	engine *engine.Engine
 	// agents is nil unless appOptions.agents was set.
 	agents *agent.Service
+	// queue is the job queue of a server on PostgreSQL, nil otherwise.
+	queue *riverexec.Queue
 
 	closers []func() // in the order opened; Close runs them backwards
 }
@@ -67,6 +70,9 @@ type appOptions struct {
 	// directories are left as they are, since a server may be running
 	// them. Ignored with agents.
 	evalAgents bool
+	// queue, with a PostgreSQL database, sends runs' tests to the job
+	// queue (the server); false keeps them in process.
+	queue bool
 }
 
 // openApp opens the database, links in the built-in evaluators and
@@ -113,8 +119,22 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 	if a.agents != nil {
 		eo.Agents = a.agents // runs may evaluate an agent
 	}
+	if opts.queue && isPostgres(s.databaseURL()) {
+		a.queue, err = riverexec.Open(ctx, riverexec.Options{URL: s.databaseURL(), DB: a.db, Concurrency: s.concurrency,
+			RescueAfter: s.rescueAfter, Logger: a.log})
+		if err != nil {
+			return nil, err
+		}
+		a.onClose(func() { a.queue.Close() })
+		eo.Queue = a.queue
+	}
 	if a.engine, err = engine.New(ctx, eo); err != nil {
 		return nil, err
+	}
+	if a.queue != nil && !s.noLocalWorker {
+		if err := a.queue.Work(ctx, a.engine); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }

@@ -17,6 +17,8 @@
 //	gauntlet compare  compare two runs test by test (or several, each
 //	                  with the first); with --fail-on-regression exits 1
 //	                  when a domain and level got significantly worse
+//	gauntlet worker   with PostgreSQL, execute the tests of the runs a
+//	                  server sharing the database started
 //	gauntlet version  print the version
 //
 // Every setting of serve and run can also be set through its environment
@@ -124,6 +126,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return rescoreCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr)
+	case "worker":
+		return workerCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "gauntlet", server.Version)
 		return nil
@@ -150,6 +154,7 @@ Commands:
   compare   compare runs test by test: compare BASE HEAD [HEAD...] [--fail-on-regression]
   rescore   score a stored run's responses again with today's evaluators: rescore RUN_ID
   migrate   bring the database's schemas to this version, and say what changed
+  worker    with PostgreSQL: execute the tests of the runs a server started
   import-tests  create tests from a JSONL or CSV dataset: import-tests FILE --domain D --level N
   version   print the version
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+	"github.com/gauntlet-eval/gauntlet/harness/engine/riverexec"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -79,6 +80,15 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			note += ")"
 		}
 		fmt.Fprintf(tw, "%s\t%d → %d\t%s\n", c.name, before, after, note)
+	}
+	if isPostgres(s.databaseURL()) {
+		// The job queue's tables, which River migrates itself.
+		q, err := riverexec.Open(ctx, riverexec.Options{URL: s.databaseURL(), DB: db})
+		if err != nil {
+			return err
+		}
+		q.Close()
+		fmt.Fprintf(tw, "job queue\tRiver's tables\tup to date\n")
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	a, err := openApp(ctx, s, appOptions{log: log, agents: true})
+	a, err := openApp(ctx, s, appOptions{log: log, agents: true, queue: true})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/engine/riverexec"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
 	"github.com/gauntlet-eval/gauntlet/server"
@@ -36,12 +37,17 @@ type settings struct {
 	// pluginTimeout bounds one call to a plugin (--plugin-timeout).
 	pluginTimeout time.Duration
 	debug         bool
+	// rescueAfter: with PostgreSQL, when a running job is taken for lost
+	// (serve, worker).
+	rescueAfter time.Duration
 
 	// The listener's, serve only.
 	addr        string
 	apiToken    string
 	insecure    bool
 	corsOrigins string
+	// noLocalWorker: with PostgreSQL, the server executes no job.
+	noLocalWorker bool
 }
 
 // settingsScope says which settings a command takes.
@@ -97,12 +103,18 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.DurationVar(&s.pluginTimeout, "plugin-timeout", pluginTimeout, "bound of one call to a plugin (an evaluation, a tool call, a config check), e.g. 30s (GAUNTLET_PLUGIN_TIMEOUT)")
 	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
 	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
+	rescue, err := envDuration("GAUNTLET_RESCUE_AFTER", riverexec.DefaultRescueAfter)
+	if err != nil {
+		return err
+	}
+	fs.DurationVar(&s.rescueAfter, "rescue-after", rescue, "with PostgreSQL (serve, worker): a job running this long is taken for lost (its worker died) and run again elsewhere; above the longest a test takes (GAUNTLET_RESCUE_AFTER)")
 	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (GAUNTLET_DEBUG)")
 	if scope == serverSettings {
 		fs.StringVar(&s.addr, "addr", env("GAUNTLET_ADDR", "127.0.0.1:8080"), "listen address (GAUNTLET_ADDR)")
 		s.apiToken = env("GAUNTLET_API_TOKEN", "")
 		fs.Var(secretFlag{&s.apiToken}, "api-token", "when set, every /api/ request needs Authorization: Bearer <token> (GAUNTLET_API_TOKEN)")
 		fs.BoolVar(&s.insecure, "insecure", false, "allow a non-loopback address without an API token")
+		fs.BoolVar(&s.noLocalWorker, "no-local-worker", false, "with PostgreSQL: execute no test in the server, leave every job to gauntlet worker processes")
 		fs.StringVar(&s.corsOrigins, "cors-origins", env("GAUNTLET_CORS_ORIGINS", ""), "origins whose web pages may call the API, comma-separated: https://host[:port] or * (GAUNTLET_CORS_ORIGINS)")
 	}
 	return nil

@@ -115,6 +115,13 @@ type Options struct {
 	// Agents are the agents a run may evaluate; nil means none (a
 	// StartRequest naming one is refused).
 	Agents Agents
+	// Queue, when set, sends the tests of each new run to worker processes
+	// (see Queue); nil executes them in this process.
+	Queue Queue
+	// Worker makes an engine that only executes the queued jobs of runs
+	// another process started (Work): New leaves runs marked running as
+	// they are, since their server is alive.
+	Worker bool
 }
 
 // StartRequest starts a run.
@@ -196,6 +203,8 @@ type Engine struct {
 	mu      sync.Mutex
 	current *run
 	lastRun string
+
+	work workRuns // the runs whose queued jobs this engine executes
 }
 
 // New returns an engine and marks runs left "running" by a process that
@@ -227,6 +236,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, log: opts.Logger, regex: regexeval.New(regexeval.Options{}), logs: newLogQueue(opts.LogQueue)}
 	if e.log == nil {
 		e.log = slog.Default()
+	}
+	if opts.Worker {
+		return e, nil
 	}
 	if n, err := opts.Runs.MarkInterrupted(ctx); err != nil {
 		return nil, err
@@ -700,10 +712,12 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	for i, c := range cells {
 		keys[i] = runs.CellKey{Domain: c.domain, Level: c.level, Tests: c.tests}
 	}
-	if err := e.opts.Runs.CreateRun(ctx, info, keys); err != nil {
+	jobs := p.produce(e.opts.Runs, hash, nil)
+	if err := e.createRun(ctx, info, keys, jobs); err != nil {
 		return nil, err
 	}
-	r := e.newRun(ctx, info, now, cells, p.produce(e.opts.Runs, hash, nil), timeout, retries)
+	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
+	r.queued = e.opts.Queue != nil
 	r.params = req.Params
 	r.agent = target
 	if req.Cache {

@@ -183,6 +183,12 @@ type run struct {
 	ending        bool // every job is done: a stop no longer changes the status
 	ctxStopped    bool // the caller's context stopped the run
 
+	// queued: the run's tests are jobs of Options.Queue, which workers
+	// execute; the run follows them (follow). fenced is its cursor of
+	// results once it stopped following.
+	queued bool
+	fenced *cursor
+
 	endMu sync.Mutex // serialises end
 
 	// untie stops the caller's context from stopping the run (launch).
@@ -330,6 +336,10 @@ func (r *run) matrix() LiveMatrix {
 // workers. One writer goroutine stores results as they come, in batches
 // of whatever is waiting (group commit).
 func (r *run) execute() {
+	if r.queued {
+		r.follow()
+		return
+	}
 	defer close(r.done_)
 	results := make(chan runs.Result, r.e.opts.Concurrency*2)
 	written := make(chan struct{})
@@ -619,6 +629,9 @@ func (r *run) finish() {
 func (r *run) end() runs.Info {
 	r.endMu.Lock()
 	defer r.endMu.Unlock()
+	if r.queued {
+		r.fence()
+	}
 	ctx := context.Background()
 	r.mu.Lock()
 	status := r.endStatus
@@ -682,12 +695,16 @@ func (r *run) noteModel(err error) {
 // runTest asks the model, answers its tool calls, and scores the final
 // response. finished is false when the run was cancelled before the test
 // finished: such a test leaves no result.
-func (r *run) runTest(j *job) (runs.Result, bool) {
+func (r *run) runTest(j *job) (runs.Result, bool) { return r.runTestIn(r.ctx, j) }
+
+// runTestIn is runTest with the context of the test's requests: the run's
+// for a run executed in this process, a queued job's for one a worker
+// executes.
+func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 	if j.stored != nil {
 		return r.rescoreTest(j)
 	}
 	e := r.e
-	ctx := r.ctx
 	start := time.Now()
 	p := r.prompt(ctx, j)
 	res := runs.Result{

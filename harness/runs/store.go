@@ -163,6 +163,13 @@ func IsComplete(in Info) bool {
 
 // CreateRun records a new run and its cells, all pending.
 func (s *Store) CreateRun(ctx context.Context, in Info, cells []CellKey) error {
+	return s.CreateRunThen(ctx, in, cells, nil)
+}
+
+// CreateRunThen records a new run and its cells as CreateRun does, and
+// calls then, when not nil, in the same transaction: what then writes
+// (the run's queued jobs) is committed with the run or not at all.
+func (s *Store) CreateRunThen(ctx context.Context, in Info, cells []CellKey, then func(ctx context.Context, tx bun.Tx) error) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// Two runs created at once must not take the same number.
 		if err := sqldb.LockTx(ctx, tx, "runs.seq"); err != nil {
@@ -185,6 +192,9 @@ func (s *Store) CreateRun(ctx context.Context, in Info, cells []CellKey) error {
 			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 				return fmt.Errorf("create run cells: %w", err)
 			}
+		}
+		if then != nil {
+			return then(ctx, tx)
 		}
 		return nil
 	})

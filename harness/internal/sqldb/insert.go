@@ -31,12 +31,25 @@ const maxParams = 30000
 // are stored as JSON text, as bun does; nil pointers, maps and slices are
 // NULL. Auto-increment keys are left to the database.
 func Insert(ctx context.Context, tx bun.Tx, rows any) error {
+	_, err := insert(ctx, tx, rows, "")
+	return err
+}
+
+// InsertNew inserts rows as Insert does, but a row that would break the
+// unique key named by conflict (its columns, e.g. `"run_id", "test_id"`)
+// is left out, the row already stored kept. It returns how many rows were
+// inserted.
+func InsertNew(ctx context.Context, tx bun.Tx, rows any, conflict string) (int64, error) {
+	return insert(ctx, tx, rows, " ON CONFLICT ("+conflict+") DO NOTHING")
+}
+
+func insert(ctx context.Context, tx bun.Tx, rows any, suffix string) (int64, error) {
 	v := reflect.Indirect(reflect.ValueOf(rows))
 	if v.Kind() != reflect.Slice {
-		return fmt.Errorf("sqldb.Insert: want a slice of rows, got %T", rows)
+		return 0, fmt.Errorf("sqldb.Insert: want a slice of rows, got %T", rows)
 	}
 	if v.Len() == 0 {
-		return nil
+		return 0, nil
 	}
 	elem := v.Type().Elem()
 	if elem.Kind() == reflect.Pointer {
@@ -54,6 +67,7 @@ func Insert(ctx context.Context, tx bun.Tx, rows any) error {
 	}
 	perStmt := max(1, maxParams/len(cols))
 	pg := tx.Dialect().Name() == dialect.PG
+	var inserted int64
 	for start := 0; start < v.Len(); start += perStmt {
 		end := min(start+perStmt, v.Len())
 		var b strings.Builder
@@ -75,7 +89,7 @@ func Insert(ctx context.Context, tx bun.Tx, rows any) error {
 				}
 				arg, err := bindValue(table.Fields[c].Value(row))
 				if err != nil {
-					return fmt.Errorf("insert into %s: column %s: %w", table.Name, table.Fields[c].Name, err)
+					return 0, fmt.Errorf("insert into %s: column %s: %w", table.Name, table.Fields[c].Name, err)
 				}
 				args = append(args, arg)
 				if pg {
@@ -86,13 +100,17 @@ func Insert(ctx context.Context, tx bun.Tx, rows any) error {
 			}
 			b.WriteByte(')')
 		}
+		b.WriteString(suffix)
 		// The raw *sql.Tx: bun's own ExecContext would format the arguments
 		// into the SQL text again.
-		if _, err := tx.Tx.ExecContext(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("insert into %s: %w", table.Name, err)
+		res, err := tx.Tx.ExecContext(ctx, b.String(), args...)
+		if err != nil {
+			return 0, fmt.Errorf("insert into %s: %w", table.Name, err)
 		}
+		n, _ := res.RowsAffected()
+		inserted += n
 	}
-	return nil
+	return inserted, nil
 }
 
 // bindValue turns a field's value into a driver argument.

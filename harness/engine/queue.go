@@ -1,0 +1,406 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+)
+
+// Queue is how a run's tests leave the process that started the run: a
+// job queue in the database (harness/engine/riverexec) that worker
+// processes, on this machine or others, take jobs from and hand to
+// Engine.Work. With Options.Queue set, Start enqueues every sample of a
+// new run in the transaction that creates it, and the run then follows
+// its progress in the database (the results and counters the workers
+// store) instead of executing the tests itself. Without one (the
+// default), the engine executes its runs in process.
+type Queue interface {
+	// Enqueue adds jobs inside tx, the transaction that creates their
+	// run: they exist if and only if the run does.
+	Enqueue(ctx context.Context, tx bun.Tx, jobs []QueuedJob) error
+	// Cancel cancels the run's jobs that no worker has finished; a job a
+	// worker is executing may still finish, but its result is refused
+	// once the run has ended (runs.ErrRunEnded).
+	Cancel(ctx context.Context, runID string) error
+}
+
+// QueuedJob names one sample of a run: the run's stored definitions give
+// the rest. Schema is the runs schema version the run was created with
+// (runs.SchemaVersion): an older worker refuses the job.
+type QueuedJob struct {
+	RunID  string `json:"run_id"`
+	TestID string `json:"test_id"`
+	Repeat int    `json:"repeat"`
+	Schema int    `json:"schema"`
+}
+
+// enqueuePage is how many jobs go to the queue in one statement.
+const enqueuePage = 1000
+
+// createRun records a new run and its cells; with a queue, its jobs are
+// enqueued in the same transaction, read from the run's stored tests.
+func (e *Engine) createRun(ctx context.Context, info runs.Info, keys []runs.CellKey, jobs producer) error {
+	if e.opts.Queue == nil {
+		return e.opts.Runs.CreateRun(ctx, info, keys)
+	}
+	schema := runs.SchemaVersion()
+	return e.opts.Runs.CreateRunThen(ctx, info, keys, func(ctx context.Context, tx bun.Tx) error {
+		page := make([]QueuedJob, 0, enqueuePage)
+		var err error
+		werr := jobs(ctx, func(j *job) bool {
+			page = append(page, QueuedJob{RunID: info.RunID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema})
+			if len(page) == enqueuePage {
+				err = e.opts.Queue.Enqueue(ctx, tx, page)
+				page = page[:0]
+			}
+			return err == nil
+		})
+		if err == nil && werr == nil && len(page) > 0 {
+			err = e.opts.Queue.Enqueue(ctx, tx, page)
+		}
+		if err = errors.Join(werr, err); err != nil {
+			return fmt.Errorf("enqueue the run's tests: %w", err)
+		}
+		return nil
+	})
+}
+
+// followPoll is how often a queued run reads its progress.
+const followPoll = 200 * time.Millisecond
+
+// gapWindow is how long a result row id below the highest one read may
+// still appear: row ids are taken when a worker inserts a result and
+// become visible when it commits, so a later id can be read first.
+const gapWindow = 3 * time.Second
+
+// cursor follows a run's stored results by row id, reading each once
+// although ids become visible out of order (gapWindow).
+type cursor struct {
+	floor   int64              // every id at or below is read or never will be
+	seen    map[int64]struct{} // ids above floor read already
+	highest int64
+	marks   []mark
+}
+
+type mark struct {
+	at      time.Time
+	highest int64
+}
+
+// follow is a queued run's execution in the process that started it: it
+// reads the run's progress from the database until every sample has a
+// result or the run is stopped. Workers execute the tests.
+func (r *run) follow() {
+	defer close(r.done_)
+	cur := &cursor{seen: map[int64]struct{}{}}
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	failing := 0
+	for {
+		select {
+		case <-r.ctx.Done():
+		case <-tick.C:
+			if err := r.poll(cur); err != nil {
+				failing++
+				if failing == 1 || failing%25 == 0 {
+					r.e.log.Warn("read the run's progress", slog.String("run", r.info.RunID), slog.Int("attempts", failing), slog.Any("error", err))
+				}
+				continue
+			}
+			failing = 0
+			r.mu.Lock()
+			done := r.total.done >= r.info.TotalTests
+			r.mu.Unlock()
+			if !done {
+				continue
+			}
+		}
+		break
+	}
+	r.fenced = cur
+	r.finish()
+}
+
+// poll reads the run's new results (logged and reported as the writer
+// does for a run executed here) and its cells' counters.
+func (r *run) poll(cur *cursor) error {
+	ctx := r.ctx
+	if r.ctx.Err() != nil {
+		ctx = context.Background() // the last poll, after a stop
+	}
+	after := cur.floor
+	for {
+		page, err := r.e.opts.Runs.ResultsAfter(ctx, r.info.RunID, after, 1000)
+		if err != nil {
+			return err
+		}
+		for i := range page {
+			s := &page[i]
+			if _, ok := cur.seen[s.ID]; ok {
+				continue
+			}
+			cur.seen[s.ID] = struct{}{}
+			cur.highest = max(cur.highest, s.ID)
+			r.report(&s.Result, nil)
+		}
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].ID
+		if len(cur.seen) > 100000 {
+			break // the rest on the next poll
+		}
+	}
+	now := time.Now()
+	cur.marks = append(cur.marks, mark{now, cur.highest})
+	for len(cur.marks) > 0 && now.Sub(cur.marks[0].at) > gapWindow {
+		cur.floor = max(cur.floor, cur.marks[0].highest)
+		cur.marks = cur.marks[1:]
+	}
+	for id := range cur.seen {
+		if id <= cur.floor {
+			delete(cur.seen, id)
+		}
+	}
+	return r.pollCells(ctx)
+}
+
+// pollCells copies the cells' and the run's stored counters into the
+// live state, and reports each cell that became final.
+func (r *run) pollCells(ctx context.Context) error {
+	m, err := r.e.opts.Runs.Matrix(ctx, r.info.RunID)
+	if err != nil {
+		return err
+	}
+	info, err := r.e.opts.Runs.Run(ctx, r.info.RunID)
+	if err != nil {
+		return err
+	}
+	var settled []*cell
+	r.mu.Lock()
+	var total counts
+	total.scoreSum = r.total.scoreSum
+	for _, c := range r.cells {
+		s, ok := m[c.domain][strconv.Itoa(c.level)]
+		if !ok {
+			continue
+		}
+		c.done, c.passed, c.failed, c.errors = s.Done, s.Passed, s.Failed, s.Errors
+		if s.Done > 0 && c.first.IsZero() {
+			c.first = time.Now()
+		}
+		if c.status == runs.CellPending && s.Done > 0 {
+			c.status = runs.CellRunning
+		}
+		switch s.Status {
+		case runs.CellPassed, runs.CellFailed, runs.CellError:
+			if c.status != s.Status {
+				c.status, c.stderr, c.ci95 = s.Status, s.StdErr, s.CI95
+				c.scoreSum = 0
+				if s.Score != nil {
+					c.scoreSum = *s.Score * float64(c.scored())
+				}
+				c.last = time.Now()
+				settled = append(settled, c)
+			}
+		}
+		total.done += c.done
+		total.passed += c.passed
+		total.failed += c.failed
+		total.errors += c.errors
+	}
+	r.total = total
+	r.tokens = info.TotalTokens
+	r.mu.Unlock()
+	for _, c := range settled {
+		st := c.state()
+		r.logf(c.domain, c.level, "level %s: %s, %d passed, %d failed, %d errors of %d",
+			st.Status, scoreText(st.Score), st.Passed, st.Failed, st.Errors, st.Tests)
+		r.emit(Event{Kind: EventCellFinished, Domain: c.domain, Level: c.level, Cell: &st})
+	}
+	return nil
+}
+
+// fence ends a queued run's intake before its end is recorded: the run's
+// status is set in the database (no worker's result commits after it),
+// its jobs not yet done are cancelled, and the results and counters
+// stored until then are read, so the run's final totals are exactly what
+// is stored. end calls it, with r.endMu held.
+func (r *run) fence() {
+	ctx := context.Background()
+	r.mu.Lock()
+	status, why := r.endStatus, r.endError
+	r.mu.Unlock()
+	if status == "" {
+		status = runs.StatusCompleted
+	}
+	if _, err := r.e.opts.Runs.FenceRun(ctx, r.info.RunID, status, why); err != nil {
+		r.e.log.Error("end the run's intake of results", slog.String("run", r.info.RunID), slog.Any("error", err))
+	}
+	if status != runs.StatusCompleted {
+		if err := r.e.opts.Queue.Cancel(ctx, r.info.RunID); err != nil {
+			r.e.log.Error("cancel the run's jobs", slog.String("run", r.info.RunID), slog.Any("error", err))
+		}
+	}
+	cur := r.fenced
+	if cur == nil {
+		cur = &cursor{seen: map[int64]struct{}{}, floor: 1<<63 - 1} // Reset: counters only
+	}
+	if err := r.poll(cur); err != nil {
+		r.e.log.Error("read the run's progress", slog.String("run", r.info.RunID), slog.Any("error", err))
+	}
+	// The scores of the cells left unfinished and of the run, which the
+	// counters do not hold.
+	sums, err := r.e.opts.Runs.ScoreSums(ctx, r.info.RunID)
+	if err != nil {
+		r.e.log.Error("read the run's scores", slog.String("run", r.info.RunID), slog.Any("error", err))
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total.scoreSum = 0
+	for _, c := range r.cells {
+		if c.status == runs.CellPending || c.status == runs.CellRunning {
+			c.scoreSum = sums[c.domain][c.level]
+		}
+		r.total.scoreSum += sums[c.domain][c.level]
+	}
+}
+
+// workRun is what a worker keeps of a run whose jobs it executes.
+type workRun struct {
+	run  *run
+	plan *planned
+	hash string
+}
+
+// workRuns caches the runs a worker executes jobs of, by id.
+type workRuns struct {
+	mu   sync.Mutex
+	runs map[string]*workRun
+}
+
+// maxWorkRuns bounds the runs a worker keeps.
+const maxWorkRuns = 16
+
+// Work executes one queued job: the test's sample is asked and scored as
+// in a run executed in process, with this engine's model client,
+// registry and agents, and its result stored once with the counters of
+// its cell and run (runs.Store.RecordResult). A result already stored
+// (the job ran before, on a worker that was lost) is not stored again.
+// It returns runs.ErrRunEnded when the run no longer takes results,
+// ctx.Err() when ctx ended before the test did (nothing stored), and an
+// error for the queue to retry the job later when the result could not be
+// stored.
+func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
+	w, err := e.workRun(ctx, q.RunID)
+	if err != nil {
+		return err
+	}
+	if w.run.info.Status != runs.StatusRunning {
+		return runs.ErrRunEnded
+	}
+	tests, err := e.opts.Runs.DefinitionTests(ctx, w.hash, []string{q.TestID})
+	if err != nil {
+		return fmt.Errorf("read test %s of run %s: %w", q.TestID, q.RunID, err)
+	}
+	t, ok := tests[q.TestID]
+	if !ok {
+		return fmt.Errorf("run %s has no test %s: %w", q.RunID, q.TestID, harness.ErrNotFound)
+	}
+	c := w.plan.cellOf[cellKey{t.DomainID, t.Level}]
+	if c == nil {
+		return fmt.Errorf("run %s has no cell for test %s: %w", q.RunID, q.TestID, harness.ErrNotFound)
+	}
+	j := w.plan.job(t, c)
+	j.repeat = q.Repeat
+	res, finished := w.run.runTestIn(ctx, &j)
+	if !finished {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return w.run.ctx.Err()
+	}
+	_, err = e.opts.Runs.RecordResult(context.WithoutCancel(ctx), res, func(samples []runs.Sample) runs.Cell {
+		return settleSamples(c, samples)
+	})
+	return err
+}
+
+// settleSamples is the final state of a cell whose samples are all
+// stored, computed from them as a run executed in process computes it.
+func settleSamples(plan *cell, samples []runs.Sample) runs.Cell {
+	c := &cell{domain: plan.domain, level: plan.level, threshold: plan.threshold, tests: plan.tests}
+	for _, s := range samples {
+		c.add(&runs.Result{TestID: s.TestID, Repeat: s.Repeat, Score: s.Score, Status: s.Status})
+		if t, err := time.Parse(harness.TimeLayout, s.CreatedAt); err == nil {
+			if c.first.IsZero() || t.Before(c.first) {
+				c.first = t
+			}
+			if t.After(c.last) {
+				c.last = t
+			}
+		}
+	}
+	c.settle()
+	return c.state()
+}
+
+// workRun returns the worker's state of a run, made on first use from
+// the run's stored info and definitions.
+func (e *Engine) workRun(ctx context.Context, runID string) (*workRun, error) {
+	e.work.mu.Lock()
+	defer e.work.mu.Unlock()
+	if w, ok := e.work.runs[runID]; ok {
+		return w, nil
+	}
+	info, err := e.opts.Runs.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	cfg := info.Config
+	if cfg == nil || cfg.DefinitionsHash == "" {
+		return nil, fmt.Errorf("run %s stored no definitions: %w", runID, harness.ErrInvalid)
+	}
+	outline, sizes, err := e.opts.Runs.DefinitionsOutline(ctx, cfg.DefinitionsHash)
+	if err != nil {
+		return nil, fmt.Errorf("read the definitions of run %s: %w", runID, err)
+	}
+	p, err := plan(outline, sizes, info.Domains, cfg.Repeats)
+	if err != nil {
+		return nil, err
+	}
+	params, err := harness.ParamsFromMap(cfg.Params)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	timeout := time.Duration(cfg.TimeoutS * float64(time.Second))
+	if timeout <= 0 {
+		timeout = e.opts.Timeout
+	}
+	r := e.newRun(context.Background(), info, time.Now(), p.cells, nil, timeout, cfg.Retries)
+	r.params = params
+	if cfg.AgentID != "" {
+		if e.opts.Agents == nil {
+			return nil, fmt.Errorf("run %s evaluates agent %s, and this worker has no agents", runID, cfg.AgentID)
+		}
+		if r.agent, err = e.opts.Agents.EvalTarget(ctx, cfg.AgentID); err != nil {
+			return nil, fmt.Errorf("run %s: agent %s: %w", runID, cfg.AgentID, err)
+		}
+	}
+	if e.work.runs == nil || len(e.work.runs) >= maxWorkRuns {
+		e.work.runs = map[string]*workRun{}
+	}
+	w := &workRun{run: r, plan: p, hash: cfg.DefinitionsHash}
+	e.work.runs[runID] = w
+	return w, nil
+}

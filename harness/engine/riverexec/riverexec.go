@@ -1,0 +1,294 @@
+// Package riverexec runs an engine's tests as jobs of River
+// (github.com/riverqueue/river), a job queue kept in PostgreSQL, so that
+// any number of worker processes on any machines share one run's work.
+//
+// # Lifecycle
+//
+// Open connects to the database the runs are stored in, runs River's own
+// schema migrations (under an advisory lock, so processes starting at once
+// take turns) and returns a Queue. Given to engine.Options.Queue, it makes
+// the engine enqueue each new run's samples (one job per test and repeat)
+// in the transaction that creates the run. Work (with a worker engine,
+// engine.Options.Worker, or the server's own engine) starts pulling jobs
+// and executing them with engine.Engine.Work, up to Options.Concurrency at
+// once, until Close.
+//
+// # Delivery
+//
+// A job is executed at least once: when a worker dies, the jobs it was
+// running stay "running" in the queue until River's rescuer (run by one of
+// the processes, every 30 seconds) finds them older than
+// Options.RescueAfter and makes them available again. A result is stored
+// at most once, whatever the number of executions: runs store one result
+// per run, test and repeat, and a second is a no-op that moves no counter.
+//
+// Jobs are inserted through River's database/sql driver in the runs
+// store's own transaction (the store uses bun over pgx's database/sql
+// driver), and worked through River's pgx driver on a pgx pool opened
+// beside it on the same URL.
+package riverexec
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
+)
+
+// Kind is the River job kind of a run's sample.
+const Kind = "gauntlet_test"
+
+// QueueName is the River queue the jobs go to.
+const QueueName = "gauntlet"
+
+// DefaultRescueAfter is how long a job may stay running before it is
+// taken for lost and run again elsewhere, when Options.RescueAfter is 0.
+// It also bounds a test's execution (a test still running then is
+// cancelled and retried), so it must exceed the longest a test can take:
+// the model's timeout times its attempts, plus the evaluator's.
+const DefaultRescueAfter = 15 * time.Minute
+
+// DefaultMaxAttempts is how often a job whose result could not be stored
+// is tried before River gives it up.
+const DefaultMaxAttempts = 25
+
+// Options configure a Queue.
+type Options struct {
+	// URL is the PostgreSQL database's URL, the one DB was opened with.
+	URL string
+	// DB is the database the runs are stored in (required).
+	DB *store.DB
+	// Concurrency bounds the jobs this process executes at once (Work);
+	// default 8.
+	Concurrency int
+	// RescueAfter: DefaultRescueAfter when 0.
+	RescueAfter time.Duration
+	// Logger receives the queue's log lines; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Queue is the River queue of a database's runs. It implements
+// engine.Queue.
+type Queue struct {
+	opts   Options
+	log    *slog.Logger
+	pool   *pgxpool.Pool
+	insert *river.Client[*sql.Tx]
+	stop   func(context.Context) error
+}
+
+var _ engine.Queue = (*Queue)(nil)
+
+// Open connects to the database of opts.URL and brings River's tables up
+// to date.
+func Open(ctx context.Context, opts Options) (*Queue, error) {
+	if opts.DB == nil || !sqldb.IsPostgres(opts.URL) {
+		return nil, errors.New("riverexec: a PostgreSQL database is required")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
+	}
+	if opts.RescueAfter <= 0 {
+		opts.RescueAfter = DefaultRescueAfter
+	}
+	q := &Queue{opts: opts, log: opts.Logger}
+	if q.log == nil {
+		q.log = slog.Default()
+	}
+	pool, err := pgxpool.New(ctx, opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("riverexec: connect: %w", err)
+	}
+	q.pool = pool
+	if err := q.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	q.insert, err = river.NewClient(riverdatabasesql.New(sqldb.Bun(opts.DB).DB), &river.Config{
+		Logger: quiet(q.log), SkipUnknownJobCheck: true,
+	})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("riverexec: %w", err)
+	}
+	return q, nil
+}
+
+// migrate runs River's migrations, one process at a time.
+func (q *Queue) migrate(ctx context.Context) error {
+	conn, err := q.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("riverexec: connect: %w", err)
+	}
+	defer conn.Release()
+	h := fnv.New64a()
+	h.Write([]byte("gauntlet river migrations"))
+	key := int64(h.Sum64())
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		return fmt.Errorf("riverexec: lock migrations: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
+	m, err := rivermigrate.New(riverpgxv5.New(q.pool), &rivermigrate.Config{Logger: quiet(q.log)})
+	if err != nil {
+		return fmt.Errorf("riverexec: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("riverexec: migrate River's tables: %w", err)
+	}
+	return nil
+}
+
+// quiet passes on River's warnings and errors only: its info lines are
+// one per job.
+func quiet(log *slog.Logger) *slog.Logger {
+	return slog.New(levelFilter{log.Handler(), slog.LevelWarn})
+}
+
+// args are a job's arguments as River stores them (JSON).
+type args struct {
+	engine.QueuedJob
+}
+
+// Kind is the job kind.
+func (args) Kind() string { return Kind }
+
+// Enqueue inserts jobs in tx. It implements engine.Queue.
+func (q *Queue) Enqueue(ctx context.Context, tx bun.Tx, jobs []engine.QueuedJob) error {
+	params := make([]river.InsertManyParams, len(jobs))
+	opts := &river.InsertOpts{Queue: QueueName, MaxAttempts: DefaultMaxAttempts}
+	for i, j := range jobs {
+		params[i] = river.InsertManyParams{Args: args{j}, InsertOpts: opts}
+	}
+	_, err := q.insert.InsertManyTx(ctx, tx.Tx, params)
+	return err
+}
+
+// Cancel cancels a run's jobs that are waiting (available, scheduled,
+// retryable, pending) in one statement. A job being executed is left to
+// finish: the run's end, recorded before, makes its result refused, and
+// the job is then cancelled by its worker. Row locks make this correct
+// against workers fetching jobs at the same moment: a job a worker took
+// first is running and not touched here. It implements engine.Queue.
+func (q *Queue) Cancel(ctx context.Context, runID string) error {
+	_, err := q.pool.Exec(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now()
+		WHERE kind = $1 AND args->>'run_id' = $2 AND state IN ('available', 'scheduled', 'retryable', 'pending')`,
+		Kind, runID)
+	if err != nil {
+		return fmt.Errorf("cancel the jobs of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// Pending returns how many jobs of a run are not finished.
+func (q *Queue) Pending(ctx context.Context, runID string) (int, error) {
+	var n int
+	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'run_id' = $2
+		AND state NOT IN ('completed', 'cancelled', 'discarded')`, Kind, runID).Scan(&n)
+	return n, err
+}
+
+// Work starts executing jobs with e, up to Options.Concurrency at once,
+// until Close. e is a worker engine (engine.Options.Worker) or the
+// server's own.
+func (q *Queue) Work(ctx context.Context, e *engine.Engine) error {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &worker{e: e, log: q.log})
+	host, _ := os.Hostname()
+	c, err := river.NewClient(riverpgxv5.New(q.pool), &river.Config{
+		// The id names the process in each job's attempted_by.
+		ID:                   fmt.Sprintf("gauntlet-%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()%1e6),
+		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: q.opts.Concurrency}},
+		Workers:              workers,
+		RescueStuckJobsAfter: q.opts.RescueAfter,
+		// River rescues a job only once it has run longer than its
+		// timeout: a test is given until the rescue, then taken for lost.
+		JobTimeout:        q.opts.RescueAfter,
+		Logger:            quiet(q.log),
+		FetchPollInterval: 250 * time.Millisecond,
+	})
+	if err != nil {
+		return fmt.Errorf("riverexec: %w", err)
+	}
+	if err := c.Start(ctx); err != nil {
+		return fmt.Errorf("riverexec: start working: %w", err)
+	}
+	q.stop = c.StopAndCancel
+	return nil
+}
+
+// Close stops working (the jobs in flight are cancelled and left for
+// another worker) and closes the connections.
+func (q *Queue) Close() error {
+	var err error
+	if q.stop != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = q.stop(ctx)
+		cancel()
+	}
+	q.pool.Close()
+	return err
+}
+
+// worker executes the jobs.
+type worker struct {
+	river.WorkerDefaults[args]
+	e   *engine.Engine
+	log *slog.Logger
+}
+
+// Work executes one job. A job of a run made by a newer schema is
+// snoozed for a newer worker; one whose run has ended is cancelled; a
+// result that could not be stored is an error River retries.
+func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
+	a := job.Args
+	if have := runs.SchemaVersion(); a.Schema > have {
+		w.log.Error("refusing a job of a run made by a newer Gauntlet: its runs schema is newer than this worker's; "+
+			"it is left for a newer worker", slog.String("run", a.RunID), slog.String("test", a.TestID),
+			slog.Int("run_schema", a.Schema), slog.Int("worker_schema", have))
+		return river.JobSnooze(time.Minute)
+	}
+	err := w.e.Work(ctx, a.QueuedJob)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, runs.ErrRunEnded), errors.Is(err, harness.ErrNotFound):
+		return river.JobCancel(err)
+	default:
+		return err
+	}
+}
+
+// levelFilter passes on the records of a handler at or above a level.
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f levelFilter) WithAttrs(as []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(as), f.min}
+}
+
+func (f levelFilter) WithGroup(name string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(name), f.min}
+}

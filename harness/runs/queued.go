@@ -1,0 +1,163 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+)
+
+// ErrRunEnded is returned by RecordResult when the result's run is no
+// longer running (stopped, aborted, finished): the result is not stored.
+var ErrRunEnded = errors.New("the run is no longer running")
+
+// SchemaVersion is the version of the runs tables this code writes: a
+// queued job records it, so that a worker of an older version refuses the
+// jobs of a run it may not understand.
+func SchemaVersion() int { return len(migrations) }
+
+// Sample is what a cell's final state is computed from: one stored result
+// of the cell, without its texts.
+type Sample struct {
+	TestID    string  `bun:"test_id"`
+	Repeat    int     `bun:"repeat"`
+	Score     float64 `bun:"score"`
+	Status    string  `bun:"status"`
+	CreatedAt string  `bun:"created_at"`
+}
+
+// RecordResult stores the result of a queued job, once: when the run
+// already has a result for the same test and repeat (a job executed again
+// after its worker was lost), nothing changes and inserted is false.
+// Otherwise, in the same transaction, the result's cell and run counters
+// move by one (done, passed, failed or errors, tokens); when the result is
+// its cell's last, settle is given the cell's samples and returns the
+// cell's final state, which is stored. A run that is no longer running
+// takes no result: ErrRunEnded, nothing stored.
+//
+// The run's row is updated last, and a run's end (FenceRun) updates it
+// first: results committed before the end are counted in it, none after.
+func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample) Cell) (inserted bool, err error) {
+	row := toResultRow(r)
+	var passed, failed, errs int
+	switch r.Status {
+	case TestPassed:
+		passed = 1
+	case TestFailed:
+		failed = 1
+	default:
+		errs = 1
+	}
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		inserted = false
+		n, err := sqldb.InsertNew(ctx, tx, []*resultRow{row}, `"run_id", "test_id", "repeat"`)
+		if err != nil {
+			return fmt.Errorf("save result %s: %w", r.TestID, err)
+		}
+		if n == 0 {
+			return nil // a result is already stored: a no-op
+		}
+		var done, tests int
+		err = tx.NewUpdate().Model((*cellRow)(nil)).
+			Set("done = done + 1").Set("passed = passed + ?", passed).Set("failed = failed + ?", failed).
+			Set("errors = errors + ?", errs).
+			Set("status = CASE WHEN status = ? THEN ? ELSE status END", CellPending, CellRunning).
+			Where("run_id = ? AND domain = ? AND level = ?", r.RunID, r.Domain, r.Level).
+			Returning("done, tests").Scan(ctx, &done, &tests)
+		if err != nil {
+			return fmt.Errorf("count result %s in its cell: %w", r.TestID, err)
+		}
+		up, err := tx.NewUpdate().Model((*runRow)(nil)).
+			Set("done_tests = done_tests + 1").Set("passed = passed + ?", passed).Set("failed = failed + ?", failed).
+			Set("errors = errors + ?", errs).Set("total_tokens = total_tokens + ?", r.PromptTokens+r.CompletionTokens).
+			Where("run_id = ? AND status = ?", r.RunID, StatusRunning).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("count result %s in its run: %w", r.TestID, err)
+		}
+		if n, _ := up.RowsAffected(); n == 0 {
+			return ErrRunEnded
+		}
+		if done == tests && settle != nil {
+			var samples []Sample
+			if err := tx.NewSelect().Model((*resultRow)(nil)).Column("test_id", "repeat", "score", "status", "created_at").
+				Where("run_id = ? AND domain = ? AND level = ?", r.RunID, r.Domain, r.Level).
+				Order("id").Scan(ctx, &samples); err != nil {
+				return fmt.Errorf("read the samples of cell %s/%d: %w", r.Domain, r.Level, err)
+			}
+			if err := saveCell(ctx, tx, r.RunID, r.Domain, r.Level, settle(samples)); err != nil {
+				return err
+			}
+		}
+		inserted = true
+		return nil
+	})
+	if err != nil {
+		inserted = false
+	}
+	return inserted, err
+}
+
+// FenceRun ends a running run's intake of queued results: it sets the
+// run's status (stopped, aborted, completed) when it is still running, so
+// that no RecordResult commits after it. It reports whether it changed
+// the run.
+func (s *Store) FenceRun(ctx context.Context, runID, status, why string) (bool, error) {
+	res, err := s.db.NewUpdate().Model((*runRow)(nil)).Set("status = ?", status).Set("error = ?", cleanText(why)).
+		Where("run_id = ? AND status = ?", runID, StatusRunning).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("end run %s: %w", runID, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// Stored is a result as a run's progress reads it: its row id, and what
+// its log line and event say.
+type Stored struct {
+	ID int64 `bun:"id"`
+	Result
+}
+
+// ResultsAfter returns up to limit results of a run whose row id is above
+// after, by id, without their transcripts and calls. A server follows
+// the results its workers store this way.
+func (s *Store) ResultsAfter(ctx context.Context, runID string, after int64, limit int) ([]Stored, error) {
+	var rows []resultRow
+	err := s.db.NewSelect().Model(&rows).ExcludeColumn("transcript", "calls", "prompt", "system_prompt").
+		Where("run_id = ? AND id > ?", runID, after).Order("id").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("results of run %s: %w", runID, err)
+	}
+	out := make([]Stored, len(rows))
+	for i := range rows {
+		out[i] = Stored{ID: rows[i].ID, Result: rows[i].result()}
+	}
+	return out, nil
+}
+
+// ScoreSums returns the sum of the scores of each cell's scored results
+// (passed and failed) of a run, by domain and level.
+func (s *Store) ScoreSums(ctx context.Context, runID string) (map[string]map[int]float64, error) {
+	var rows []struct {
+		Domain string  `bun:"domain"`
+		Level  int     `bun:"level"`
+		Sum    float64 `bun:"total"`
+	}
+	err := s.db.NewSelect().Model((*resultRow)(nil)).Column("domain", "level").ColumnExpr("SUM(score) AS total").
+		Where("run_id = ? AND status IN (?)", runID, bun.List([]string{TestPassed, TestFailed})).
+		Group("domain", "level").Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("score sums of run %s: %w", runID, err)
+	}
+	out := map[string]map[int]float64{}
+	for _, r := range rows {
+		if out[r.Domain] == nil {
+			out[r.Domain] = map[int]float64{}
+		}
+		out[r.Domain][r.Level] = r.Sum
+	}
+	return out, nil
+}
