@@ -48,6 +48,7 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX "run_results_status" ON "run_results" ("run_id", "status", "id")`,
 		)
 	}},
+	{Version: 7, Name: "full-text search index of results' prompts, responses and test ids", Up: migrateSearch},
 }
 
 // migrateRepeats numbers each result's repeat (0-based) so that a test

@@ -1,0 +1,125 @@
+package runs
+
+// The full-text search of results, and all of its SQL that is particular
+// to SQLite: the index table, the triggers that keep it in step with
+// run_results, and the match expression queries use. A port of the store
+// to another database replaces this file (with PostgreSQL, a pg_trgm GIN
+// index over the same three columns gives the same plans).
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+)
+
+// minIndexedSearch is the shortest search, in characters, that the index
+// answers: it holds every three-character sequence of the text (its
+// trigrams), so a shorter string has none to look up, and is found by
+// reading the run's results instead.
+const minIndexedSearch = 3
+
+// searchableExpr is the text the index holds of a column: what a LIKE
+// pattern sees of it (the text up to its first NUL character, since LIKE
+// reads no further) with ASCII letters in lower case (lower() changes no
+// other letter and leaves every other byte as it is). Searches are put in
+// lower case the same way, so the index ignores ASCII case exactly as
+// LIKE does and no other; it is case-sensitive itself.
+func searchableExpr(col string) string {
+	blob := `CAST(` + col + ` AS BLOB)`
+	return `lower(CAST(CASE WHEN instr(` + blob + `, x'00') > 0 THEN substr(` + blob + `, 1, instr(` + blob + `, x'00') - 1) ELSE ` + blob + ` END AS TEXT))`
+}
+
+// indexRow is the insert of one result's text into the index, from the
+// row named by ref ("new" in a trigger, "r" in the back-fill).
+func indexRow(ref string) string {
+	return `INSERT INTO "run_results_search" ("rowid", "prompt", "response", "test_id") VALUES (` + ref + `."id", ` +
+		searchableExpr(ref+`."prompt"`) + `, ` + searchableExpr(ref+`."response"`) + `, ` + searchableExpr(ref+`."test_id"`) + `)`
+}
+
+// migrateSearch creates the search index of results (runs migration 7):
+// an FTS5 table with the trigram tokenizer over each result's prompt,
+// response and test id, keyed by the result's id. It keeps no copy of the
+// text (content=”) and deletes by id (contentless_delete). Triggers keep
+// it in step with every insert, delete and change of those columns,
+// whoever makes them; the results already stored are indexed here.
+func migrateSearch(ctx context.Context, tx bun.Tx) error {
+	return sqldb.ExecAll(ctx, tx,
+		`CREATE VIRTUAL TABLE "run_results_search" USING fts5("prompt", "response", "test_id",
+			content='', contentless_delete=1, tokenize='trigram case_sensitive 1')`,
+		`CREATE TRIGGER "run_results_search_insert" AFTER INSERT ON "run_results" BEGIN `+indexRow("new")+`; END`,
+		`CREATE TRIGGER "run_results_search_delete" AFTER DELETE ON "run_results" BEGIN
+			DELETE FROM "run_results_search" WHERE "rowid" = old."id"; END`,
+		`CREATE TRIGGER "run_results_search_update" AFTER UPDATE OF "id", "prompt", "response", "test_id" ON "run_results" BEGIN
+			DELETE FROM "run_results_search" WHERE "rowid" = old."id"; `+indexRow("new")+`; END`,
+		backfill(),
+	)
+}
+
+// backfill indexes every result already stored.
+func backfill() string {
+	return `INSERT INTO "run_results_search" ("rowid", "prompt", "response", "test_id") SELECT r."id", ` +
+		searchableExpr(`r."prompt"`) + `, ` + searchableExpr(`r."response"`) + `, ` + searchableExpr(`r."test_id"`) +
+		` FROM "run_results" r`
+}
+
+// likeEscaper escapes the wildcards of LIKE (with ESCAPE '\').
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// likeSearch keeps the rows of a select of run_results whose prompt,
+// response or test id contains search, read row by row: SQLite's LIKE
+// ignores the case of ASCII letters only, and reads a text up to its
+// first NUL character. The index holds the text so that it finds
+// exactly the same rows (searchableExpr).
+func likeSearch(sel *bun.SelectQuery, search string) *bun.SelectQuery {
+	p := "%" + likeEscaper.Replace(search) + "%"
+	return sel.Where(`(prompt LIKE ? ESCAPE '\' OR response LIKE ? ESCAPE '\' OR test_id LIKE ? ESCAPE '\')`, p, p, p)
+}
+
+// matchIDs selects the ids, from lo to hi, of the results whose prompt,
+// response or test id contains search (searchIndexed).
+func matchIDs(db bun.IDB, search string, lo, hi int64) *bun.SelectQuery {
+	return db.NewSelect().TableExpr(`"run_results_search"`).ColumnExpr(`"rowid"`).
+		Where(`"run_results_search" MATCH ?`, matchPhrase(search)).Where(`"rowid" BETWEEN ? AND ?`, lo, hi)
+}
+
+// countMatchesKept counts the results of a run, among ids lo to hi, whose
+// text holds q's search (searchIndexed) and that q's other filters keep:
+// each match the index finds, its row read for the filters. CROSS JOIN
+// keeps SQLite from the other way round, which would ask the index once
+// for every result of the run.
+func countMatchesKept(ctx context.Context, db bun.IDB, runID string, q ResultQuery, lo, hi int64) (int64, error) {
+	sel := db.NewSelect().TableExpr(`"run_results_search" AS f CROSS JOIN "run_results" AS r ON r."id" = f."rowid"`).
+		Where(`f."run_results_search" MATCH ?`, matchPhrase(q.Search)).Where(`f."rowid" BETWEEN ? AND ?`, lo, hi).
+		Where(`r."run_id" = ?`, runID)
+	return filterFields(sel, q, "r.").Count(ctx)
+}
+
+// searchIndexed says whether the index answers a search: one of at
+// least minIndexedSearch characters.
+func searchIndexed(search string) bool {
+	return utf8.RuneCountInString(search) >= minIndexedSearch
+}
+
+// matchPhrase is the FTS5 query that finds a search string: one phrase,
+// in double quotes (a quote inside doubled), so that nothing in it is
+// read as query syntax (AND, NEAR, *, column names…), its ASCII letters
+// in lower case as the index holds them.
+func matchPhrase(search string) string {
+	return `"` + strings.ReplaceAll(asciiLower(search), `"`, `""`) + `"`
+}
+
+// asciiLower puts ASCII letters in lower case and leaves every other byte
+// as it is, as SQLite's lower() does.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
