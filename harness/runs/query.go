@@ -450,9 +450,9 @@ type selectivity struct {
 	filter bool // the index of the filters (status, or domain and level): they keep few
 }
 
-// joinCount is how many matches of a search alone count reads the rows
-// of, at most, before it asks whether the run holds every id from its
-// first to its last. (A variable for the tests.)
+// joinCount is how many matches of a search countSearch reads the rows
+// of without first counting the results the other filters keep. (A
+// variable for the tests.)
 var joinCount int64 = 2000
 
 // count counts the results of a run that q's filters select, and says
@@ -473,48 +473,50 @@ func (s *Store) count(ctx context.Context, runID string, q ResultQuery, info Inf
 	return int(n), sel, nil
 }
 
-// countSearch is count for a search the index answers. It counts the
-// index's matches among the run's ids (cheap: no row is read) and the
-// results the other filters keep (through their index), and reads
-// whichever set of rows is the smaller: the matches' rows, for the
-// filters, or the kept rows, each tested by the LIKE scan. A search
-// alone needs no row when the run holds every id from its first to its
-// last (no other run's results among them: one run is written at a
-// time).
+// countSearch is count for a search the index answers. The index counts
+// its matches among the run's ids without reading a row; few of them
+// (joinCount or fewer) are counted through their rows, which say whether
+// the other filters keep them. Otherwise the results the filters keep are
+// counted through their index, and the smaller set of rows is read: the
+// matches' rows, for the filters, or the kept rows, each tested by the
+// LIKE scan (the index counts its matches only up to one more than the
+// kept rows). A search alone reads no row when the run holds every id
+// from its first to its last (no other run's results among them, as when
+// one run was written at a time): its matches are the total.
 func (s *Store) countSearch(ctx context.Context, runID string, q ResultQuery, info Info) (int64, selectivity, error) {
-	var sel selectivity
 	lo, hi, ok, err := s.idRange(ctx, runID)
 	if err != nil || !ok {
-		return 0, sel, err
+		return 0, selectivity{}, err
 	}
-	matches, err := matchIDs(s.db, q.Search, lo, hi).Count(ctx)
-	if err != nil || matches == 0 {
-		return 0, sel, err
+	matches, err := countMatches(ctx, s.db, q.Search, lo, hi, joinCount+1)
+	if err != nil {
+		return 0, selectivity{}, err
 	}
-	if q.Domain == "" && q.Level == nil && q.Status == "" {
-		sel.search = isSelective(matches, info)
-		if matches > joinCount {
-			n, err := s.db.NewSelect().Model((*resultRow)(nil)).Where("run_id = ?", runID).Count(ctx)
-			if err != nil || n == hi-lo+1 {
-				return matches, sel, err
-			}
+	if matches <= joinCount {
+		sel := selectivity{search: isSelective(matches, info)}
+		if matches == 0 {
+			return 0, sel, nil
 		}
 		n, err := countMatchesKept(ctx, s.db, runID, q, lo, hi)
 		return n, sel, err
 	}
 	kept, err := filterFields(s.db.NewSelect().Model((*resultRow)(nil)).Where("run_id = ?", runID), q, "").Count(ctx)
 	if err != nil {
-		return 0, sel, err
+		return 0, selectivity{}, err
 	}
-	sel.search = matches <= kept && isSelective(matches, info)
-	sel.filter = kept < matches && isSelective(kept, info)
-	var n int64
+	if matches, err = countMatches(ctx, s.db, q.Search, lo, hi, kept+1); err != nil {
+		return 0, selectivity{}, err
+	}
 	if matches <= kept {
-		n, err = countMatchesKept(ctx, s.db, runID, q, lo, hi)
-	} else {
-		n, err = filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
+		sel := selectivity{search: isSelective(matches, info)}
+		if q.Domain == "" && q.Level == nil && q.Status == "" && kept == hi-lo+1 {
+			return matches, sel, nil
+		}
+		n, err := countMatchesKept(ctx, s.db, runID, q, lo, hi)
+		return n, sel, err
 	}
-	return n, sel, err
+	n, err := filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
+	return n, selectivity{filter: isSelective(kept, info)}, err
 }
 
 // positionOf is the position of a row under a sort.

@@ -86,6 +86,15 @@ func matchIDs(db bun.IDB, search string, lo, hi int64) *bun.SelectQuery {
 		Where(`"run_results_search" MATCH ?`, matchPhrase(search)).Where(`"rowid" BETWEEN ? AND ?`, lo, hi)
 }
 
+// countMatches counts the ids, from lo to hi, of the results whose text
+// holds search (searchIndexed), stopping at most: the index alone, no row
+// read.
+func countMatches(ctx context.Context, db bun.IDB, search string, lo, hi, most int64) (int64, error) {
+	var n int64
+	err := db.NewSelect().TableExpr("(?) AS m", matchIDs(db, search, lo, hi).Limit(most)).ColumnExpr("COUNT(*)").Scan(ctx, &n)
+	return n, err
+}
+
 // countMatchesKept counts the results of a run, among ids lo to hi, whose
 // text holds q's search (searchIndexed) and that q's other filters keep:
 // each match the index finds, its row read for the filters. CROSS JOIN

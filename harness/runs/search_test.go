@@ -107,10 +107,7 @@ func TestSearchIndexMatchesLike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every count of a search alone asks whether the run holds all of its
-	// ids (run "c" does, run "a" not); filters count through the rows.
 	defer func(n int64) { joinCount = n }(joinCount)
-	joinCount = 0
 	rng := rand.New(rand.NewPCG(7, 11))
 	// Run "a" is written in two parts with run "b" between them, so that
 	// other results lie among its ids; run "c" holds all of its ids.
@@ -174,7 +171,15 @@ func TestSearchIndexMatchesLike(t *testing.T) {
 		needles = append(needles, needle)
 	}
 	indexed := 0
-	for _, needle := range needles {
+	for k, needle := range needles {
+		// Every other search is counted as a large one would be: the rows
+		// the other filters keep are counted and the smaller set read; a
+		// search alone asks whether the run holds all of its ids (run "c"
+		// does, run "a" not). The others are counted through their rows.
+		joinCount = 2000
+		if k%2 == 0 {
+			joinCount = 0
+		}
 		if searchIndexed(needle) {
 			indexed++
 		}
@@ -260,7 +265,7 @@ func TestSearchIndexFollowsWrites(t *testing.T) {
 	// indexed counts what the index holds for a search, whatever the run.
 	indexed := func(search string) int64 {
 		t.Helper()
-		n, err := matchIDs(s.db, search, 0, 1<<62).Count(ctx)
+		n, err := countMatches(ctx, s.db, search, 0, 1<<62, 1<<62)
 		if err != nil {
 			t.Fatal(err)
 		}
