@@ -1,10 +1,11 @@
 package runs
 
 // The full-text search of results, and all of its SQL that is particular
-// to SQLite: the index table, the triggers that keep it in step with
-// run_results, and the match expression queries use. A port of the store
-// to another database replaces this file (with PostgreSQL, a pg_trgm GIN
-// index over the same three columns gives the same plans).
+// to SQLite: the index table and the triggers that keep it in step with
+// run_results (runs migration 7), the LIKE scan with SQLite's case rules,
+// and the queries of the index. The rest of the store reaches the search
+// only through the functions of this file, so that a port of the store to
+// another database replaces them and nothing else.
 
 import (
 	"context"
@@ -43,9 +44,10 @@ func indexRow(ref string) string {
 // migrateSearch creates the search index of results (runs migration 7):
 // an FTS5 table with the trigram tokenizer over each result's prompt,
 // response and test id, keyed by the result's id. It keeps no copy of the
-// text (content=”) and deletes by id (contentless_delete). Triggers keep
-// it in step with every insert, delete and change of those columns,
-// whoever makes them; the results already stored are indexed here.
+// text (a contentless table) and deletes by id (contentless_delete).
+// Triggers keep it in step with every insert, delete and change of those
+// columns, whoever makes them; the results already stored are indexed
+// here.
 func migrateSearch(ctx context.Context, tx bun.Tx) error {
 	return sqldb.ExecAll(ctx, tx,
 		`CREATE VIRTUAL TABLE "run_results_search" USING fts5("prompt", "response", "test_id",
