@@ -36,7 +36,8 @@
 // HTTP transport or ServeMux, the environment or another package's
 // settings. What dependencies register on import, they register as usual:
 // harness/store links the pure-Go SQLite driver (database/sql name
-// "sqlite"); the plugin packages link gRPC, whose golang.org/x/net/trace
+// "sqlite") and pgx's PostgreSQL driver (names "pgx" and "pgx/v5"); the
+// plugin packages link gRPC, whose golang.org/x/net/trace
 // adds /debug/requests and /debug/events to http.DefaultServeMux (they
 // answer local requests only; build with -tags grpcnotrace to leave them
 // out). Only plugin.Serve, which is a plugin process's whole main, sets

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-eval/gauntlet/channels/webhook"
 )
 
 // TestBrowserConversations chats with an agent through the API as two
@@ -79,5 +81,57 @@ func TestBrowserConversations(t *testing.T) {
 		e.chat("bot", "carol", "late arrival")
 		b.click(`#conv-refresh`)
 		b.wait("carol's conversation first", rows+`.length === 2 && `+rows+`[0].dataset.user === 'carol'`)
+	})
+}
+
+// TestBrowserConversationChannels: users who wrote through a webhook
+// channel show it, named after the channel record, in the list and in the
+// transcript's header; a user who wrote through the webhook and then the
+// API is listed with no channel, and the message that came through the
+// webhook says so.
+func TestBrowserConversationChannels(t *testing.T) {
+	const secret = "whsec-browser-channels"
+	e := newAgentEnv(t, agentConfig{})
+	e.createAgent("bot", "")
+	hook := e.createChannel("bot", map[string]any{"type": "webhook", "name": "Website", "config": map[string]any{"secret": secret}})["id"].(string)
+	e.channelAction("bot", hook, "start")
+	for _, user := range []string{"ext-8", "ext-7"} {
+		body := []byte(`{"user_id": "` + user + `", "message": "from the site"}`)
+		must(t, e.webhookPost(hook, body, webhook.Sign(secret, body)), http.StatusOK)
+	}
+	e.chat("bot", "ext-8", "now through the API")
+	e.chat("bot", "alice", "hello")
+
+	b := newBrowser(t, e.url, 1280, 900)
+	b.open("#/agents/bot")
+	const rows = `[...document.querySelectorAll('#conversations tr[data-user]')]`
+	b.wait("three conversations", rows+`.length === 3`)
+	const labels = rows + `.map(r => r.dataset.user + ' ' + (r.querySelector('.conv-channel')?.textContent ?? '-'))`
+	b.wait("the channel labels", labels+`.join('|') === 'alice -|ext-8 -|ext-7 webhook · Website'`)
+	if got := evalJS[string](b, `document.querySelector('#conversations tr[data-user="ext-7"] .conv-channel').dataset.channelId`); got != hook {
+		t.Errorf("ext-7's badge names channel %q, want %q", got, hook)
+	}
+
+	t.Run("the transcript's header names the channel", func(t *testing.T) {
+		b.click(`#conversations tr[data-user="ext-7"] button`)
+		b.wait("ext-7's transcript", `document.querySelectorAll('#conv-transcript .msg').length === 2`)
+		if got := b.text(`#conv-transcript .conv-head-channel`); got != "webhook · Website" {
+			t.Errorf("header channel %q", got)
+		}
+		if n := evalJS[int](b, `document.querySelectorAll('#conv-transcript .conv-via').length`); n != 0 {
+			t.Errorf("%d messages marked as from another channel", n)
+		}
+	})
+
+	t.Run("a message from another channel than the latest says so", func(t *testing.T) {
+		b.click(`#conversations tr[data-user="ext-8"] button`)
+		b.wait("ext-8's transcript", `document.querySelectorAll('#conv-transcript .msg').length === 4`)
+		if n := evalJS[int](b, `document.querySelectorAll('#conv-transcript .conv-head-channel .conv-channel').length`); n != 0 {
+			t.Errorf("the header of an API conversation shows a channel")
+		}
+		got := evalJS[[]string](b, `[...document.querySelectorAll('#conv-transcript .msg[data-role="user"]')].map(m => m.querySelector('.conv-via')?.textContent ?? '-')`)
+		if strings.Join(got, "|") != " · via webhook · Website|-" {
+			t.Errorf("user messages' via %q", got)
+		}
 	})
 }

@@ -14,50 +14,64 @@ import (
 )
 
 // seedScaleRun stores a completed run of n results in the one cell
-// scale/1: every 10th in error (score 0), every 4th other failed (score
-// 0.1 to 0.6), the rest passed; every 15th response holds "zebra"; each
-// result has a three-message transcript and one model call.
+// scale/1, each made by scaleResult.
 func seedScaleRun(t *testing.T, e *testEnv, id string, n int) {
 	t.Helper()
+	all := make([]runs.Result, n)
+	for i := range n {
+		all[i] = scaleResult(id, i)
+	}
+	seedRun(t, e, id, all)
+}
+
+// seedRun stores a completed run of the results given, all in the one
+// cell scale/1.
+func seedRun(t *testing.T, e *testEnv, id string, all []runs.Result) {
+	t.Helper()
 	ctx := context.Background()
+	n := len(all)
 	if err := e.runs.CreateRun(ctx, runs.Info{RunID: id, StartedAt: runs.Now(), ModelName: id, Model: "m",
 		Status: runs.StatusCompleted, TotalTests: n, Domains: []string{"scale"}},
 		[]runs.CellKey{{Domain: "scale", Level: 1, Tests: n}}); err != nil {
 		t.Fatal(err)
 	}
-	all := make([]runs.Result, 0, n)
-	for i := range n {
-		status, score := runs.TestPassed, 1.0
-		switch {
-		case i%10 == 0:
-			status, score = runs.TestError, 0
-		case i%4 == 0:
-			status, score = runs.TestFailed, float64(1+i%6)/10
-		}
-		resp := fmt.Sprintf("The answer is %d.", i+1)
-		if i%15 == 0 {
-			resp = fmt.Sprintf("A zebra says %d.", i+1)
-		}
-		prompt := fmt.Sprintf("What is %d + 1?", i)
-		r := runs.Result{RunID: id, TestID: fmt.Sprintf("scale-%04d", i), Domain: "scale", Level: 1,
-			Prompt: prompt, Response: resp, Expected: harness.Expected{Answer: fmt.Sprint(i + 1), Type: "numeric"},
-			Score: score, Status: status, Details: map[string]any{"extracted_answer": fmt.Sprint(i + 1)},
-			DurationMS: int64((i * 37) % 1000), ModelName: id, SystemPrompt: "Be brief.", PromptTokens: 10, CompletionTokens: 5,
-			CreatedAt: runs.Now(),
-			Transcript: []runs.Message{
-				{Message: harness.Message{Role: "system", Content: "Be brief."}},
-				{Message: harness.Message{Role: "user", Content: prompt}},
-				{Message: harness.Message{Role: "assistant", Content: resp}},
-			},
-			Calls: []runs.Call{{Purpose: "test", Attempt: 1, DurationMS: 12, PromptTokens: 10, CompletionTokens: 5, Status: "ok"}}}
-		if status == runs.TestError {
-			r.Details["error"] = "model call failed: 503"
-		}
-		all = append(all, r)
-	}
 	if err := e.runs.SaveResults(ctx, all); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// scaleResult is the i-th result (from 0) of run id in cell scale/1:
+// every 10th in error (score 0), every 4th other failed (score 0.1 to
+// 0.6), the rest passed; every 15th response holds "zebra"; it has a
+// three-message transcript and one model call.
+func scaleResult(id string, i int) runs.Result {
+	status, score := runs.TestPassed, 1.0
+	switch {
+	case i%10 == 0:
+		status, score = runs.TestError, 0
+	case i%4 == 0:
+		status, score = runs.TestFailed, float64(1+i%6)/10
+	}
+	resp := fmt.Sprintf("The answer is %d.", i+1)
+	if i%15 == 0 {
+		resp = fmt.Sprintf("A zebra says %d.", i+1)
+	}
+	prompt := fmt.Sprintf("What is %d + 1?", i)
+	r := runs.Result{RunID: id, TestID: fmt.Sprintf("scale-%04d", i), Domain: "scale", Level: 1,
+		Prompt: prompt, Response: resp, Expected: harness.Expected{Answer: fmt.Sprint(i + 1), Type: "numeric"},
+		Score: score, Status: status, Details: map[string]any{"extracted_answer": fmt.Sprint(i + 1)},
+		DurationMS: int64((i * 37) % 1000), ModelName: id, SystemPrompt: "Be brief.", PromptTokens: 10, CompletionTokens: 5,
+		CreatedAt: runs.Now(),
+		Transcript: []runs.Message{
+			{Message: harness.Message{Role: "system", Content: "Be brief."}},
+			{Message: harness.Message{Role: "user", Content: prompt}},
+			{Message: harness.Message{Role: "assistant", Content: resp}},
+		},
+		Calls: []runs.Call{{Purpose: "test", Attempt: 1, DurationMS: 12, PromptTokens: 10, CompletionTokens: 5, Status: "ok"}}}
+	if status == runs.TestError {
+		r.Details["error"] = "model call failed: 503"
+	}
+	return r
 }
 
 // TestBrowserResultsExplorer opens a cell of 1,000 results: one page of
@@ -104,9 +118,6 @@ func TestBrowserResultsExplorer(t *testing.T) {
 	cellWall := time.Since(start)
 	t.Logf("first page of a 1,000-result run: %d ms from navigation (page clock), %v wall; a 1,000-result cell: %v from the click",
 		int(runMark), runWall.Round(time.Millisecond), cellWall.Round(time.Millisecond))
-	if cellWall > 5*time.Second {
-		t.Errorf("the cell's first page took %v", cellWall)
-	}
 	count := func() string { return b.text(dlg + " .ex-count") }
 	if got := count(); got != "1,000 results · 1–50 shown" {
 		t.Errorf("count %q", got)

@@ -33,7 +33,8 @@ type apiConversationSummary struct {
 	UserID               string  `json:"user_id" doc:"The user's id, as the chat request or the channel gave it (telegram:<id> for Telegram users)."`
 	Messages             int     `json:"messages" doc:"How many messages the conversation holds: the user's, the agent's, and the answers to its tool calls."`
 	UpdatedAt            string  `json:"updated_at" doc:"When its last message was stored: YYYY-MM-DD HH:MM:SS, UTC."`
-	Channel              *string `json:"channel" doc:"The channel type the user id names by its prefix (telegram for telegram:12345); null when it names none: a chat through the API, or a channel that passes user ids as it gets them, as webhook does."`
+	Channel              *string `json:"channel" doc:"The type of the channel the conversation's latest message came through (telegram, webhook, a plugin's type); null for a chat through the API. For a message stored before Gauntlet recorded channels: the type the user id names by its prefix (telegram for telegram:12345), else null."`
+	ChannelID            *string `json:"channel_id" doc:"The id of that channel's record (it may have been deleted since); null for a chat through the API, and for a message stored before Gauntlet recorded channels."`
 	LastRole             string  `json:"last_role" enum:"user,assistant,tool" doc:"Who wrote the last message."`
 	LastMessage          string  `json:"last_message" doc:"The start of the last message: at most 200 characters."`
 	LastMessageTruncated bool    `json:"last_message_truncated" doc:"True when the last message is longer than last_message."`
@@ -60,12 +61,15 @@ type apiConversationMessage struct {
 	ToolCalls  []apiMessageToolCall `json:"tool_calls,omitempty" doc:"The tools an assistant message calls, in order; absent when it calls none."`
 	ToolCallID string               `json:"tool_call_id,omitempty" doc:"For a tool message, the id of the call it answers; absent otherwise."`
 	CreatedAt  string               `json:"created_at" doc:"When it was stored: YYYY-MM-DD HH:MM:SS, UTC."`
+	Channel    *string              `json:"channel" doc:"The type of the channel the message came through; null for a chat through the API. Every message of a turn has the channel of the user's message. Messages stored before Gauntlet recorded channels: as in a conversation list."`
+	ChannelID  *string              `json:"channel_id" doc:"The id of that channel's record; null for a chat through the API or when not recorded."`
 }
 
 // apiConversation is the answer of get-conversation.
 type apiConversation struct {
 	UserID     string                   `json:"user_id"`
-	Channel    *string                  `json:"channel" doc:"As in a conversation list: the channel type the user id names, or null."`
+	Channel    *string                  `json:"channel" doc:"As in a conversation list: the channel type of the conversation's latest message (whatever page messages is), or null."`
+	ChannelID  *string                  `json:"channel_id" doc:"As in a conversation list: the id of that channel's record, or null."`
 	Messages   []apiConversationMessage `json:"messages" doc:"The messages asked for (by default the most recent), oldest first."`
 	Total      int                      `json:"total" doc:"How many messages the whole conversation holds."`
 	NextBefore *int64                   `json:"next_before" doc:"When older messages remain: the value of before that reads the page preceding this one; null when messages starts the conversation."`
@@ -75,6 +79,7 @@ type conversationsInput struct {
 	AgentID string `path:"agent_id" doc:"Agent id."`
 	Limit   int    `query:"limit" default:"100" minimum:"1" maximum:"1000" doc:"Conversations per page."`
 	Offset  int    `query:"offset" default:"0" minimum:"0" doc:"Conversations to skip."`
+	Channel string `query:"channel" doc:"Only the conversations whose channel (that of their latest message) is this type, such as telegram or webhook; a type no conversation has lists none (a NUL or invalid UTF-8 is a 422). Absent or empty: every conversation."`
 }
 
 type conversationsOutput struct {
@@ -105,8 +110,10 @@ func registerConversations(api huma.API, convs conversationService, log *slog.Lo
 		OperationID: "list-conversations", Method: http.MethodGet, Path: "/api/agents/{agent_id}/conversations",
 		Summary: "List an agent's conversations", Tags: tags,
 		Description: "One entry per user who has talked to the agent, through the chat endpoint or any channel, " +
-			"the most recently updated first, with its message count and the start of its last message. 404 for an unknown agent.",
-		Errors: []int{http.StatusNotFound},
+			"the most recently updated first, with its message count, the channel of its latest message and the start of " +
+			"that message; channel keeps those of one channel type. 404 for an unknown agent; 422 for a limit or offset " +
+			"out of range, or a channel holding a NUL or invalid UTF-8.",
+		Errors: []int{http.StatusNotFound, http.StatusUnprocessableEntity},
 	}, h.list)
 	register(api, huma.Operation{
 		OperationID: "get-conversation", Method: http.MethodGet, Path: "/api/agents/{agent_id}/conversations/{user_id}",
@@ -127,14 +134,15 @@ func registerConversations(api huma.API, convs conversationService, log *slog.Lo
 }
 
 func (h *conversationHandler) list(ctx context.Context, in *conversationsInput) (*conversationsOutput, error) {
-	l, err := h.convs.Conversations(ctx, in.AgentID, agent.ConversationsQuery{Limit: in.Limit, Offset: in.Offset})
+	l, err := h.convs.Conversations(ctx, in.AgentID, agent.ConversationsQuery{Limit: in.Limit, Offset: in.Offset, Channel: in.Channel})
 	if err != nil {
 		return nil, h.conversationProblem(ctx, err)
 	}
 	out := &conversationsOutput{Body: apiConversationList{Conversations: make([]apiConversationSummary, len(l.Conversations)), Total: l.Total}}
 	for i, c := range l.Conversations {
 		out.Body.Conversations[i] = apiConversationSummary{
-			UserID: c.UserID, Messages: c.Messages, UpdatedAt: c.UpdatedAt, Channel: channelOrNull(c.Channel),
+			UserID: c.UserID, Messages: c.Messages, UpdatedAt: c.UpdatedAt,
+			Channel: stringOrNull(c.Channel), ChannelID: stringOrNull(c.ChannelID),
 			LastRole: c.LastRole, LastMessage: c.LastMessage, LastMessageTruncated: c.LastMessageTruncated,
 		}
 	}
@@ -146,13 +154,14 @@ func (h *conversationHandler) get(ctx context.Context, in *conversationInput) (*
 	if err != nil {
 		return nil, h.conversationProblem(ctx, err)
 	}
-	out := &conversationOutput{Body: apiConversation{UserID: c.UserID, Channel: channelOrNull(c.Channel), Total: c.Total,
-		Messages: make([]apiConversationMessage, len(c.Messages))}}
+	out := &conversationOutput{Body: apiConversation{UserID: c.UserID, Channel: stringOrNull(c.Channel), ChannelID: stringOrNull(c.ChannelID),
+		Total: c.Total, Messages: make([]apiConversationMessage, len(c.Messages))}}
 	if c.Before != 0 {
 		out.Body.NextBefore = &c.Before
 	}
 	for i, m := range c.Messages {
-		am := apiConversationMessage{ID: m.ID, Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt}
+		am := apiConversationMessage{ID: m.ID, Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt,
+			Channel: stringOrNull(m.Channel), ChannelID: stringOrNull(m.ChannelID)}
 		for _, tc := range m.ToolCalls {
 			am.ToolCalls = append(am.ToolCalls, apiMessageToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}
@@ -168,17 +177,18 @@ func (h *conversationHandler) delete(ctx context.Context, in *conversationPath) 
 	return success(), nil
 }
 
-func channelOrNull(c string) *string {
-	if c == "" {
+// stringOrNull is s, or nil (JSON null) when s is empty.
+func stringOrNull(s string) *string {
+	if s == "" {
 		return nil
 	}
-	return &c
+	return &s
 }
 
 // conversationLocations says where each field the library may name is in
 // a request of these operations.
 var conversationLocations = map[string]string{
-	"user_id": "path.user_id", "limit": "query.limit", "offset": "query.offset", "before": "query.before",
+	"user_id": "path.user_id", "limit": "query.limit", "offset": "query.offset", "before": "query.before", "channel": "query.channel",
 }
 
 // conversationProblem is problem, with the invalid fields located in the

@@ -21,6 +21,7 @@ type conversationList struct {
 		Messages             int     `json:"messages"`
 		UpdatedAt            string  `json:"updated_at"`
 		Channel              *string `json:"channel"`
+		ChannelID            *string `json:"channel_id"`
 		LastRole             string  `json:"last_role"`
 		LastMessage          string  `json:"last_message"`
 		LastMessageTruncated bool    `json:"last_message_truncated"`
@@ -43,8 +44,10 @@ func (l conversationList) users() []string {
 
 // conversationBody is the body of get-conversation.
 type conversationBody struct {
-	UserID   string `json:"user_id"`
-	Messages []struct {
+	UserID    string  `json:"user_id"`
+	Channel   *string `json:"channel"`
+	ChannelID *string `json:"channel_id"`
+	Messages  []struct {
 		ID        int64  `json:"id"`
 		Role      string `json:"role"`
 		Content   string `json:"content"`
@@ -53,11 +56,38 @@ type conversationBody struct {
 			Name      string `json:"name"`
 			Arguments string `json:"arguments"`
 		} `json:"tool_calls"`
-		ToolCallID string `json:"tool_call_id"`
-		CreatedAt  string `json:"created_at"`
+		ToolCallID string  `json:"tool_call_id"`
+		CreatedAt  string  `json:"created_at"`
+		Channel    *string `json:"channel"`
+		ChannelID  *string `json:"channel_id"`
 	} `json:"messages"`
 	Total      int    `json:"total"`
 	NextBefore *int64 `json:"next_before"`
+}
+
+// channels lists "user type/id" per conversation, in order; null is "-".
+func (l conversationList) channels() []string {
+	var out []string
+	for _, c := range l.Conversations {
+		out = append(out, c.UserID+" "+orDash(c.Channel)+"/"+orDash(c.ChannelID))
+	}
+	return out
+}
+
+func orDash(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
+
+// messageChannels lists "type/id" per message, in order; null is "-".
+func (c conversationBody) messageChannels() string {
+	var out []string
+	for _, m := range c.Messages {
+		out = append(out, orDash(m.Channel)+"/"+orDash(m.ChannelID))
+	}
+	return strings.Join(out, ",")
 }
 
 func (c conversationBody) roles() string {
@@ -129,9 +159,13 @@ func TestConversations(t *testing.T) {
 
 	t.Run("every conversation, most recent first, with counts and channels", func(t *testing.T) {
 		l := e.conversations("bot", "")
-		want := []string{"telegram:42 2 telegram", "ext-7 2 -", "alice 4 -", "team/bob smith 2 -"}
+		want := []string{"telegram:42 2 telegram", "ext-7 2 webhook", "alice 4 -", "team/bob smith 2 -"}
 		if got := l.users(); strings.Join(got, "|") != strings.Join(want, "|") || l.Total != 4 {
 			t.Fatalf("conversations %q (total %d), want %q", got, l.Total, want)
+		}
+		want = []string{"telegram:42 telegram/" + tgID, "ext-7 webhook/" + hook, "alice -/-", "team/bob smith -/-"}
+		if got := l.channels(); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("channels %q, want %q", got, want)
 		}
 		for _, c := range l.Conversations {
 			if _, err := time.Parse("2006-01-02 15:04:05", c.UpdatedAt); err != nil {
@@ -160,8 +194,78 @@ func TestConversations(t *testing.T) {
 			c.Messages[0].Content != "hi there" || c.Messages[1].Content != "re: hi there" {
 			t.Errorf("conversation %+v", c)
 		}
-		if tgc := e.conversation("bot", "telegram:42", ""); tgc.Messages[0].Content != "from telegram" {
+		if c.Channel != nil || c.ChannelID != nil || c.messageChannels() != "-/-,-/-" {
+			t.Errorf("an API conversation has channel %s/%s, messages %s", orDash(c.Channel), orDash(c.ChannelID), c.messageChannels())
+		}
+		if tgc := e.conversation("bot", "telegram:42", ""); tgc.Messages[0].Content != "from telegram" ||
+			orDash(tgc.Channel) != "telegram" || orDash(tgc.ChannelID) != tgID ||
+			tgc.messageChannels() != "telegram/"+tgID+",telegram/"+tgID {
 			t.Errorf("telegram conversation %+v", tgc)
+		}
+		if hc := e.conversation("bot", "ext-7", ""); orDash(hc.Channel) != "webhook" || orDash(hc.ChannelID) != hook ||
+			hc.messageChannels() != "webhook/"+hook+",webhook/"+hook {
+			t.Errorf("webhook conversation %+v", hc)
+		}
+	})
+
+	t.Run("filter by channel", func(t *testing.T) {
+		for q, want := range map[string]string{
+			"?channel=webhook":                   "ext-7 2 webhook",
+			"?channel=telegram":                  "telegram:42 2 telegram",
+			"?channel=telegram&limit=1&offset=1": "",
+			"?channel=nope":                      "",
+			"?channel=":                          "telegram:42 2 telegram|ext-7 2 webhook|alice 4 -|team/bob smith 2 -",
+		} {
+			l := e.conversations("bot", q)
+			total := strings.Count(want, "|") + 1
+			if want == "" {
+				total = 0
+			}
+			if strings.HasPrefix(q, "?channel=telegram&") {
+				total = 1
+			}
+			if got := strings.Join(l.users(), "|"); got != want || l.Total != total || l.Conversations == nil {
+				t.Errorf("%s: %q (total %d), want %q (total %d)", q, got, l.Total, want, total)
+			}
+		}
+		mustProblem(t, e.get("/api/agents/ghost/conversations?channel=webhook"), http.StatusNotFound)
+		for _, bad := range []string{"%00", "a%FFb"} {
+			mustProblem(t, e.get("/api/agents/bot/conversations?channel="+bad), http.StatusUnprocessableEntity, "query.channel")
+		}
+		mustProblem(t, e.get("/api/agents/bot/conversations?channel=webhook&limit=0"), http.StatusUnprocessableEntity, "query.limit")
+	})
+
+	t.Run("an API user whose id looks like a channel's has no channel", func(t *testing.T) {
+		e.chat("quiet", "telegram:77", "typed into the API")
+		l := e.conversations("quiet", "")
+		if got := l.channels(); len(got) != 1 || got[0] != "telegram:77 -/-" {
+			t.Errorf("channels %q", got)
+		}
+		if l := e.conversations("quiet", "?channel=telegram"); l.Total != 0 {
+			t.Errorf("listed as telegram: %v", l.users())
+		}
+		must(t, e.del(conversationPath("quiet", "telegram:77")), http.StatusOK)
+	})
+
+	t.Run("a user who changes channel is listed with the latest", func(t *testing.T) {
+		e.chat("bot", "ext-7", "now through the API")
+		l := e.conversations("bot", "?limit=1")
+		if got := l.channels(); len(got) != 1 || got[0] != "ext-7 -/-" {
+			t.Errorf("first conversation %q", got)
+		}
+		c := e.conversation("bot", "ext-7", "")
+		if c.Channel != nil || c.ChannelID != nil || c.messageChannels() != "webhook/"+hook+",webhook/"+hook+",-/-,-/-" {
+			t.Errorf("conversation channel %s, messages %s", orDash(c.Channel), c.messageChannels())
+		}
+		// An older page says the conversation's channel: the latest.
+		older := e.conversation("bot", "ext-7", fmt.Sprintf("?before=%d", c.Messages[2].ID))
+		if older.Channel != nil || older.messageChannels() != "webhook/"+hook+",webhook/"+hook {
+			t.Errorf("older page channel %s, messages %s", orDash(older.Channel), older.messageChannels())
+		}
+		body := []byte(`{"user_id": "ext-7", "message": "back to the webhook"}`)
+		must(t, e.webhookPost(hook, body, webhook.Sign(secret, body)), http.StatusOK)
+		if got := e.conversations("bot", "?channel=webhook").channels(); len(got) != 1 || got[0] != "ext-7 webhook/"+hook {
+			t.Errorf("webhook conversations %q", got)
 		}
 	})
 
@@ -208,7 +312,7 @@ func TestConversations(t *testing.T) {
 		}
 		mustProblem(t, e.get(conversationPath("bot", "team/bob smith")), http.StatusNotFound)
 		mustProblem(t, e.del(conversationPath("bot", "team/bob smith")), http.StatusNotFound)
-		want := []string{"telegram:42 2 telegram", "ext-7 2 -", "alice 4 -"}
+		want := []string{"ext-7 6 webhook", "telegram:42 2 telegram", "alice 4 -"}
 		if got := e.conversations("bot", "").users(); strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("after delete %q, want %q", got, want)
 		}

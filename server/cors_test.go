@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -168,7 +167,7 @@ func TestCORSNone(t *testing.T) {
 // TestCORSOriginsChecked refuses origins that are not scheme://host[:port].
 func TestCORSOriginsChecked(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "gauntlet.db"))
+	db, err := store.Open(ctx, databaseURL(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func newPluginEnv(t *testing.T, opts host.Options, extra ...envOption) *pluginEn
 	if err := m.Register(reg); err != nil {
 		t.Fatalf("register plugins: %v", err)
 	}
-	db, err := store.Open(ctx, "sqlite://"+filepath.Join(e.dataDir, "gauntlet.db"))
+	db, err := store.Open(ctx, databaseURL(t, e.dataDir))
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}

@@ -33,12 +33,14 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
 
 // testEnv is a real server on loopback over a temp data directory: a
-// SQLite file opened with store.Open and a definitions directory opened
-// with catalog.Open.
+// database opened with store.Open (a SQLite file in the data directory,
+// or a PostgreSQL database with GAUNTLET_TEST_DATABASE=postgres, see
+// dbtest) and a definitions directory opened with catalog.Open.
 type testEnv struct {
 	t       *testing.T
 	url     string
@@ -63,6 +65,27 @@ type testEnv struct {
 	llmMu   sync.Mutex
 	llmReqs []*llmtest.Request
 	respond func(*llmtest.Request) *llmtest.Reply
+}
+
+// TestMain stops the PostgreSQL server the tests may have started.
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// pgDatabases maps a data directory to its PostgreSQL database, so that a
+// server started again over the same directory finds its data.
+var pgDatabases sync.Map
+
+// databaseURL is the database of a data directory: the SQLite file in it,
+// or the PostgreSQL database made for it on first use.
+func databaseURL(t testing.TB, dataDir string) string {
+	t.Helper()
+	if !dbtest.Postgres() {
+		return "sqlite://" + filepath.Join(dataDir, "gauntlet.db")
+	}
+	if u, ok := pgDatabases.Load(dataDir); ok {
+		return u.(string)
+	}
+	u, _ := pgDatabases.LoadOrStore(dataDir, dbtest.URL(t))
+	return u.(string)
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
@@ -128,7 +151,7 @@ func startEnvWith(t *testing.T, root string, ec *engineConfig, ac *agentConfig, 
 		dataDir: filepath.Join(root, "data"),
 		logs:    &syncBuffer{},
 	}
-	db, err := store.Open(ctx, "sqlite://"+filepath.Join(e.dataDir, "gauntlet.db"))
+	db, err := store.Open(ctx, databaseURL(t, e.dataDir))
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
@@ -561,7 +584,12 @@ type engineConfig struct {
 // catalog with its log files under the data directory.
 func newEngineEnv(t *testing.T, ec engineConfig, opts ...envOption) *testEnv {
 	t.Helper()
-	root := t.TempDir()
+	return newEngineEnvIn(t, t.TempDir(), ec, opts...)
+}
+
+// newEngineEnvIn is newEngineEnv under root.
+func newEngineEnvIn(t *testing.T, root string, ec engineConfig, opts ...envOption) *testEnv {
+	t.Helper()
 	defs := filepath.Join(root, "definitions")
 	if !ec.noExamples {
 		if err := os.CopyFS(defs, os.DirFS(filepath.Join("..", "examples", "definitions"))); err != nil {

@@ -122,6 +122,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return compareCmd(ctx, args[1:], stdout, stderr)
 	case "rescore":
 		return rescoreCmd(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "gauntlet", server.Version)
 		return nil
@@ -147,6 +149,7 @@ Commands:
   validate  check every definition file (unknown keys, YAML errors, bad values)
   compare   compare runs test by test: compare BASE HEAD [HEAD...] [--fail-on-regression]
   rescore   score a stored run's responses again with today's evaluators: rescore RUN_ID
+  migrate   bring the database's schemas to this version, and say what changed
   import-tests  create tests from a JSONL or CSV dataset: import-tests FILE --domain D --level N
   version   print the version
 

@@ -86,7 +86,7 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.StringVar(&s.data, "data", env("GAUNTLET_DATA", "./data"), "SQLite database, run logs, knowledge-base files (GAUNTLET_DATA)")
 	fs.StringVar(&s.definitions, "definitions", env("GAUNTLET_DEFINITIONS", "./definitions"), "definition files, the source of truth (GAUNTLET_DEFINITIONS)")
 	fs.StringVar(&s.plugins, "plugins", env("GAUNTLET_PLUGINS", "./plugins"), "directory scanned for plugin executables (GAUNTLET_PLUGINS)")
-	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
+	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL: sqlite://FILE, or postgres://user:password@host:port/database to store everything in PostgreSQL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
 	fs.StringVar(&s.llmBaseURL, "llm-base-url", env("LLM_BASE_URL", "http://127.0.0.1:11434/v1"), "OpenAI-compatible endpoint (LLM_BASE_URL)")
 	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model name sent to the endpoint (LLM_MODEL)")
 	s.llmAPIKey = env("LLM_API_KEY", "")

@@ -167,7 +167,9 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	}})
 	s.retriever = retrieval.New(retrieval.Options{KB: s.kb, BudgetTokens: opts.KBBudgetTokens, Logger: s.log})
 	s.channels = newSupervisor(s.db, s.reg, s.log, opts.RetryBaseDelay, opts.RetryMaxDelay,
-		func(agentID string) harness.ChannelHost { return &host{s: s, agentID: agentID} })
+		func(rec harness.ChannelConfig) harness.ChannelHost {
+			return &host{s: s, agentID: rec.AgentID, channel: channelRef{typ: rec.Type, id: rec.ID}}
+		})
 	if err := sqldb.Migrate(ctx, s.db, "agent", migrations); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}

@@ -49,8 +49,8 @@ type Supervisor struct {
 	log       *slog.Logger
 	retryBase time.Duration
 	retryMax  time.Duration
-	// host returns what a channel of the agent calls back into.
-	host func(agentID string) harness.ChannelHost
+	// host returns what a channel calls back into, given its record.
+	host func(rec harness.ChannelConfig) harness.ChannelHost
 
 	ops     sync.Mutex // serialises channel state changes
 	mu      sync.Mutex // guards runners and closed
@@ -69,7 +69,7 @@ type runner struct {
 }
 
 func newSupervisor(db *bun.DB, reg *harness.Registry, log *slog.Logger, retryBase, retryMax time.Duration,
-	host func(agentID string) harness.ChannelHost) *Supervisor {
+	host func(rec harness.ChannelConfig) harness.ChannelHost) *Supervisor {
 	return &Supervisor{db: db, reg: reg, log: log, retryBase: retryBase, retryMax: retryMax, host: host,
 		runners: map[string]*runner{}}
 }
@@ -90,20 +90,22 @@ func (sv *Supervisor) removeAgent(ctx context.Context, agentID string, del func(
 }
 
 // host is what a running channel calls back into: the agent service's
-// chat with the channel's agent.
+// chat with the channel's agent, through the channel.
 type host struct {
 	s       *Service
 	agentID string
+	channel channelRef
 }
 
 var _ harness.ChannelHost = (*host)(nil)
 
-// Chat sends a user's message to the channel's agent.
+// Chat sends a user's message to the channel's agent. The messages of the
+// turn are stored with the channel's type and id.
 func (h *host) Chat(ctx context.Context, msg *harness.InboundMessage) (*harness.Reply, error) {
 	if msg == nil {
 		return nil, harness.Invalid("message", "is required")
 	}
-	res, err := h.s.Chat(ctx, h.agentID, msg.UserID, msg.Text)
+	res, err := h.s.chat(ctx, h.agentID, msg.UserID, msg.Text, h.channel)
 	if err != nil {
 		return nil, err
 	}
@@ -482,7 +484,7 @@ func (sv *Supervisor) start(ctx context.Context, channelID string) error {
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &runner{
 		id:     channelID,
-		run:    &harness.ChannelRun{Channel: rec, Host: sv.host(rec.AgentID), AgentName: agentName},
+		run:    &harness.ChannelRun{Channel: rec, Host: sv.host(rec), AgentName: agentName},
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
@@ -539,7 +541,10 @@ func (sv *Supervisor) stopRunner(channelID string) bool {
 func (sv *Supervisor) persistStatus(ctx context.Context, channelID string, st harness.ChannelStatus, lastErr *string) {
 	q := sv.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(st)).Where("id = ?", channelID)
 	if lastErr != nil {
-		q = q.Set("last_error = ?", *lastErr)
+		// A channel's error may quote anything; bun writes it as a literal,
+		// which holds neither NUL nor (on PostgreSQL) bytes that are not
+		// UTF-8.
+		q = q.Set("last_error = ?", strings.ReplaceAll(strings.ToValidUTF8(*lastErr, "\uFFFD"), "\x00", "\uFFFD"))
 	}
 	if _, err := q.Exec(ctx); err != nil {
 		sv.log.Error("save channel status", slog.String("channel", channelID), slog.Any("error", err))

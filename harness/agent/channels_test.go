@@ -53,7 +53,9 @@ func (f *fakeChannel) Run(ctx context.Context, run *harness.ChannelRun) error {
 		f.failNext--
 		f.mu.Unlock()
 		tok, _ := run.Channel.Config["bot_token"].(string)
-		return fmt.Errorf("getMe: 401 Unauthorized for https://api.example/bot%s/getMe (token %s)", tok, tok)
+		// The body quoted holds a NUL and a byte that is not UTF-8, as a
+		// remote error may: the status is stored all the same.
+		return fmt.Errorf("getMe: 401 Unauthorized for https://api.example/bot%s/getMe (token %s): \x00\xff", tok, tok)
 	}
 	if f.endNow {
 		f.mu.Unlock()
@@ -435,6 +437,9 @@ func TestChannelFailureBackoffAndRedaction(t *testing.T) {
 	got := e.channelStatus("a", c.ID)
 	if strings.Contains(got.LastError, "SECRET") || !strings.Contains(got.LastError, "401 Unauthorized") || !strings.Contains(got.LastError, agent.Mask) {
 		t.Errorf("last_error = %q, want the error with the token redacted", got.LastError)
+	}
+	if !strings.HasSuffix(got.LastError, ": \uFFFD\uFFFD") {
+		t.Errorf("last_error = %q, want its NUL and bad byte replaced", got.LastError)
 	}
 	// Three failures, then a run that lasts: status running again.
 	fake.waitRuns(t, 4)

@@ -74,7 +74,23 @@ func checkUserID(ve *harness.ValidationError, userID string) {
 // harness.ErrInvalid naming "message" or "user_id", and nothing is stored;
 // an unknown agent harness.ErrNotFound; a model failure an error
 // wrapping the model's.
+//
+// The messages of a turn through Chat are stored as a chat through the
+// API (no channel); a running channel's turns go through its
+// harness.ChannelHost, which records the channel on each message.
 func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*ChatResult, error) {
+	return s.chat(ctx, agentID, userID, message, channelRef{})
+}
+
+// channelRef names the channel a turn came through: the type and the id
+// of its channel record, both "" for a chat through the API.
+type channelRef struct {
+	typ, id string
+}
+
+// chat is Chat through the channel ch, recorded on every message the
+// turn stores: the user's, the tool calls and their answers, the reply.
+func (s *Service) chat(ctx context.Context, agentID, userID, message string, ch channelRef) (*ChatResult, error) {
 	ve := &harness.ValidationError{}
 	if strings.TrimSpace(message) == "" {
 		ve.Add("message", "is required")
@@ -95,7 +111,8 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 	defer unlock()
 
 	sid := SessionID(agentID, userID)
-	row := &messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: harness.RoleUser, Content: message, CreatedAt: now()}
+	row := &messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: harness.RoleUser, Content: message, CreatedAt: now(),
+		ChannelType: &ch.typ, ChannelID: &ch.id}
 	if err := sqldb.InsertAll(ctx, s.db, []*messageRow{row}); err != nil {
 		return nil, fmt.Errorf("chat with agent %s: store message: %w", agentID, err)
 	}
@@ -121,7 +138,7 @@ func (s *Service) Chat(ctx context.Context, agentID, userID, message string) (*C
 	rows := make([]messageRow, len(added))
 	for i, m := range added {
 		rows[i] = messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: m.Role, Content: m.Content,
-			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, CreatedAt: now()}
+			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, CreatedAt: now(), ChannelType: &ch.typ, ChannelID: &ch.id}
 	}
 	// The reply is stored even when the caller has gone: the model's work
 	// is done, and the history should hold it. (Should the agent have been

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,10 +35,13 @@ const (
 type ConversationSummary struct {
 	// UserID is the user's id, as the chat or the channel gave it.
 	UserID string
-	// Channel is the channel type the user id names by its prefix
-	// ("telegram" for "telegram:12345"; see ChannelOf), or "" when it names
-	// none.
-	Channel string
+	// Channel and ChannelID are those of the conversation's latest message
+	// (see StoredMessage): the channel through which the user last wrote,
+	// the type and the channel record's id; both "" for a chat through the
+	// API. A user who wrote through a channel and then through the API is
+	// listed with no channel, and the other way round with the channel.
+	Channel   string
+	ChannelID string
 	// Messages counts the stored messages: the user's, the agent's, and
 	// the tool calls' answers.
 	Messages int
@@ -59,13 +64,19 @@ type ConversationsQuery struct {
 	Limit int
 	// Offset is how many conversations to skip.
 	Offset int
+	// Channel, when not "", keeps the conversations whose Channel is this
+	// type (as ConversationSummary.Channel: that of the latest message).
+	// Any text is accepted: a type no conversation has matches none. A
+	// NUL or invalid UTF-8 is harness.ErrInvalid naming "channel".
+	Channel string
 }
 
 // ConversationList is a page of an agent's conversations.
 type ConversationList struct {
 	// Conversations are the page's, the most recently updated first.
 	Conversations []ConversationSummary
-	// Total counts every conversation of the agent.
+	// Total counts every conversation of the agent (of the channel type
+	// asked for, if any).
 	Total int
 }
 
@@ -77,6 +88,17 @@ type StoredMessage struct {
 	harness.Message
 	// CreatedAt is when the message was stored (harness.TimeLayout).
 	CreatedAt string
+	// Channel is the type of the channel the message came through and
+	// ChannelID the id of its channel record; both are "" for a chat
+	// through the API (Service.Chat). Every message of a turn (the user's,
+	// the tool calls and their answers, the reply) has the turn's channel.
+	//
+	// Messages stored by versions before channels were recorded (agent
+	// schema 1) have none recorded: for them Channel is the type the user
+	// id names by its prefix (ChannelOf), which recognises the telegram
+	// channel's "telegram:<id>", and ChannelID is "", as it is unknown.
+	Channel   string
+	ChannelID string
 }
 
 // MessagesQuery selects the messages of a conversation: the Limit most
@@ -93,8 +115,10 @@ type MessagesQuery struct {
 // Conversation is (part of) an agent's conversation with one user.
 type Conversation struct {
 	UserID string
-	// Channel is as in ConversationSummary.
-	Channel string
+	// Channel and ChannelID are as in ConversationSummary: those of the
+	// conversation's latest message, whatever page Messages is.
+	Channel   string
+	ChannelID string
 	// Messages are the selected messages, oldest first, tool calls
 	// (assistant messages with ToolCalls) and their answers (RoleTool
 	// messages with ToolCallID) included.
@@ -106,12 +130,16 @@ type Conversation struct {
 	Before int64
 }
 
-// ChannelOf returns the channel type a user id names by its prefix: a
-// channel passes its users to the agent as "<type>:<id>" (the telegram
+// ChannelOf returns the channel type a user id names by its prefix: some
+// channels pass their users to the agent as "<type>:<id>" (the telegram
 // channel's "telegram:12345"), and the type is one the service's registry
 // knows. An id without such a prefix (a chat through the API, or a
 // channel that passes the ids it is given as they are, as the webhook
 // channel does) names none: "".
+//
+// It is a guess, used only for the messages stored before the channel of
+// each message was recorded: an API user named "telegram:x" would be
+// taken for a Telegram user. The channel recorded on a message is exact.
 func (s *Service) ChannelOf(userID string) string {
 	typ, _, ok := strings.Cut(userID, ":")
 	if !ok || typ == "" {
@@ -123,12 +151,44 @@ func (s *Service) ChannelOf(userID string) string {
 	return typ
 }
 
+// messageChannel is the channel of a stored message (see
+// StoredMessage.Channel): the recorded one, else the guess from the user
+// id.
+func (s *Service) messageChannel(userID string, typ, id *string) (string, string) {
+	if typ == nil {
+		return s.ChannelOf(userID), ""
+	}
+	var cid string
+	if id != nil {
+		cid = *id
+	}
+	return *typ, cid
+}
+
+// channelFilter restricts a query of conversations, whose latest
+// messages are m, to those of the channel type typ: the latest message
+// has that channel recorded, or has none recorded and its user id names
+// the type (ChannelOf).
+func (s *Service) channelFilter(q *bun.SelectQuery, typ string) *bun.SelectQuery {
+	_, known := s.reg.Channel(typ)
+	if !known || strings.Contains(typ, ":") {
+		return q.Where("m.channel_type = ?", typ)
+	}
+	prefix := typ + ":"
+	return q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("m.channel_type = ?", typ).
+			WhereOr("m.channel_type IS NULL AND SUBSTR(m.user_id, 1, ?) = ?", utf8.RuneCountInString(prefix), prefix)
+	})
+}
+
 // Conversations returns a page of an agent's conversations, the most
-// recently updated first, each with its message count and the start of
-// its last message. The messages themselves are not read: the counts come
-// from one aggregate query, so an agent with thousands of users lists
-// quickly. An unknown agent gives harness.ErrNotFound, a limit or offset
-// out of range harness.ErrInvalid naming "limit" or "offset".
+// recently updated first, each with its message count, its channel and
+// the start of its last message; q.Channel keeps those of one channel
+// type. The messages themselves are not read: the counts come from one
+// aggregate query, so an agent with thousands of users lists quickly. An
+// unknown agent gives harness.ErrNotFound, a limit or offset out of range
+// or a channel holding a NUL or invalid UTF-8 harness.ErrInvalid naming
+// "limit", "offset" or "channel".
 func (s *Service) Conversations(ctx context.Context, agentID string, q ConversationsQuery) (*ConversationList, error) {
 	ve := &harness.ValidationError{}
 	switch {
@@ -140,6 +200,7 @@ func (s *Service) Conversations(ctx context.Context, agentID string, q Conversat
 	if q.Offset < 0 {
 		ve.Add("offset", "must not be negative")
 	}
+	harness.CheckText(ve, "channel", q.Channel)
 	if err := ve.Err(); err != nil {
 		return nil, err
 	}
@@ -154,17 +215,26 @@ func (s *Service) Conversations(ctx context.Context, agentID string, q Conversat
 	// The most recent conversation is the one whose last message has the
 	// highest id: ids grow with every message stored, and created_at has
 	// only whole seconds.
-	err := s.db.NewSelect().TableExpr("chat_messages").
+	all := s.db.NewSelect().TableExpr("chat_messages").
 		ColumnExpr("user_id").ColumnExpr("COUNT(*) AS messages").ColumnExpr("MAX(id) AS last_id").
-		Where("agent_id = ?", agentID).Group("user_id").
-		OrderExpr("last_id DESC").Limit(int64(q.Limit)).Offset(int64(q.Offset)).Scan(ctx, &groups)
+		Where("agent_id = ?", agentID).Group("user_id")
+	page, count := all, s.db.NewSelect().TableExpr("chat_messages").ColumnExpr("COUNT(DISTINCT user_id)").
+		Where("agent_id = ?", agentID)
+	if q.Channel != "" {
+		// A conversation's channel is its last message's: join it. (Two
+		// queries: the page's gets an order and a limit.)
+		filtered := func() *bun.SelectQuery {
+			return s.channelFilter(s.db.NewSelect().TableExpr("(?) AS g", all).
+				Join("JOIN chat_messages AS m ON m.id = g.last_id").ColumnExpr("g.user_id, g.messages, g.last_id"), q.Channel)
+		}
+		page, count = filtered(), s.db.NewSelect().TableExpr("(?) AS f", filtered()).ColumnExpr("COUNT(*)")
+	}
+	err := page.OrderExpr("last_id DESC").Limit(int64(q.Limit)).Offset(int64(q.Offset)).Scan(ctx, &groups)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations of agent %s: %w", agentID, err)
 	}
 	var total int
-	err = s.db.NewSelect().TableExpr("chat_messages").ColumnExpr("COUNT(DISTINCT user_id)").
-		Where("agent_id = ?", agentID).Scan(ctx, &total)
-	if err != nil {
+	if err := count.Scan(ctx, &total); err != nil {
 		return nil, fmt.Errorf("count conversations of agent %s: %w", agentID, err)
 	}
 	out := &ConversationList{Conversations: make([]ConversationSummary, len(groups)), Total: total}
@@ -179,21 +249,24 @@ func (s *Service) Conversations(ctx context.Context, agentID string, q Conversat
 	// whole to show its start. One character more than the preview tells
 	// whether it was cut.
 	var last []struct {
-		ID        int64  `bun:"id"`
-		Role      string `bun:"role"`
-		Content   string `bun:"content"`
-		CreatedAt string `bun:"created_at"`
+		ID          int64   `bun:"id"`
+		Role        string  `bun:"role"`
+		Content     string  `bun:"content"`
+		CreatedAt   string  `bun:"created_at"`
+		ChannelType *string `bun:"channel_type"`
+		ChannelID   *string `bun:"channel_id"`
 	}
 	err = s.db.NewSelect().TableExpr("chat_messages").
-		ColumnExpr("id, role, created_at").ColumnExpr("SUBSTR(content, 1, ?) AS content", PreviewChars+1).
+		ColumnExpr("id, role, created_at, channel_type, channel_id").ColumnExpr("SUBSTR(content, 1, ?) AS content", PreviewChars+1).
 		Where("id IN (?)", bun.List(ids)).Scan(ctx, &last)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations of agent %s: last messages: %w", agentID, err)
 	}
 	for i, g := range groups {
-		c := ConversationSummary{UserID: g.UserID, Channel: s.ChannelOf(g.UserID), Messages: g.Messages}
+		c := ConversationSummary{UserID: g.UserID, Messages: g.Messages}
 		for _, m := range last {
 			if m.ID == g.LastID {
+				c.Channel, c.ChannelID = s.messageChannel(g.UserID, m.ChannelType, m.ChannelID)
 				c.UpdatedAt, c.LastRole = m.CreatedAt, m.Role
 				c.LastMessage, c.LastMessageTruncated = preview(m.Content)
 				break
@@ -259,7 +332,19 @@ func (s *Service) Conversation(ctx context.Context, agentID, userID string, q Me
 	if total == 0 {
 		return nil, fmt.Errorf("agent %q has no conversation with user %q: %w", agentID, userID, harness.ErrNotFound)
 	}
-	c := &Conversation{UserID: userID, Channel: s.ChannelOf(userID), Total: int(total)}
+	c := &Conversation{UserID: userID, Total: int(total)}
+	if q.Before == 0 && len(rows) > 0 {
+		c.Channel, c.ChannelID = s.messageChannel(userID, rows[0].ChannelType, rows[0].ChannelID)
+	} else {
+		// An older page: the conversation's channel is its latest message's.
+		var latest messageRow
+		err := s.db.NewSelect().Model(&latest).Column("channel_type", "channel_id").
+			Where("agent_id = ? AND user_id = ?", agentID, userID).Order("id DESC").Limit(1).Scan(ctx)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("load conversation of agent %s: latest message: %w", agentID, err)
+		}
+		c.Channel, c.ChannelID = s.messageChannel(userID, latest.ChannelType, latest.ChannelID)
+	}
 	if len(rows) > q.Limit {
 		rows = rows[:q.Limit]
 		c.Before = rows[len(rows)-1].ID
@@ -267,7 +352,9 @@ func (s *Service) Conversation(ctx context.Context, agentID, userID string, q Me
 	slices.Reverse(rows)
 	c.Messages = make([]StoredMessage, len(rows))
 	for i := range rows {
-		c.Messages[i] = StoredMessage{ID: rows[i].ID, Message: rows[i].message(), CreatedAt: rows[i].CreatedAt}
+		m := StoredMessage{ID: rows[i].ID, Message: rows[i].message(), CreatedAt: rows[i].CreatedAt}
+		m.Channel, m.ChannelID = s.messageChannel(userID, rows[i].ChannelType, rows[i].ChannelID)
+		c.Messages[i] = m
 	}
 	return c, nil
 }

@@ -61,6 +61,13 @@
 // calls and tool answers included; [Service.DeleteConversation] and
 // [Service.Clear] forget one.
 //
+// Every stored message records the channel it came through (the type and
+// id of the channel record, both empty for [Service.Chat]): a running
+// channel's [harness.ChannelHost] knows its record and passes it down. A
+// conversation's channel is that of its latest message. Messages stored
+// before this was recorded fall back on [Service.ChannelOf], the channel
+// type a user id names by its prefix.
+//
 // # Evaluation
 //
 // [Service.EvalTarget] gives an agent to the evaluation engine (it

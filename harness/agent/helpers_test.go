@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +19,11 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
+
+// TestMain stops the PostgreSQL server the tests may have started.
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
 // env is a service on a fresh database and data directory, with a fake
 // model endpoint that records the requests it gets.
@@ -54,11 +59,7 @@ func newEnv(t testing.TB, options ...envOption) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := store.Open(ctx, filepath.Join(dir, "gauntlet.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := dbtest.Open(t)
 	e := &env{t: t, ctx: ctx, db: db, dir: dir, reg: harness.NewRegistry(), tools: &toolSource{}, logs: &syncBuffer{}}
 	e.opts = agent.Options{
 		DB: db, DataDir: filepath.Join(dir, "data"), Tools: e.tools, Registry: e.reg, Model: "test-model",
@@ -74,6 +75,7 @@ func newEnv(t testing.TB, options ...envOption) *env {
 	}
 	e.srv = llmtest.NewServer(lo)
 	t.Cleanup(e.srv.Close)
+	var err error
 	e.model, err = llm.New(llm.Options{BaseURL: e.srv.URL, Model: "default-model", MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)

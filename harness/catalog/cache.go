@@ -9,6 +9,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // The cache tables. They mirror the definition files and are rebuilt from
@@ -85,10 +86,24 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX IF NOT EXISTS "def_tests_domain_level" ON "def_tests" ("domain_id", "level", "position")`,
 			`CREATE INDEX IF NOT EXISTS "def_tests_evaluator" ON "def_tests" ("evaluator_id")`,
 		)
-	}},
+	}, Postgres: pgBaseline},
 	{Version: 2, Name: "level sampling parameters", Up: func(ctx context.Context, tx bun.Tx) error {
 		return sqldb.ExecAll(ctx, tx, `ALTER TABLE "def_levels" ADD COLUMN "params" text`)
-	}},
+	}, Postgres: sqldb.AlreadyInBaseline},
+}
+
+// pgBaseline creates the cache tables on PostgreSQL as they are at
+// version 2.
+func pgBaseline(ctx context.Context, tx bun.Tx) error {
+	return sqldb.ExecAll(ctx, tx,
+		`CREATE TABLE "def_domains" ("id" TEXT NOT NULL, "name" TEXT NOT NULL, "description" TEXT NOT NULL, "evaluator_id" TEXT NOT NULL, "enabled" BOOLEAN NOT NULL, "system_prompt" TEXT NOT NULL, "icon" TEXT NOT NULL, "color" TEXT NOT NULL, PRIMARY KEY ("id"))`,
+		`CREATE TABLE "def_levels" ("domain_id" TEXT NOT NULL, "level" INTEGER NOT NULL, "system_prompt" TEXT NOT NULL, "system_prompt_mode" TEXT NOT NULL, "pass_threshold" DOUBLE PRECISION NOT NULL, "tools" TEXT, "params" TEXT, PRIMARY KEY ("domain_id", "level"))`,
+		`CREATE TABLE "def_tests" ("id" TEXT NOT NULL, "domain_id" TEXT NOT NULL, "level" INTEGER NOT NULL, "position" INTEGER NOT NULL, "name" TEXT NOT NULL, "prompt" TEXT NOT NULL, "expected" TEXT, "evaluator_id" TEXT NOT NULL, "tools" TEXT, PRIMARY KEY ("id"))`,
+		`CREATE TABLE "def_evaluators" ("id" TEXT NOT NULL, "name" TEXT NOT NULL, "description" TEXT NOT NULL, "type" TEXT NOT NULL, "extraction_regex" TEXT NOT NULL, "uses_pass2" BOOLEAN NOT NULL, "config" TEXT, PRIMARY KEY ("id"))`,
+		`CREATE TABLE "def_tools" ("id" TEXT NOT NULL, "name" TEXT NOT NULL, "description" TEXT NOT NULL, "function" TEXT, "mock_response" TEXT NOT NULL, PRIMARY KEY ("id"))`,
+		`CREATE INDEX "def_tests_domain_level" ON "def_tests" ("domain_id", "level", "position")`,
+		`CREATE INDEX "def_tests_evaluator" ON "def_tests" ("evaluator_id")`,
+	)
 }
 
 func toDomainRow(d harness.Domain) *domainRow {
@@ -238,4 +253,15 @@ func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
 		return err
 	}
 	return insertBatches(ctx, tx, tools)
+}
+
+// Migrate brings the definitions cache's tables in db to the newest
+// schema, as Open does, without opening a catalog: for a command that
+// prepares a database. The cache's contents are rebuilt by the next
+// Open's sync.
+func Migrate(ctx context.Context, db *store.DB) error {
+	if err := sqldb.Migrate(ctx, sqldb.Bun(db), "catalog", migrations); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
 }

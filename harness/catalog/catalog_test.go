@@ -17,9 +17,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
+
+// TestMain stops the PostgreSQL server the tests may have started.
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
 // ----- helpers shared by the catalog's tests -----
 
@@ -47,15 +54,36 @@ func testRegistry(t testing.TB) *harness.Registry {
 	return reg
 }
 
-// openDB opens a fresh SQLite database file in a temporary directory.
+// injectFailure makes the database fail the statements a trigger's event
+// ("BEFORE INSERT ON def_tests") names with "injected failure".
+func injectFailure(ctx context.Context, db bun.IDB, event string) error {
+	if db.Dialect().Name() != dialect.PG {
+		_, err := db.ExecContext(ctx, "CREATE TRIGGER fail "+event+" BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
+		return err
+	}
+	_, err := db.ExecContext(ctx, `CREATE OR REPLACE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'injected failure'; END $$`)
+	if err == nil {
+		_, err = db.ExecContext(ctx, "CREATE TRIGGER fail "+event+" FOR EACH ROW EXECUTE FUNCTION fail()")
+	}
+	return err
+}
+
+// removeFailure removes the trigger of injectFailure.
+func removeFailure(ctx context.Context, db bun.IDB, event string) error {
+	q := "DROP TRIGGER fail"
+	if db.Dialect().Name() == dialect.PG {
+		q += " ON " + event[strings.LastIndex(event, " ")+1:]
+	}
+	_, err := db.ExecContext(ctx, q)
+	return err
+}
+
+// openDB opens a fresh database: a SQLite file in a temporary directory,
+// or a PostgreSQL database (see dbtest).
 func openDB(t testing.TB) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "gauntlet.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return dbtest.Open(t)
 }
 
 // openAt opens a catalog over a definitions directory with a fresh
@@ -998,7 +1026,7 @@ func TestCacheFailureRollsBackFiles(t *testing.T) {
 			c := newCatalog(t)
 			seed(t, c)
 			before := stateOf(t, c)
-			if _, err := c.db.ExecContext(ctx, "CREATE TRIGGER fail "+tc.trigger+" BEGIN SELECT RAISE(ABORT, 'injected failure'); END"); err != nil {
+			if err := injectFailure(ctx, c.db, tc.trigger); err != nil {
 				t.Fatal(err)
 			}
 			err := tc.op(c)
@@ -1006,7 +1034,7 @@ func TestCacheFailureRollsBackFiles(t *testing.T) {
 				t.Fatalf("err = %v, want the injected failure", err)
 			}
 			assertUnchanged(t, c, before)
-			if _, err := c.db.ExecContext(ctx, "DROP TRIGGER fail"); err != nil {
+			if err := removeFailure(ctx, c.db, tc.trigger); err != nil {
 				t.Fatal(err)
 			}
 			// The catalog still works, and its view of the files is right:

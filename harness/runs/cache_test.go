@@ -2,13 +2,12 @@ package runs_test
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // TestResponseCache stores answers and reads them back exactly: any
@@ -16,11 +15,7 @@ import (
 // answer; an unknown key is a miss, not an error.
 func TestResponseCache(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := dbtest.Open(t)
 	s, err := runs.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)

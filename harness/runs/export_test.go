@@ -16,3 +16,10 @@ func RawTranscripts(ctx context.Context, db *store.DB, runID string) ([]string, 
 		Where("run_id = ?", runID).Order("id").Scan(ctx, &out)
 	return out, err
 }
+
+// RunSeqs returns the numbers of the stored runs, in order.
+func RunSeqs(ctx context.Context, db *store.DB) ([]int64, error) {
+	var out []int64
+	err := sqldb.Bun(db).NewSelect().Model((*runRow)(nil)).Column("seq").Order("seq").Scan(ctx, &out)
+	return out, err
+}

@@ -7,12 +7,14 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // TestMigrateRepeats writes results with the schema before repeats, then
 // opens the store: every result is still there, byte for byte, as repeat
 // 0, and (run, test, repeat) is what must be unique from then on.
 func TestMigrateRepeats(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "replays SQLite's schema history; PostgreSQL starts at the schema of version 6")
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "old.db"))
 	if err != nil {
@@ -75,6 +77,7 @@ func TestMigrateRepeats(t *testing.T) {
 // cache, then opens the store: the run reads as before, with no cache
 // hits and rescored from nothing, and the cache and the new columns work.
 func TestMigrateCache(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "replays SQLite's schema history; PostgreSQL starts at the schema of version 6")
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "old.db"))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 )
 
 // Sort keys of a ResultQuery. Each sorts ascending, and descending with a
@@ -51,7 +52,8 @@ type ResultQuery struct {
 	// NUL character is not searched. A search of 3
 	// characters or more is looked up in the search index; a shorter one
 	// reads every result the other filters keep; both find the same
-	// results. It must be UTF-8 without NUL (Check).
+	// results. It must be UTF-8 without NUL (Check). On PostgreSQL every
+	// search is a scan with ILIKE, which ignores the case of every letter.
 	Search string
 	// Sort is SortID (the default), SortScore or SortDurationMS, with a
 	// "-" in front for descending.
@@ -236,9 +238,14 @@ const (
 )
 
 // choosePlan picks the plan of a query; selective says which index finds
-// its rows at once.
-func choosePlan(q ResultQuery, sort sortSpec, selective selectivity) (plan, string) {
-	if selective.search && searchIndexed(q.Search) {
+// its rows at once. The plans are SQLite's: PostgreSQL keeps statistics
+// and plans well by itself (and has neither INDEXED BY nor the unary +
+// that keeps an index out), so it always gets planNatural.
+func choosePlan(db bun.IDB, q ResultQuery, sort sortSpec, selective selectivity) (plan, string) {
+	if sqldb.IsPG(db) {
+		return planNatural, ""
+	}
+	if selective.search && searchIndexed(db, q.Search) {
 		return planSearchIndex, ""
 	}
 	filterIndex := ""
@@ -263,7 +270,7 @@ func choosePlan(q ResultQuery, sort sortSpec, selective selectivity) (plan, stri
 // page reads up to limit rows of the query after position from (nil: from
 // the start), in the sort's order.
 func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sortSpec, from *position, limit int, selective selectivity) ([]resultRow, error) {
-	p, index := choosePlan(q, sort, selective)
+	p, index := choosePlan(s.db, q, sort, selective)
 	if p == planRowid {
 		return s.pageByRowid(ctx, runID, q, sort, from, limit)
 	}
@@ -461,7 +468,7 @@ func (s *Store) count(ctx context.Context, runID string, q ResultQuery, info Inf
 	var n int64
 	var sel selectivity
 	var err error
-	if searchIndexed(q.Search) {
+	if searchIndexed(s.db, q.Search) {
 		n, sel, err = s.countSearch(ctx, runID, q, info)
 	} else {
 		n, err = filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
@@ -592,7 +599,7 @@ func (s *Store) EachResult(ctx context.Context, runID string, q ResultQuery, fn 
 		return err
 	}
 	var selective selectivity
-	if p, _ := choosePlan(q, sort, selectivity{true, true}); p == planFilterIndex || p == planSearchIndex {
+	if p, _ := choosePlan(s.db, q, sort, selectivity{true, true}); p == planFilterIndex || p == planSearchIndex {
 		if _, selective, err = s.count(ctx, runID, q, info); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // benchResults is the size of the run the benchmarks read.
@@ -282,9 +283,10 @@ func (h *heapPeak) sample() {
 	}
 }
 
-// TestMain removes the benchmarks' database after the tests.
+// TestMain removes the benchmarks' database after the tests, and stops
+// the PostgreSQL server the tests may have started.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := dbtest.Main(m)
 	if bigDir != "" {
 		os.RemoveAll(bigDir)
 	}

@@ -61,6 +61,11 @@ func migrateSearch(ctx context.Context, tx bun.Tx) error {
 	)
 }
 
+// migrateSearchPG is runs migration 7 on PostgreSQL: nothing yet. There
+// a search is the ILIKE scan (searchIndexed); an index of its own (pg_trgm)
+// belongs in this migration's PostgreSQL form.
+func migrateSearchPG(context.Context, bun.Tx) error { return nil }
+
 // backfill indexes every result already stored.
 func backfill() string {
 	return `INSERT INTO "run_results_search" ("rowid", "prompt", "response", "test_id") SELECT r."id", ` +
@@ -75,10 +80,16 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 // response or test id contains search, read row by row: SQLite's LIKE
 // ignores the case of ASCII letters only, and reads a text up to its
 // first NUL character. The index holds the text so that it finds
-// exactly the same rows (searchableExpr).
+// exactly the same rows (searchableExpr). PostgreSQL's LIKE heeds case:
+// there it is ILIKE (which ignores the case of every letter), and the
+// only search (no index yet: searchIndexed).
 func likeSearch(sel *bun.SelectQuery, search string) *bun.SelectQuery {
 	p := "%" + likeEscaper.Replace(search) + "%"
-	return sel.Where(`(prompt LIKE ? ESCAPE '\' OR response LIKE ? ESCAPE '\' OR test_id LIKE ? ESCAPE '\')`, p, p, p)
+	op := "LIKE"
+	if sqldb.IsPG(sel.DB()) {
+		op = "ILIKE"
+	}
+	return sel.Where(`(prompt `+op+` ? ESCAPE '\' OR response `+op+` ? ESCAPE '\' OR test_id `+op+` ? ESCAPE '\')`, p, p, p)
 }
 
 // matchIDs selects the ids, from lo to hi, of the results whose prompt,
@@ -110,9 +121,11 @@ func countMatchesKept(ctx context.Context, db bun.IDB, runID string, q ResultQue
 }
 
 // searchIndexed says whether the index answers a search: one of at
-// least minIndexedSearch characters.
-func searchIndexed(search string) bool {
-	return utf8.RuneCountInString(search) >= minIndexedSearch
+// least minIndexedSearch characters, on SQLite (PostgreSQL has no search
+// index yet: migration 7 leaves it as it was, and every search there is
+// the ILIKE scan).
+func searchIndexed(db bun.IDB, search string) bool {
+	return !sqldb.IsPG(db) && utf8.RuneCountInString(search) >= minIndexedSearch
 }
 
 // matchPhrase is the FTS5 query that finds a search string: one phrase,

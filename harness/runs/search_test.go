@@ -180,7 +180,7 @@ func TestSearchIndexMatchesLike(t *testing.T) {
 		if k%2 == 0 {
 			joinCount = 0
 		}
-		if searchIndexed(needle) {
+		if searchIndexed(s.db, needle) {
 			indexed++
 		}
 		for _, c := range []struct {

@@ -165,6 +165,10 @@ func IsComplete(in Info) bool {
 // CreateRun records a new run and its cells, all pending.
 func (s *Store) CreateRun(ctx context.Context, in Info, cells []CellKey) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// Two runs created at once must not take the same number.
+		if err := sqldb.LockTx(ctx, tx, "runs.seq"); err != nil {
+			return err
+		}
 		row := toRunRow(in)
 		var seq int64
 		if err := tx.NewSelect().Model((*runRow)(nil)).ColumnExpr("COALESCE(MAX(seq), 0) + 1").Scan(ctx, &seq); err != nil {

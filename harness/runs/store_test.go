@@ -4,24 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 func openStore(t *testing.T) *runs.Store {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := dbtest.Open(t)
 	s, err := runs.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
@@ -332,4 +328,36 @@ func ptr[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// TestConcurrentCreateRunNumbersRunsOnce: runs created at once each get a
+// number of their own (PostgreSQL has no single writer to serialise them).
+func TestConcurrentCreateRunNumbersRunsOnce(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.Open(t)
+	s, err := runs.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = s.CreateRun(ctx, newInfo(fmt.Sprintf("r%d", i)), cells) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	seqs, err := runs.RunSeqs(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, seq := range seqs {
+		if seq != int64(i+1) {
+			t.Fatalf("run numbers = %v, want 1..%d", seqs, n)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // msg makes a transcript message.
@@ -35,11 +36,7 @@ func rebuilt(system, prompt, response string) []runs.Message {
 func saveAndRead(t *testing.T, rs ...runs.Result) ([]runs.Result, []string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := dbtest.Open(t)
 	s, err := runs.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +224,7 @@ func TestCallsBounded(t *testing.T) {
 // TestTranscriptOfOldResults reads the results of a database made by
 // 0.2.0: each has the transcript its columns hold and no calls.
 func TestTranscriptOfOldResults(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "reads a fixture SQLite file made by 0.2.0")
 	ctx := context.Background()
 	src, err := os.Open(filepath.Join("..", "store", "testdata", "gauntlet-0.2.0.db"))
 	if err != nil {

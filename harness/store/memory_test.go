@@ -12,12 +12,14 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // TestOpenMemory: an in-memory database works for a store as a file does,
 // from many goroutines at once, keeps its data when the pool closes every
 // idle connection, is private to its DB, and is gone after Close.
 func TestOpenMemory(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "an in-memory database is SQLite's")
 	ctx := context.Background()
 	db, err := store.OpenMemory(ctx)
 	if err != nil {
@@ -86,6 +88,7 @@ func TestOpenMemory(t *testing.T) {
 // TestOpenMemoryURL: ":memory:" opens an in-memory database, not a file
 // of that name in the working directory.
 func TestOpenMemoryURL(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "an in-memory database is SQLite's")
 	t.Chdir(t.TempDir())
 	ctx := context.Background()
 	for _, u := range []string{":memory:", "sqlite://:memory:"} {

@@ -1,7 +1,9 @@
 // Package store opens Gauntlet's database, which the catalog's cache,
 // stored runs and agents share: SQLite (pure Go, no cgo needed), in WAL
 // mode with a busy timeout, so that readers never block the single writer
-// and a crash loses nothing committed.
+// and a crash loses nothing committed; or PostgreSQL (a "postgres://" URL),
+// for a team that shares one history or runs beyond one machine. Every
+// store keeps the same data, and reads it back alike, on both.
 //
 // Open it once and hand the *DB to catalog.Open, runs.Open and agent.Open;
 // each brings its own tables to the newest schema version when it opens
@@ -38,6 +40,11 @@ var ErrSchemaTooNew = sqldb.ErrSchemaTooNew
 // is created if needed. ":memory:" (also "sqlite://:memory:") opens a
 // fresh in-memory database, as OpenMemory does, rather than a file of
 // that name.
+//
+// "postgres://user:password@host:port/database?sslmode=…" (or
+// "postgresql://…"; every parameter libpq knows, as pgx reads them) opens
+// a PostgreSQL database, which must exist; the stores create their tables
+// in it. Its errors name the server and the database, never the password.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
 	return sqldb.Open(ctx, rawURL)
 }

@@ -524,8 +524,15 @@ export interface ConversationSummary {
   /** How many messages are stored. */
   messages: number;
   updated_at: string;
-  /** The channel type the user id names by its prefix (telegram), or null. */
+  /**
+   * The type of the channel the latest message came through (telegram,
+   * webhook, a plugin's); null for a chat through the API. Messages stored
+   * before channels were recorded: the type the user id names by its
+   * prefix, else null.
+   */
   channel: string | null;
+  /** The id of that channel's record (perhaps deleted since); null for the API or when not recorded. */
+  channel_id: string | null;
   last_role: 'user' | 'assistant' | 'tool';
   /** The last message's first 200 characters. */
   last_message: string;
@@ -555,12 +562,17 @@ export interface ConversationMessage {
   /** For a tool message: the call it answers. */
   tool_call_id?: string;
   created_at: string;
+  /** The channel the message came through, as in ConversationSummary. */
+  channel: string | null;
+  channel_id: string | null;
 }
 
 /** GET /api/agents/{id}/conversations/{user_id}. */
 export interface Conversation {
   user_id: string;
+  /** The channel of the conversation's latest message, whatever the page. */
   channel: string | null;
+  channel_id: string | null;
   /** Oldest first. */
   messages: ConversationMessage[];
   total: number;

@@ -23,6 +23,10 @@ const maxParams = 30000
 // where a NUL character ends the statement and invalid UTF-8 is replaced;
 // model output is any bytes, so the rows that hold it go through Insert.
 //
+// On PostgreSQL, whose text holds neither NUL nor bytes that are not
+// UTF-8, a string that has them is stored escaped and read back as it was
+// (see textConn).
+//
 // Columns whose Go type is a map, a slice (other than []byte) or a struct
 // are stored as JSON text, as bun does; nil pointers, maps and slices are
 // NULL. Auto-increment keys are left to the database.

@@ -14,12 +14,37 @@ import (
 // Migration is one numbered change of a component's schema. Versions
 // start at 1 and follow each other without gaps; a migration, once
 // released, is never edited: a later change is a new migration.
+//
+// Each migration has a form per dialect, and one version number on both:
+// Up for SQLite, Postgres for PostgreSQL. SQLite databases exist from
+// every release, so its forms replay the schema's whole history (tables
+// rebuilt, columns added). PostgreSQL came later, with no old databases to
+// bring forward: its version 1 creates each component's tables as they
+// were at the version PostgreSQL arrived (catalog 2, runs 6, agent 1), the
+// versions up to that one are AlreadyInBaseline there, and every later
+// migration has a real form in both dialects. A migration without a
+// Postgres form cannot be applied to PostgreSQL: Migrate refuses it rather
+// than skip it silently.
 type Migration struct {
 	Version int
 	Name    string
-	// Up applies the change inside the transaction that records it, so a
-	// migration is applied whole or not at all.
+	// Up applies the change to SQLite inside the transaction that records
+	// it, so a migration is applied whole or not at all.
 	Up func(ctx context.Context, tx bun.Tx) error
+	// Postgres applies the change to PostgreSQL, as Up does to SQLite.
+	Postgres func(ctx context.Context, tx bun.Tx) error
+}
+
+// AlreadyInBaseline is the PostgreSQL form of a migration whose change the
+// PostgreSQL baseline (version 1) already made: it does nothing.
+func AlreadyInBaseline(context.Context, bun.Tx) error { return nil }
+
+// up returns the form of m for db's dialect.
+func (m Migration) up(db bun.IDB) func(context.Context, bun.Tx) error {
+	if IsPG(db) {
+		return m.Postgres
+	}
+	return m.Up
 }
 
 // ErrSchemaTooNew is returned by Migrate when the database was migrated by
@@ -45,8 +70,11 @@ func Migrate(ctx context.Context, db *bun.DB, component string, ms []Migration) 
 		if m.Version != i+1 {
 			return fmt.Errorf("migrate %s: migration %q has version %d, want %d", component, m.Name, m.Version, i+1)
 		}
+		if m.up(db) == nil {
+			return fmt.Errorf("migrate %s: migration %d (%s) has no %s form", component, m.Version, m.Name, db.Dialect().Name())
+		}
 	}
-	if _, err := db.ExecContext(ctx, migrationsDDL); err != nil {
+	if err := createMigrationsTable(ctx, db); err != nil {
 		return fmt.Errorf("migrate %s: %w", component, err)
 	}
 	for {
@@ -63,6 +91,9 @@ func Migrate(ctx context.Context, db *bun.DB, component string, ms []Migration) 
 // was none left.
 func migrateOne(ctx context.Context, db *bun.DB, component string, ms []Migration) (done bool, err error) {
 	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := LockTx(ctx, tx, "schema_migrations"); err != nil {
+			return err
+		}
 		v, err := version(ctx, tx, component)
 		if err != nil {
 			return err
@@ -76,7 +107,7 @@ func migrateOne(ctx context.Context, db *bun.DB, component string, ms []Migratio
 			return nil
 		}
 		m := ms[v]
-		if err := m.Up(ctx, tx); err != nil {
+		if err := m.up(tx)(ctx, tx); err != nil {
 			return fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO "schema_migrations" ("component", "version", "name", "applied_at") VALUES (?, ?, ?, ?)`,
@@ -91,11 +122,24 @@ func migrateOne(ctx context.Context, db *bun.DB, component string, ms []Migratio
 
 // Version returns the schema version of a component recorded in a
 // database: 0 when none was applied.
-func Version(ctx context.Context, db bun.IDB, component string) (int, error) {
-	if _, err := db.ExecContext(ctx, migrationsDDL); err != nil {
+func Version(ctx context.Context, db *bun.DB, component string) (int, error) {
+	if err := createMigrationsTable(ctx, db); err != nil {
 		return 0, err
 	}
 	return version(ctx, db, component)
+}
+
+// createMigrationsTable creates the schema_migrations table if missing.
+// On PostgreSQL two processes doing so at once could collide on the
+// catalog's unique names: the lock keeps them apart.
+func createMigrationsTable(ctx context.Context, db *bun.DB) error {
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := LockTx(ctx, tx, "schema_migrations"); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, migrationsDDL)
+		return err
+	})
 }
 
 func version(ctx context.Context, db bun.IDB, component string) (int, error) {

@@ -1,7 +1,8 @@
 // Package sqldb is the database layer behind harness/store: it opens
 // SQLite through uptrace/bun with the pure-Go driver (sqliteshim picks
 // modernc.org/sqlite), in WAL mode with a busy timeout, so that readers
-// never block the single writer and a crash loses nothing committed.
+// never block the single writer and a crash loses nothing committed; or
+// PostgreSQL through bun's pgdialect and pgx's database/sql driver.
 //
 // The packages that keep data in it (the catalog's cache, runs, agents)
 // own their tables and bring them to the newest schema with Migrate, one
@@ -65,8 +66,12 @@ func (db *DB) Ping(ctx context.Context) error { return db.b.PingContext(ctx) }
 // Open opens the database named by a URL: "sqlite:///abs/path.db",
 // "sqlite://relative/path.db", or a bare file path. The file's directory is
 // created if needed. Memory (":memory:", also "sqlite://:memory:") opens
-// a fresh in-memory database, as OpenMemory does.
+// a fresh in-memory database, as OpenMemory does. "postgres://…" (or
+// "postgresql://…") opens a PostgreSQL database.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
+	if IsPostgres(rawURL) {
+		return openPostgres(ctx, rawURL)
+	}
 	if rawURL == Memory || rawURL == "sqlite://"+Memory {
 		return OpenMemory(ctx)
 	}
@@ -103,7 +108,7 @@ func sqlitePath(rawURL string) (string, error) {
 		return "", fmt.Errorf("open database: %w", err)
 	}
 	if u.Scheme != "sqlite" {
-		return "", fmt.Errorf("open database: unsupported scheme %q (only sqlite:// is supported)", u.Scheme)
+		return "", fmt.Errorf("open database: unsupported scheme %q (sqlite://, postgres:// or postgresql://)", u.Scheme)
 	}
 	path := u.Host + u.Path
 	if path == "" {

@@ -35,8 +35,13 @@ export class NetworkError extends Error {
   }
 }
 
+/**
+ * The API token: the one in local storage, else the one kept in the page
+ * when the browser refuses storage (site data blocked). Anything that
+ * sends its own request (an export's fetch) takes it from here.
+ */
 export function getToken() {
-  try { return localStorage.getItem(TOKEN_KEY) || ''; } catch { return ''; }
+  try { return localStorage.getItem(TOKEN_KEY) || memoryToken; } catch { return memoryToken; }
 }
 
 /** @param {string | null} token empty or null: forget it */
@@ -82,8 +87,6 @@ function reach(ok, err) { for (const fn of reachListeners) fn(ok, err); }
 /** @param {boolean} ok */
 function authed(ok) { for (const fn of authListeners) fn(ok); }
 
-function currentToken() { return getToken() || memoryToken; }
-
 /** @param {Problem | null} problem */
 async function tokenAfter401(problem) {
   const ask = askToken;
@@ -119,7 +122,7 @@ export async function api(method, path, body) {
   for (let attempt = 0; ; attempt++) {
     /** @type {Record<string, string>} */
     const headers = { Accept: 'application/json, application/problem+json' };
-    const token = currentToken();
+    const token = getToken();
     if (token) headers.Authorization = `Bearer ${token}`;
     /** @type {FormData | string | undefined} */
     let payload;

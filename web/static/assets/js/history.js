@@ -257,7 +257,9 @@ async function showRun(id, current) {
   /** @type {LiveMatrix} */
   let matrix;
   try {
-    [run, matrix] = await Promise.all([/** @type {Promise<RunDetails>} */ (get(`/api/run/${seg(id)}`)),
+    // The run's facts and counts, not its results: the explorer below
+    // reads those a page at a time, whatever the run's size.
+    [run, matrix] = await Promise.all([/** @type {Promise<RunDetails>} */ (get(`/api/run/${seg(id)}?results=false`)),
       /** @type {Promise<LiveMatrix>} */ (get(`/api/run/${seg(id)}/matrix`))]);
   } catch (err) {
     if (!current()) return;
