@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -27,11 +28,35 @@ const maxListed = 50
 const maxField = 200
 
 // report is what "gauntlet run" says about a finished run, in any format.
+// Its results are read as it is written, a few at a time (results), so
+// that a report of a million results is never in memory at once.
 type report struct {
 	info    runs.Info
 	matrix  runs.Matrix
-	results []runs.Result
+	results resultSource
+	// samples gives the same results with only what counts and aggregates
+	// need (test id, repeat, domain, level, name, score, status, duration):
+	// cheaper to read for the passes that need no more.
+	samples resultSource
 	verdict verdict
+}
+
+// resultSource calls fn with each result of a run, by domain, level and
+// then the order they finished in (as runs.Store.Results orders them),
+// and stops at fn's first error, which it returns. A report reads its
+// source more than once.
+type resultSource func(fn func(runs.Result) error) error
+
+// sliceSource is a resultSource of results in memory, in their order.
+func sliceSource(results []runs.Result) resultSource {
+	return func(fn func(runs.Result) error) error {
+		for _, r := range results {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // verdict says whether a run passes the gate a CI job sets: every reason
@@ -57,14 +82,27 @@ func repeated(info runs.Info) bool {
 	return info.Config != nil && info.Config.Repeats > 1
 }
 
+// newReport is the report of a run whose results are in memory.
 func newReport(info runs.Info, m runs.Matrix, results []runs.Result, minScore float64) *report {
-	return &report{info: info, matrix: m, results: results, verdict: gate(info, results, minScore)}
+	src := sliceSource(results)
+	rep, _ := newSourceReport(info, m, src, src, minScore) // a slice never fails
+	return rep
+}
+
+// newSourceReport is the report of a run whose results src reads, and
+// samples with only what counts and aggregates need.
+func newSourceReport(info runs.Info, m runs.Matrix, src, samples resultSource, minScore float64) (*report, error) {
+	v, err := gate(info, src, minScore)
+	if err != nil {
+		return nil, err
+	}
+	return &report{info: info, matrix: m, results: src, samples: samples, verdict: v}, nil
 }
 
 // gate decides the gate: the run must be complete (completed, every
 // test finished), have no test in error, and score at least minScore
 // over its scored tests.
-func gate(info runs.Info, results []runs.Result, minScore float64) verdict {
+func gate(info runs.Info, results resultSource, minScore float64) (verdict, error) {
 	v := verdict{MinScore: minScore, Reasons: []string{}}
 	if why := incomplete(info); why != "" {
 		v.Reasons = append(v.Reasons, "the run is not complete: "+why)
@@ -73,7 +111,11 @@ func gate(info runs.Info, results []runs.Result, minScore float64) verdict {
 	case info.Errors == 0:
 	case info.Errors == info.DoneTests:
 		first := ""
-		if p := problems(info, results); len(p) > 0 {
+		p, _, err := problems(info, results, 1)
+		if err != nil {
+			return v, err
+		}
+		if len(p) > 0 {
 			first = ": the first: " + reasonOf(p[0])
 		}
 		v.Reasons = append(v.Reasons, fmt.Sprintf("every test that finished (%d) ended in error, so nothing was evaluated%s", info.Errors, first))
@@ -91,7 +133,7 @@ func gate(info runs.Info, results []runs.Result, minScore float64) verdict {
 		v.Reasons = append(v.Reasons, "the run is not complete")
 	}
 	v.PassedGate = len(v.Reasons) == 0
-	return v
+	return v, nil
 }
 
 // err is nil when the gate passed, else an error wrapping errGateFailed
@@ -132,31 +174,97 @@ func (r *report) write(w io.Writer, format string) error {
 	}
 }
 
-// problems are the failed and errored results, in the run's domain order,
-// then by level.
-func problems(info runs.Info, results []runs.Result) []runs.Result {
-	var out []runs.Result
-	for _, r := range results {
-		if r.Status == runs.TestFailed || r.Status == runs.TestError {
-			out = append(out, r)
-		}
-	}
+// problems returns the first n failed and errored results in the run's
+// domain order, then by level (in the source's order within a level),
+// and how many there are in all. It keeps n results, not all of them.
+func problems(info runs.Info, results resultSource, n int) ([]runs.Result, int, error) {
 	rank := func(d string) int {
 		if i := slices.Index(info.Domains, d); i >= 0 {
 			return i
 		}
 		return len(info.Domains)
 	}
-	slices.SortStableFunc(out, func(a, b runs.Result) int {
+	less := func(a, b *runs.Result) bool {
 		if c := rank(a.Domain) - rank(b.Domain); c != 0 {
-			return c
+			return c < 0
 		}
 		if c := strings.Compare(a.Domain, b.Domain); c != 0 {
-			return c
+			return c < 0
 		}
-		return a.Level - b.Level
+		return a.Level < b.Level
+	}
+	var first []runs.Result
+	total := 0
+	err := results(func(r runs.Result) error {
+		if r.Status != runs.TestFailed && r.Status != runs.TestError {
+			return nil
+		}
+		total++
+		// After every kept result it does not come before: a stable order.
+		i := len(first)
+		for i > 0 && less(&r, &first[i-1]) {
+			i--
+		}
+		if i < n {
+			first = slices.Insert(first, i, r)
+			if len(first) > n {
+				first = first[:n]
+			}
+		}
+		return nil
 	})
-	return out
+	return first, total, err
+}
+
+// eachAggregate calls fn with each test's aggregate over its repeats, in
+// the order the tests first appear in results. The results of a test
+// are all in its cell: a cell at a time is kept, and of each result only
+// what an aggregate needs.
+func eachAggregate(results resultSource, fn func(runs.TestAggregate) error) error {
+	var cell []runs.Result
+	flush := func() error {
+		for _, a := range runs.Aggregates(cell) {
+			if err := fn(a); err != nil {
+				return err
+			}
+		}
+		cell = cell[:0]
+		return nil
+	}
+	err := results(func(r runs.Result) error {
+		if len(cell) > 0 && (cell[0].Domain != r.Domain || cell[0].Level != r.Level) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		cell = append(cell, runs.Result{TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name, Repeat: r.Repeat,
+			Score: r.Score, Status: r.Status})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// eachCell calls fn with the results of each cell in turn (each run of
+// results of one domain and level), in order.
+func eachCell(results resultSource, fn func([]runs.Result) error) error {
+	var cell []runs.Result
+	err := results(func(r runs.Result) error {
+		if len(cell) > 0 && (cell[0].Domain != r.Domain || cell[0].Level != r.Level) {
+			if err := fn(cell); err != nil {
+				return err
+			}
+			cell = nil
+		}
+		cell = append(cell, r)
+		return nil
+	})
+	if err != nil || len(cell) == 0 {
+		return err
+	}
+	return fn(cell)
 }
 
 // reasonOf says why a test failed or errored: details.error, else the
@@ -250,22 +358,27 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	fmt.Fprintf(b, "; %d tokens, %.1f s\n", info.TotalTokens, float64(info.TotalDurationMS)/1000)
 	if repeated(info) {
-		writeRepeats(b, info, runs.Aggregates(r.results))
+		if err := writeRepeats(b, info, r.samples); err != nil {
+			return err
+		}
 	}
 
-	if p := problems(info, r.results); len(p) > 0 {
-		fmt.Fprintf(b, "\nfailed and errored tests (%d):\n", len(p))
-		for i, res := range p {
-			if i == maxListed {
-				fmt.Fprintf(b, "  ... and %d more (--format json lists every result)\n", len(p)-maxListed)
-				break
-			}
+	p, total, err := problems(info, r.results, maxListed)
+	if err != nil {
+		return err
+	}
+	if total > 0 {
+		fmt.Fprintf(b, "\nfailed and errored tests (%d):\n", total)
+		for _, res := range p {
 			tag := "FAIL "
 			if res.Status == runs.TestError {
 				tag = "ERROR"
 			}
 			fmt.Fprintf(b, "  %s %s  %s/L%d  expected %s (%s), got %s: %s\n", tag, oneLine(sampleName(info, res), 120), oneLine(res.Domain, 80), res.Level,
 				quoted(res.Expected.Answer), oneLine(res.Expected.Type, 40), quoted(extracted(res)), oneLine(reasonOf(res), maxField))
+		}
+		if total > maxListed {
+			fmt.Fprintf(b, "  ... and %d more (--format json lists every result)\n", total-maxListed)
 		}
 	}
 
@@ -278,7 +391,7 @@ func (r *report) writeText(w io.Writer) error {
 			fmt.Fprintf(b, "  - %s\n", oneLine(why, 400))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 
@@ -287,11 +400,12 @@ func (r *report) writeText(w io.Writer) error {
 // and at least once (pass@k), and which did not pass every time, with
 // their pass rate (at most maxListed). Results in error are not among a
 // test's k: they say nothing about the model.
-func writeRepeats(b *strings.Builder, info runs.Info, aggs []runs.TestAggregate) {
-	var all, once, scored int
+func writeRepeats(b *strings.Builder, info runs.Info, results resultSource) error {
+	var all, once, scored, tests, nShaky int
 	var rates float64
 	var shaky []runs.TestAggregate
-	for _, a := range aggs {
+	err := eachAggregate(results, func(a runs.TestAggregate) error {
+		tests++
 		if a.K > 0 {
 			scored++
 			rates += *a.PassRate
@@ -303,29 +417,36 @@ func writeRepeats(b *strings.Builder, info runs.Info, aggs []runs.TestAggregate)
 			}
 		}
 		if a.K == 0 || !*a.PassAllK || a.Errors > 0 {
-			shaky = append(shaky, a)
+			nShaky++
+			if len(shaky) < maxListed {
+				shaky = append(shaky, a)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(b, "repeats %d: %d tests; %d passed every scored repeat (pass^k), %d at least once (pass@k)",
-		info.Config.Repeats, len(aggs), all, once)
+		info.Config.Repeats, tests, all, once)
 	if scored > 0 {
 		fmt.Fprintf(b, ", mean pass rate %.3f", rates/float64(scored))
 	}
-	if n := len(aggs) - scored; n > 0 {
+	if n := tests - scored; n > 0 {
 		fmt.Fprintf(b, "; %d never scored (every repeat in error)", n)
 	}
 	b.WriteString("\n")
-	if len(shaky) == 0 {
-		return
+	if nShaky == 0 {
+		return nil
 	}
-	fmt.Fprintf(b, "\ntests not passing every repeat (%d):\n", len(shaky))
-	for i, a := range shaky {
-		if i == maxListed {
-			fmt.Fprintf(b, "  ... and %d more (--format json lists every aggregate)\n", len(shaky)-maxListed)
-			break
-		}
+	fmt.Fprintf(b, "\ntests not passing every repeat (%d):\n", nShaky)
+	for _, a := range shaky {
 		fmt.Fprintf(b, "  %s  %s/L%d  %s\n", oneLine(a.TestID, 120), oneLine(a.Domain, 80), a.Level, aggregateText(a))
 	}
+	if nShaky > maxListed {
+		fmt.Fprintf(b, "  ... and %d more (--format json lists every aggregate)\n", nShaky-maxListed)
+	}
+	return nil
 }
 
 // aggregateText says how a test did over its repeats: "passed 1 of 3
@@ -412,24 +533,69 @@ func truncate(s string, n int) string {
 // writeJSON writes run_info (counts, completeness, config), the matrix
 // (counts per cell, each score's stderr and ci95), every test result,
 // each test's aggregate over its repeats (pass_rate, pass_at_k,
-// pass_all_k) and the verdict.
+// pass_all_k) and the verdict. The document is the one json.Encoder
+// writes of the whole report with a two-space indent, written a result at
+// a time.
 func (r *report) writeJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		RunInfo     runs.Info            `json:"run_info"`
-		Matrix      runs.Matrix          `json:"matrix"`
-		TestResults []runs.Result        `json:"test_results"`
-		Aggregates  []runs.TestAggregate `json:"aggregates"`
-		Verdict     verdict              `json:"verdict"`
-	}{r.info, r.matrix, nonNilResults(r.results), runs.Aggregates(r.results), r.verdict})
-}
-
-func nonNilResults(rs []runs.Result) []runs.Result {
-	if rs == nil {
-		return []runs.Result{}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var err error
+	put := func(s string) {
+		if err == nil {
+			_, err = bw.WriteString(s)
+		}
 	}
-	return rs
+	value := func(v any, prefix string) {
+		if err != nil {
+			return
+		}
+		var b []byte
+		if b, err = json.MarshalIndent(v, prefix, "  "); err == nil {
+			_, err = bw.Write(b)
+		}
+	}
+	// list writes the items each gives as a JSON array at depth 1.
+	list := func(each func(item func(v any) error) error) {
+		if err != nil {
+			return
+		}
+		n := 0
+		put("[")
+		if e := each(func(v any) error {
+			if n == 0 {
+				put("\n    ")
+			} else {
+				put(",\n    ")
+			}
+			n++
+			value(v, "    ")
+			return err
+		}); e != nil && err == nil {
+			err = e
+		}
+		if n > 0 {
+			put("\n  ")
+		}
+		put("]")
+	}
+	put("{\n  \"run_info\": ")
+	value(r.info, "  ")
+	put(",\n  \"matrix\": ")
+	value(r.matrix, "  ")
+	put(",\n  \"test_results\": ")
+	list(func(item func(v any) error) error {
+		return r.results(func(res runs.Result) error { return item(res) })
+	})
+	put(",\n  \"aggregates\": ")
+	list(func(item func(v any) error) error {
+		return eachAggregate(r.samples, func(a runs.TestAggregate) error { return item(a) })
+	})
+	put(",\n  \"verdict\": ")
+	value(r.verdict, "  ")
+	put("\n}\n")
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 type junitSuites struct {
@@ -518,60 +684,143 @@ func (r *report) properties() []junitProperty {
 
 // writeJUnit writes one test suite per domain × level and one test case
 // per test: failed tests are failures, tests that ended in error are
-// errors (junitCases says how repeats are reported). A last suite,
+// errors (cellCases says how repeats are reported). A last suite,
 // "gauntlet", holds one case, "verdict", failed with the reasons when the
 // run did not pass the gate, so that a stopped run never shows green in a
 // CI system for the tests it did not reach. Every suite carries the run's
 // properties. Text XML 1.0 cannot carry (NUL and other control
 // characters, invalid UTF-8, U+FFFE, U+FFFF) is left out.
+//
+// The totals come first in the document, so the results are read twice:
+// once to count, once to write, a cell at a time.
 func (r *report) writeJUnit(w io.Writer) error {
-	return writeJUnitDoc(w, r.junit())
-}
-
-// junit is the report as JUnit test suites, as writeJUnit writes them.
-func (r *report) junit() junitSuites {
 	info := r.info
 	props := r.properties()
 	stamp := strings.Replace(info.StartedAt, " ", "T", 1)
 	doc := junitSuites{Name: "gauntlet " + info.ModelName, Time: seconds(info.TotalDurationMS)}
-	index := map[string]int{}
-	suiteMS := map[string]int64{}
-	for _, e := range r.junitCases() {
-		i, ok := index[e.suite]
-		if !ok {
-			i = len(doc.Suites)
-			index[e.suite] = i
-			doc.Suites = append(doc.Suites, junitSuite{Name: e.suite, Timestamp: stamp, Properties: props})
+	// The suites without their cases: counts and durations.
+	err := eachCell(r.samples, func(cell []runs.Result) error {
+		s := junitSuite{Name: cellSuite(cell[0]), Timestamp: stamp, Properties: props}
+		var ms int64
+		for _, e := range r.cellCases(cell) {
+			if e.c.Failure != nil {
+				s.Failures++
+			}
+			if e.c.Error != nil {
+				s.Errors++
+			}
+			ms += e.ms
+			s.Tests++
 		}
-		s := &doc.Suites[i]
-		if e.c.Failure != nil {
-			s.Failures++
-		}
-		if e.c.Error != nil {
-			s.Errors++
-		}
-		suiteMS[e.suite] += e.ms
-		s.Tests++
-		s.Cases = append(s.Cases, e.c)
+		s.Time = seconds(ms)
+		doc.Suites = append(doc.Suites, s)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	for i := range doc.Suites {
-		doc.Suites[i].Time = seconds(suiteMS[doc.Suites[i].Name])
-	}
-	gate := junitSuite{Name: gateSuite, Tests: 1, Time: seconds(0), Timestamp: stamp, Properties: props,
-		Cases: []junitCase{{Name: "verdict", Classname: gateSuite, Time: seconds(0)}}}
-	if !r.verdict.PassedGate {
-		gate.Failures = 1
-		gate.Cases[0].Failure = &junitProblem{Type: "gate", Message: strings.Join(r.verdict.Reasons, "; "),
-			Text: strings.Join(r.verdict.Reasons, "\n")}
-	}
-	doc.Suites = append(doc.Suites, gate)
+	doc.Suites = append(doc.Suites, r.gateSuite(stamp, props))
 	for i := range doc.Suites {
 		s := &doc.Suites[i]
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
 	}
-	return doc
+	xmlSafeSuites(&doc)
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if _, err := io.WriteString(bw, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(bw)
+	enc.Indent("", "  ")
+	attr := func(name, value string) xml.Attr { return xml.Attr{Name: xml.Name{Local: name}, Value: value} }
+	suiteStart := func(s *junitSuite) xml.StartElement {
+		st := xml.StartElement{Name: xml.Name{Local: "testsuite"}, Attr: []xml.Attr{attr("name", s.Name),
+			attr("tests", strconv.Itoa(s.Tests)), attr("failures", strconv.Itoa(s.Failures)), attr("errors", strconv.Itoa(s.Errors)),
+			attr("time", s.Time)}}
+		if s.Timestamp != "" {
+			st.Attr = append(st.Attr, attr("timestamp", s.Timestamp))
+		}
+		return st
+	}
+	root := xml.StartElement{Name: xml.Name{Local: "testsuites"}, Attr: []xml.Attr{attr("name", doc.Name),
+		attr("tests", strconv.Itoa(doc.Tests)), attr("failures", strconv.Itoa(doc.Failures)), attr("errors", strconv.Itoa(doc.Errors)),
+		attr("time", doc.Time)}}
+	if err := enc.EncodeToken(root); err != nil {
+		return err
+	}
+	i := 0
+	err = eachCell(r.results, func(cell []runs.Result) error {
+		s := &doc.Suites[i]
+		i++
+		start := suiteStart(s)
+		if err := enc.EncodeToken(start); err != nil {
+			return err
+		}
+		if err := enc.EncodeElement(junitProperties{s.Properties}, xml.StartElement{Name: xml.Name{Local: "properties"}}); err != nil {
+			return err
+		}
+		for _, e := range r.cellCases(cell) {
+			c := e.c
+			xmlSafeCase(&c)
+			if err := enc.EncodeElement(c, xml.StartElement{Name: xml.Name{Local: "testcase"}}); err != nil {
+				return err
+			}
+		}
+		return enc.EncodeToken(start.End())
+	})
+	if err != nil {
+		return err
+	}
+	if err := enc.EncodeElement(doc.Suites[len(doc.Suites)-1], xml.StartElement{Name: xml.Name{Local: "testsuite"}}); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(root.End()); err != nil {
+		return err
+	}
+	if err := enc.Flush(); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(bw, "\n"); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// junit is the report as JUnit test suites in memory, as writeJUnit
+// writes them: for a sweep, which puts several runs in one document.
+func (r *report) junit() (junitSuites, error) {
+	info := r.info
+	props := r.properties()
+	stamp := strings.Replace(info.StartedAt, " ", "T", 1)
+	doc := junitSuites{Name: "gauntlet " + info.ModelName, Time: seconds(info.TotalDurationMS)}
+	err := eachCell(r.results, func(cell []runs.Result) error {
+		s := junitSuite{Name: cellSuite(cell[0]), Timestamp: stamp, Properties: props}
+		var ms int64
+		for _, e := range r.cellCases(cell) {
+			if e.c.Failure != nil {
+				s.Failures++
+			}
+			if e.c.Error != nil {
+				s.Errors++
+			}
+			ms += e.ms
+			s.Tests++
+			s.Cases = append(s.Cases, e.c)
+		}
+		s.Time = seconds(ms)
+		doc.Suites = append(doc.Suites, s)
+		return nil
+	})
+	doc.Suites = append(doc.Suites, r.gateSuite(stamp, props))
+	for i := range doc.Suites {
+		s := &doc.Suites[i]
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+	}
+	return doc, err
 }
 
 // writeJUnitDoc writes doc as an XML document, leaving out what XML 1.0
@@ -590,6 +839,21 @@ func writeJUnitDoc(w io.Writer, doc junitSuites) error {
 	return err
 }
 
+// gateSuite is the suite holding the verdict's test case.
+func (r *report) gateSuite(stamp string, props []junitProperty) junitSuite {
+	gate := junitSuite{Name: gateSuite, Tests: 1, Time: seconds(0), Timestamp: stamp, Properties: props,
+		Cases: []junitCase{{Name: "verdict", Classname: gateSuite, Time: seconds(0)}}}
+	if !r.verdict.PassedGate {
+		gate.Failures = 1
+		gate.Cases[0].Failure = &junitProblem{Type: "gate", Message: strings.Join(r.verdict.Reasons, "; "),
+			Text: strings.Join(r.verdict.Reasons, "\n")}
+	}
+	return gate
+}
+
+// cellSuite names the suite of a result's cell.
+func cellSuite(res runs.Result) string { return res.Domain + "/L" + strconv.Itoa(res.Level) }
+
 // junitEntry is a test case and the suite it goes in.
 type junitEntry struct {
 	suite string
@@ -597,8 +861,8 @@ type junitEntry struct {
 	c     junitCase
 }
 
-// junitCases are the report's test cases. Without repeats, one per
-// result, named by its test id.
+// cellCases are the test cases of one cell's results. Without repeats,
+// one per result, named by its test id.
 //
 // With repeats, still one per test, named by its test id: a CI system
 // follows a test from build to build by its name, so a test keeps one
@@ -613,12 +877,12 @@ type junitEntry struct {
 // failed, errors, pass_rate, pass_at_k and pass_all_k; its system-out
 // holds each repeat's status and response; its time is the repeats'
 // total.
-func (r *report) junitCases() []junitEntry {
+func (r *report) cellCases(results []runs.Result) []junitEntry {
 	var out []junitEntry
-	suite := func(res runs.Result) string { return res.Domain + "/L" + strconv.Itoa(res.Level) }
+	suite := cellSuite
 	class := func(res runs.Result) string { return res.Domain + ".L" + strconv.Itoa(res.Level) }
 	if !repeated(r.info) {
-		for _, res := range r.results {
+		for _, res := range results {
 			c := junitCase{Name: res.TestID, Classname: class(res), Time: seconds(res.DurationMS), SystemOut: res.Response}
 			switch res.Status {
 			case runs.TestFailed:
@@ -636,11 +900,11 @@ func (r *report) junitCases() []junitEntry {
 		id     string
 	}
 	byTest := map[key][]runs.Result{}
-	for _, res := range r.results {
+	for _, res := range results {
 		k := key{res.Domain, res.Level, res.TestID}
 		byTest[k] = append(byTest[k], res)
 	}
-	for _, a := range runs.Aggregates(r.results) {
+	for _, a := range runs.Aggregates(results) {
 		rs := byTest[key{a.Domain, a.Level, a.TestID}]
 		slices.SortStableFunc(rs, func(x, y runs.Result) int { return x.Repeat - y.Repeat })
 		var ms int64
@@ -710,19 +974,23 @@ func xmlSafeSuites(doc *junitSuites) {
 			p.Name, p.Value = xmlSafe(p.Name), xmlSafe(p.Value)
 		}
 		for j := range s.Cases {
-			c := &s.Cases[j]
-			c.Name, c.Classname, c.SystemOut = xmlSafe(c.Name), xmlSafe(c.Classname), xmlSafe(c.SystemOut)
-			if c.Properties != nil {
-				for k := range c.Properties.Items {
-					p := &c.Properties.Items[k]
-					p.Name, p.Value = xmlSafe(p.Name), xmlSafe(p.Value)
-				}
-			}
-			for _, p := range []*junitProblem{c.Failure, c.Error} {
-				if p != nil {
-					p.Message, p.Type, p.Text = xmlSafe(p.Message), xmlSafe(p.Type), xmlSafe(p.Text)
-				}
-			}
+			xmlSafeCase(&s.Cases[j])
+		}
+	}
+}
+
+// xmlSafeCase makes every text of a test case one XML 1.0 can carry.
+func xmlSafeCase(c *junitCase) {
+	c.Name, c.Classname, c.SystemOut = xmlSafe(c.Name), xmlSafe(c.Classname), xmlSafe(c.SystemOut)
+	if c.Properties != nil {
+		for k := range c.Properties.Items {
+			p := &c.Properties.Items[k]
+			p.Name, p.Value = xmlSafe(p.Name), xmlSafe(p.Value)
+		}
+	}
+	for _, p := range []*junitProblem{c.Failure, c.Error} {
+		if p != nil {
+			p.Message, p.Type, p.Text = xmlSafe(p.Message), xmlSafe(p.Type), xmlSafe(p.Text)
 		}
 	}
 }

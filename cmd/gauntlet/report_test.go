@@ -43,7 +43,10 @@ func TestGate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := gate(tc.info, nil, tc.minScore)
+			v, err := gate(tc.info, sliceSource(nil), tc.minScore)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if v.PassedGate != (len(tc.reasons) == 0) || v.MinScore != tc.minScore || len(v.Reasons) != len(tc.reasons) {
 				t.Fatalf("verdict = %+v, want reasons %q", v, tc.reasons)
 			}
@@ -52,7 +55,7 @@ func TestGate(t *testing.T) {
 					t.Errorf("reason %d = %q, want %q", i, v.Reasons[i], want)
 				}
 			}
-			err := v.err()
+			err = v.err()
 			if (err == nil) != v.PassedGate || (err != nil && !errors.Is(err, errGateFailed)) {
 				t.Errorf("err = %v", err)
 			}

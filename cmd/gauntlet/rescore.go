@@ -108,8 +108,9 @@ func writeReport(rs *runs.Store, info runs.Info, format, output string, minScore
 	return rep.verdict.err()
 }
 
-// loadReport reads a finished run's matrix and results from the store
-// and makes its report, with the gate of minScore.
+// loadReport reads a finished run's matrix from the store and makes its
+// report, with the gate of minScore. The report reads the run's results
+// from the store as it is written, a page at a time.
 func loadReport(rs *runs.Store, info runs.Info, minScore float64) (*report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -117,9 +118,11 @@ func loadReport(rs *runs.Store, info runs.Info, minScore float64) (*report, erro
 	if err != nil {
 		return nil, err
 	}
-	results, err := rs.Results(ctx, info.RunID)
-	if err != nil {
-		return nil, err
+	src := func(fn func(runs.Result) error) error {
+		return rs.EachResultByCell(context.Background(), info.RunID, fn)
 	}
-	return newReport(info, matrix, results, minScore), nil
+	samples := func(fn func(runs.Result) error) error {
+		return rs.EachSampleByCell(context.Background(), info.RunID, fn)
+	}
+	return newSourceReport(info, matrix, src, samples, minScore)
 }

@@ -258,7 +258,10 @@ func writeSweepJUnit(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport, fai
 		if sr.rep == nil {
 			continue
 		}
-		one := sr.rep.junit()
+		one, err := sr.rep.junit()
+		if err != nil {
+			return err
+		}
 		for _, s := range one.Suites {
 			s.Name = sr.label + "/" + s.Name
 			for j := range s.Cases {

@@ -222,12 +222,6 @@ func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
 		l int
 	}
 	pos := map[key]int{}
-	tests := make([]*testRow, len(s.Tests))
-	for i, t := range s.Tests {
-		k := key{t.DomainID, t.Level}
-		tests[i] = toTestRow(t, pos[k])
-		pos[k]++
-	}
 	evaluators := make([]*evaluatorRow, len(s.Evaluators))
 	for i, e := range s.Evaluators {
 		evaluators[i] = toEvaluatorRow(e)
@@ -246,8 +240,19 @@ func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
 	if err := insertBatches(ctx, tx, levels); err != nil {
 		return err
 	}
-	if err := insertBatches(ctx, tx, tests); err != nil {
-		return err
+	// The tests' rows are made a batch at a time: a second copy of a
+	// million tests would double what a sync holds.
+	batch := make([]*testRow, 0, batchSize)
+	for start := 0; start < len(s.Tests); start += batchSize {
+		batch = batch[:0]
+		for _, t := range s.Tests[start:min(start+batchSize, len(s.Tests))] {
+			k := key{t.DomainID, t.Level}
+			batch = append(batch, toTestRow(t, pos[k]))
+			pos[k]++
+		}
+		if _, err := tx.NewInsert().Model(&batch).Exec(ctx); err != nil {
+			return err
+		}
 	}
 	if err := insertBatches(ctx, tx, evaluators); err != nil {
 		return err

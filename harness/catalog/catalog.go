@@ -51,8 +51,6 @@ type Catalog struct {
 	// hashes holds the sha256 of every file the cache reflects.
 	hashes map[string]string
 	refs   *refSet
-	// tests maps a test id to its domain and level.
-	tests map[string]levelKey
 	// toolUsers are checks from outside the catalog (agents) that name who
 	// still uses a tool.
 	toolUsers []func(ctx context.Context, toolID string) ([]string, error)
@@ -137,7 +135,11 @@ func (c *Catalog) validator() harness.Validator {
 	return harness.Validator{Registry: c.reg, Refs: c.refs}
 }
 
-// setIndex replaces the in-memory index with one built from a snapshot.
+// setIndex replaces the in-memory index with one built from a snapshot:
+// the ids of the domains, evaluators and tools (the references a
+// definition may make). Tests are looked up in the cache (testLevel):
+// an index of a million test ids would hold tens of megabytes for the
+// life of the process.
 // Callers hold c.mu.
 func (c *Catalog) setIndex(s *harness.Snapshot, hashes map[string]string) {
 	refs := newRefSet()
@@ -150,11 +152,7 @@ func (c *Catalog) setIndex(s *harness.Snapshot, hashes map[string]string) {
 	for _, t := range s.Tools {
 		refs.tools[t.ID] = true
 	}
-	tests := make(map[string]levelKey, len(s.Tests))
-	for _, t := range s.Tests {
-		tests[t.ID] = levelKey{t.DomainID, t.Level}
-	}
-	c.refs, c.tests, c.hashes = refs, tests, hashes
+	c.refs, c.hashes = refs, hashes
 }
 
 func notFound(kind, id string) error {

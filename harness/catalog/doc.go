@@ -40,5 +40,7 @@
 // per-file errors; its reads return what a database-backed catalog
 // returns; its writes fail with an error wrapping ErrReadOnly. It is what
 // a program that embeds a suite gives the engine as its
-// Options.Definitions, which only needs Export.
+// Options.Definitions, which needs Export, and streams the tests of a
+// large suite through Outline and EachTest when it has them (both kinds
+// of catalog do).
 package catalog

@@ -254,11 +254,6 @@ func (c *Catalog) DeleteDomainIf(ctx context.Context, id string, check func(harn
 		return err
 	}
 	delete(c.refs.domains, id)
-	for tid, k := range c.tests {
-		if k.domain == id {
-			delete(c.tests, tid)
-		}
-	}
 	return nil
 }
 
@@ -354,13 +349,20 @@ func (c *Catalog) CreateTest(ctx context.Context, t harness.Test) (harness.Test,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t.ID == "" {
-		for t.ID = NewTestID(); c.tests[t.ID] != (levelKey{}); t.ID = NewTestID() {
+		for t.ID = NewTestID(); ; t.ID = NewTestID() {
+			if _, taken, err := c.testLevel(ctx, t.ID); err != nil {
+				return harness.Test{}, err
+			} else if !taken {
+				break
+			}
 		}
 	}
 	if err := c.validator().Test(&t); err != nil {
 		return harness.Test{}, err
 	}
-	if _, dup := c.tests[t.ID]; dup {
+	if _, dup, err := c.testLevel(ctx, t.ID); err != nil {
+		return harness.Test{}, err
+	} else if dup {
 		return harness.Test{}, fmt.Errorf("test %q already exists: %w", t.ID, harness.ErrConflict)
 	}
 	ch, l, err := c.levelChange(ctx, t.DomainID, t.Level, func(ts []harness.Test) []harness.Test { return append(ts, t) })
@@ -381,7 +383,6 @@ func (c *Catalog) CreateTest(ctx context.Context, t harness.Test) (harness.Test,
 	if err != nil {
 		return harness.Test{}, err
 	}
-	c.tests[t.ID] = levelKey{t.DomainID, t.Level}
 	return withSlices(t), nil
 }
 
@@ -480,7 +481,6 @@ func (c *Catalog) move(ctx context.Context, old, t harness.Test) (harness.Test, 
 	if err != nil {
 		return harness.Test{}, err
 	}
-	c.tests[t.ID] = levelKey{t.DomainID, t.Level}
 	return withSlices(t), nil
 }
 
@@ -510,7 +510,10 @@ func (c *Catalog) DeleteTestIf(ctx context.Context, id string, check func(harnes
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k, ok := c.tests[id]
+	k, ok, err := c.testLevel(ctx, id)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return notFound("test", id)
 	}
@@ -539,11 +542,7 @@ func (c *Catalog) DeleteTestIf(ctx context.Context, id string, check func(harnes
 		_, err := tx.NewDelete().Model((*testRow)(nil)).Where("id = ?", id).Exec(ctx)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	delete(c.tests, id)
-	return nil
+	return err
 }
 
 // ----- evaluators -----

@@ -58,4 +58,14 @@
 //
 // The program in examples/embedder runs an embedded suite this way, end to
 // end.
+//
+// # Memory
+//
+// A run's memory does not grow with its suite. When Options.Definitions is
+// also a TestSource (the catalog is), a run reads the definitions without
+// their tests, then the tests a page at a time, storing them with the run
+// in the runs store as they come; it then reads its tests back from there,
+// domain by domain, and makes each test's job when a worker is free to
+// take it. Its live state is counters per cell. A definitions source that
+// is not a TestSource is exported whole once per run, as before.
 package engine

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +45,21 @@ var ErrNotRunning = errors.New("no evaluation is running")
 // catalog implements it.
 type Definitions interface {
 	Export(ctx context.Context) (*harness.Snapshot, error)
+}
+
+// TestSource is what Definitions also implements when its tests are too
+// many to hold in memory at once (the catalog implements it): the engine
+// then never asks for the whole snapshot, but for the definitions without
+// their tests and then the tests, a page at a time, which it stores with
+// the run as they come.
+type TestSource interface {
+	// Outline returns every definition but the tests (Tests is nil).
+	Outline(ctx context.Context) (*harness.Snapshot, error)
+	// EachTest calls fn with every test of a domain ("" for all) ordered
+	// by domain, level and order in the level's file, and stops at fn's
+	// first error, which it returns. fn may block: the source holds no
+	// query open while it runs.
+	EachTest(ctx context.Context, domainID string, fn func(harness.Test) error) error
 }
 
 // Agents gives the engine the agents a run may target (StartRequest.AgentID).
@@ -348,103 +363,212 @@ type job struct {
 	stored       *runs.Result   // a rescore's source result: scored again, no model asked
 }
 
-// plan builds the jobs of a run: the selected domains in the given order
-// (all enabled ones by id when nil), levels ascending, tests in file
-// order, each test's repeats (at least 1) one after another. A cell's
-// tests count samples: its tests × repeats.
-func plan(snap *harness.Snapshot, domains []string, repeats int) ([]string, []*cell, []job, error) {
-	repeats = max(repeats, 1)
-	byID := map[string]harness.Domain{}
-	for _, d := range snap.Domains {
-		byID[d.ID] = d
+// producer gives a run its jobs in order, one at a time: it calls yield
+// with each, and stops (returning nil) when yield returns false. A run's
+// jobs are never all in memory: they are made as the workers take them.
+type producer func(ctx context.Context, yield func(*job) bool) error
+
+// errStopped ends a producer's walk of the tests when yield said stop.
+var errStopped = errors.New("the run took no more jobs")
+
+// planned is a run's plan: the selected domains in order, the cells
+// (levels ascending in each domain) with how many samples each holds, and
+// what a test's job needs besides the test. The tests themselves are read
+// as the run goes (produce).
+type planned struct {
+	domains    []string
+	cells      []*cell
+	cellOf     map[cellKey]*cell
+	byID       map[string]harness.Domain
+	levels     map[cellKey]harness.LevelConfig
+	evaluators map[string]harness.EvaluatorConfig
+	tools      map[string]harness.ToolDefinition
+	repeats    int
+	samples    int // tests × repeats over every cell
+}
+
+// selectDomains returns the domains a run covers: those given, in the
+// given order without repeats (an unknown one is an error naming
+// domains[i]), or every enabled domain by id when nil.
+func selectDomains(outline *harness.Snapshot, domains []string) ([]string, error) {
+	known := map[string]bool{}
+	for _, d := range outline.Domains {
+		known[d.ID] = true
 	}
 	if domains == nil {
-		for _, d := range snap.Domains {
+		for _, d := range outline.Domains {
 			if d.Enabled {
 				domains = append(domains, d.ID)
 			}
 		}
-	} else {
-		ve := &harness.ValidationError{}
-		seen := map[string]bool{}
-		var uniq []string
-		for i, id := range domains {
-			if _, ok := byID[id]; !ok {
-				ve.Add("domains["+strconv.Itoa(i)+"]", "unknown domain %q", id)
-			}
-			if !seen[id] {
-				seen[id] = true
-				uniq = append(uniq, id)
-			}
+		return domains, nil
+	}
+	ve := &harness.ValidationError{}
+	seen := map[string]bool{}
+	var uniq []string
+	for i, id := range domains {
+		if !known[id] {
+			ve.Add("domains["+strconv.Itoa(i)+"]", "unknown domain %q", id)
 		}
-		if err := ve.Err(); err != nil {
-			return nil, nil, nil, err
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
 		}
-		domains = uniq
 	}
-	levels := map[string]harness.LevelConfig{}
-	for _, l := range snap.Levels {
-		levels[l.DomainID+"\x00"+strconv.Itoa(l.Level)] = l
+	if err := ve.Err(); err != nil {
+		return nil, err
 	}
-	evaluators := map[string]harness.EvaluatorConfig{}
-	for _, ev := range snap.Evaluators {
-		evaluators[ev.ID] = ev
+	return uniq, nil
+}
+
+// plan makes the plan of a run from its definitions without their tests
+// (outline) and how many tests each level holds: the selected domains in
+// the given order (all enabled ones by id when nil), levels ascending,
+// tests in file order, each test's repeats (at least 1) one after
+// another. A cell's tests count samples: its tests × repeats.
+func plan(outline *harness.Snapshot, counts map[string]map[int]int, domains []string, repeats int) (*planned, error) {
+	repeats = max(repeats, 1)
+	domains, err := selectDomains(outline, domains)
+	if err != nil {
+		return nil, err
 	}
-	tools := map[string]harness.ToolDefinition{}
-	for _, t := range snap.Tools {
-		tools[t.ID] = t
+	p := &planned{domains: domains, cellOf: map[cellKey]*cell{}, byID: map[string]harness.Domain{},
+		levels: map[cellKey]harness.LevelConfig{}, evaluators: map[string]harness.EvaluatorConfig{},
+		tools: map[string]harness.ToolDefinition{}, repeats: repeats}
+	for _, d := range outline.Domains {
+		p.byID[d.ID] = d
 	}
-	testsBy := map[string]map[int][]harness.Test{}
-	for _, t := range snap.Tests {
-		if testsBy[t.DomainID] == nil {
-			testsBy[t.DomainID] = map[int][]harness.Test{}
-		}
-		testsBy[t.DomainID][t.Level] = append(testsBy[t.DomainID][t.Level], t)
+	for _, l := range outline.Levels {
+		p.levels[cellKey{l.DomainID, l.Level}] = l
 	}
-	var cells []*cell
-	var jobs []job
+	for _, ev := range outline.Evaluators {
+		p.evaluators[ev.ID] = ev
+	}
+	for _, t := range outline.Tools {
+		p.tools[t.ID] = t
+	}
 	for _, id := range domains {
-		d := byID[id]
-		var lvls []int
-		for l := range testsBy[id] {
-			lvls = append(lvls, l)
-		}
-		sort.Ints(lvls)
+		lvls := slices.Sorted(maps.Keys(counts[id]))
 		for _, l := range lvls {
-			lc, ok := levels[id+"\x00"+strconv.Itoa(l)]
+			k := cellKey{id, l}
+			lc, ok := p.levels[k]
 			if !ok {
 				lc = harness.LevelConfig{DomainID: id, Level: l, SystemPromptMode: harness.PromptAppend, PassThreshold: harness.DefaultPassThreshold}
+				p.levels[k] = lc
 			}
-			c := &cell{domain: id, level: l, threshold: lc.PassThreshold, tests: len(testsBy[id][l]) * repeats, status: runs.CellPending}
-			cells = append(cells, c)
-			sp := harness.EffectiveSystemPrompt(d.SystemPrompt, lc)
-			for _, t := range testsBy[id][l] {
-				j := job{test: t, cell: c, systemPrompt: sp}
-				if lc.Params != nil {
-					j.params = *lc.Params
-				}
-				for _, tid := range append(slices.Clone(lc.Tools), t.Tools...) {
-					if td, ok := tools[tid]; ok && !slices.ContainsFunc(j.tools, func(x harness.ToolDefinition) bool { return x.ID == tid }) {
-						j.tools = append(j.tools, td)
-					}
-				}
-				evID := t.EvaluatorID
-				if evID == "" {
-					evID = d.EvaluatorID
-				}
-				if ev, ok := evaluators[evID]; ok {
-					j.evaluator = ev
-				} else {
-					j.evaluator = harness.EvaluatorConfig{Type: harness.EvaluatorTypeRegex}
-				}
-				for k := range repeats {
-					j.repeat = k
-					jobs = append(jobs, j)
-				}
-			}
+			c := &cell{domain: id, level: l, threshold: lc.PassThreshold, tests: counts[id][l] * repeats, status: runs.CellPending}
+			p.cells = append(p.cells, c)
+			p.cellOf[k] = c
+			p.samples += c.tests
 		}
 	}
-	return domains, cells, jobs, nil
+	return p, nil
+}
+
+// job returns the job of a test of the plan (repeat 0).
+func (p *planned) job(t harness.Test, c *cell) job {
+	d := p.byID[t.DomainID]
+	lc := p.levels[cellKey{t.DomainID, t.Level}]
+	j := job{test: t, cell: c, systemPrompt: harness.EffectiveSystemPrompt(d.SystemPrompt, lc)}
+	if lc.Params != nil {
+		j.params = *lc.Params
+	}
+	for _, tid := range append(slices.Clone(lc.Tools), t.Tools...) {
+		if td, ok := p.tools[tid]; ok && !slices.ContainsFunc(j.tools, func(x harness.ToolDefinition) bool { return x.ID == tid }) {
+			j.tools = append(j.tools, td)
+		}
+	}
+	evID := t.EvaluatorID
+	if evID == "" {
+		evID = d.EvaluatorID
+	}
+	if ev, ok := p.evaluators[evID]; ok {
+		j.evaluator = ev
+	} else {
+		j.evaluator = harness.EvaluatorConfig{Type: harness.EvaluatorTypeRegex}
+	}
+	return j
+}
+
+// produce returns the producer of the plan's jobs, reading the tests of
+// the stored definitions set hash domain by domain, a page at a time.
+// done, when not nil, is asked once per cell, as the run reaches it, for
+// the samples that already have a result (a resumed run): those are
+// skipped.
+func (p *planned) produce(rs *runs.Store, hash string, done func(ctx context.Context, c *cell) (map[runs.ResultKey]bool, error)) producer {
+	return func(ctx context.Context, yield func(*job) bool) error {
+		for _, d := range p.domains {
+			var cur *cell
+			var skip map[runs.ResultKey]bool
+			err := rs.EachDefinitionTest(ctx, hash, d, func(t harness.Test) error {
+				c := p.cellOf[cellKey{t.DomainID, t.Level}]
+				if c == nil {
+					return nil
+				}
+				if c != cur && done != nil {
+					var err error
+					if skip, err = done(ctx, c); err != nil {
+						return err
+					}
+				}
+				cur = c
+				base := p.job(t, c)
+				for k := range p.repeats {
+					if skip[runs.ResultKey{TestID: t.ID, Repeat: k}] {
+						continue
+					}
+					j := base
+					j.repeat = k
+					if !yield(&j) {
+						return errStopped
+					}
+				}
+				return nil
+			})
+			if errors.Is(err, errStopped) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// storeDefinitions stores the definitions a run starts from in the runs
+// store, test by test when Options.Definitions is a TestSource (it is
+// then never whole in memory), and returns the set's hash and its
+// outline. domains is checked against the outline first.
+func (e *Engine) storeDefinitions(ctx context.Context, domains []string) (string, error) {
+	if src, ok := e.opts.Definitions.(TestSource); ok {
+		outline, err := src.Outline(ctx)
+		if err != nil {
+			return "", err
+		}
+		if _, err := selectDomains(outline, domains); err != nil {
+			return "", err
+		}
+		hash, err := e.opts.Runs.SaveDefinitionsFrom(ctx, outline, func(fn func(harness.Test) error) error {
+			return src.EachTest(ctx, "", fn)
+		})
+		if err != nil {
+			return "", fmt.Errorf("store the run's definitions: %w", err)
+		}
+		return hash, nil
+	}
+	snap, err := e.opts.Definitions.Export(ctx)
+	if err != nil {
+		return "", err
+	}
+	if _, err := selectDomains(snap, domains); err != nil {
+		return "", err
+	}
+	hash, err := e.opts.Runs.SaveDefinitions(ctx, snap)
+	if err != nil {
+		return "", fmt.Errorf("store the run's definitions: %w", err)
+	}
+	return hash, nil
 }
 
 // Start begins a run and returns its id at once; the run goes on in the
@@ -522,21 +646,25 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if e.current != nil {
 		return nil, fmt.Errorf("run %s is active; stop it first: %w", e.current.info.RunID, harness.ErrConflict)
 	}
-	snap, err := e.opts.Definitions.Export(ctx)
+	// The definitions are stored with the run first; the run then reads
+	// its tests from there, a page at a time, so that what it runs is
+	// what it stored whatever happens to the files meanwhile.
+	hash, err := e.storeDefinitions(ctx, req.Domains)
 	if err != nil {
 		return nil, err
 	}
-	domains, cells, jobs, err := plan(snap, req.Domains, repeats)
+	outline, sizes, err := e.opts.Runs.DefinitionsOutline(ctx, hash)
+	if err != nil {
+		return nil, fmt.Errorf("read the run's definitions: %w", err)
+	}
+	p, err := plan(outline, sizes, req.Domains, repeats)
 	if err != nil {
 		return nil, err
 	}
-	if len(jobs) == 0 {
+	if p.samples == 0 {
 		return nil, harness.Invalid("domains", "the selected domains have no tests")
 	}
-	hash, err := e.opts.Runs.SaveDefinitions(ctx, snap)
-	if err != nil {
-		return nil, fmt.Errorf("store the run's definitions: %w", err)
-	}
+	domains, cells := p.domains, p.cells
 	label := req.ModelName
 	model := req.Model
 	if target != nil {
@@ -557,7 +685,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	now := time.Now()
 	info := runs.Info{
 		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: model,
-		Status: runs.StatusRunning, TotalTests: len(jobs), Domains: domains,
+		Status: runs.StatusRunning, TotalTests: p.samples, Domains: domains,
 		Config: &runs.Config{
 			Model: model, BaseURL: e.opts.BaseURL, Concurrency: e.opts.Concurrency,
 			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
@@ -575,7 +703,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if err := e.opts.Runs.CreateRun(ctx, info, keys); err != nil {
 		return nil, err
 	}
-	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
+	r := e.newRun(ctx, info, now, cells, p.produce(e.opts.Runs, hash, nil), timeout, retries)
 	r.params = req.Params
 	r.agent = target
 	if req.Cache {
@@ -584,9 +712,9 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	e.begin(r, req.OnEvent)
 	if repeats > 1 {
 		r.logRun("run %s started: %d tests × %d repeats = %d samples in %d cells, model %s, label %q",
-			info.RunID, len(jobs)/repeats, repeats, len(jobs), len(cells), model, label)
+			info.RunID, p.samples/repeats, repeats, p.samples, len(cells), model, label)
 	} else {
-		r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, len(jobs), len(cells), model, label)
+		r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, p.samples, len(cells), model, label)
 	}
 	if target != nil {
 		r.logRun("run %s evaluates agent %s: its system prompt, %d knowledge-base files, %d tools",
@@ -644,10 +772,10 @@ func (e *Engine) bounds(timeout time.Duration, retries *int, params harness.Para
 
 // newRun builds a run's live state. Its calls see the values of ctx, not
 // its cancellation: launch ties the two.
-func (e *Engine) newRun(ctx context.Context, info runs.Info, now time.Time, cells []*cell, jobs []job, timeout time.Duration, retries int) *run {
+func (e *Engine) newRun(ctx context.Context, info runs.Info, now time.Time, cells []*cell, jobs producer, timeout time.Duration, retries int) *run {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &run{
-		e: e, info: info, started: now, cells: cells, jobs: jobs, ctx: runCtx, cancel: cancel,
+		e: e, info: info, started: now, cells: cells, produce: jobs, ctx: runCtx, cancel: cancel,
 		done_: make(chan struct{}), over: make(chan struct{}), delivered: make(chan struct{}),
 		cellOf: map[cellKey]*cell{}, timeout: timeout, retries: retries,
 	}
@@ -714,42 +842,30 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if info.RescoredFrom != "" {
 		return harness.Invalid("run_id", "run %s is a rescore of run %s, which asks no model: rescore %s again instead", runID, info.RescoredFrom, info.RescoredFrom)
 	}
-	snap, err := e.opts.Runs.Definitions(ctx, runID)
+	if info.Config == nil || info.Config.DefinitionsHash == "" {
+		return harness.Invalid("run_id", "run %s recorded no definitions (it was made by an older version), so it cannot be resumed", runID)
+	}
+	hash := info.Config.DefinitionsHash
+	outline, sizes, err := e.opts.Runs.DefinitionsOutline(ctx, hash)
 	if errors.Is(err, harness.ErrNotFound) {
 		return harness.Invalid("run_id", "run %s recorded no definitions (it was made by an older version), so it cannot be resumed", runID)
 	}
 	if err != nil {
 		return err
 	}
-	repeats := 1
-	if info.Config != nil {
-		repeats = max(info.Config.Repeats, 1)
-	}
-	_, cells, jobs, err := plan(snap, info.Domains, repeats)
+	repeats := max(info.Config.Repeats, 1)
+	p, err := plan(outline, sizes, info.Domains, repeats)
 	if err != nil {
 		return fmt.Errorf("resume run %s: %w", runID, err)
 	}
-	results, err := e.opts.Runs.Results(ctx, runID)
+	// What is kept is counted by the store: every result that is not an
+	// error (a resumed run deletes those and runs them again).
+	st, err := e.opts.Runs.Stats(ctx, runID)
 	if err != nil {
 		return err
 	}
-	type sample struct {
-		test   string
-		repeat int
-	}
-	kept := map[sample]*runs.Result{}
-	for i := range results {
-		if results[i].Status != runs.TestError {
-			kept[sample{results[i].TestID, results[i].Repeat}] = &results[i]
-		}
-	}
-	var left []job
-	for _, j := range jobs {
-		if kept[sample{j.test.ID, j.repeat}] == nil {
-			left = append(left, j)
-		}
-	}
-	if len(left) == 0 {
+	left := p.samples - st.StatusCounts[runs.TestPassed] - st.StatusCounts[runs.TestFailed]
+	if left <= 0 {
 		return harness.Invalid("run_id", "run %s has nothing left to run: every test has a result that is not an error", runID)
 	}
 	timeout, retries := e.opts.Timeout, e.opts.Retries
@@ -764,36 +880,55 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
+	// The live state starts from the results kept (those that are not
+	// errors), read a cell at a time: a finished cell's samples are let go
+	// at once.
+	var total counts
+	var tokens int
+	for _, c := range p.cells {
+		lvl := c.level
+		err := e.opts.Runs.EachResult(ctx, runID, runs.ResultQuery{Domain: c.domain, Level: &lvl}, func(res runs.Result) error {
+			if res.Status == runs.TestError {
+				return nil
+			}
+			c.add(&res)
+			total.add(&res)
+			tokens += res.PromptTokens + res.CompletionTokens
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("resume run %s: %w", runID, err)
+		}
+		if c.done == c.tests {
+			c.settle()
+		}
+	}
 	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	r := e.newRun(ctx, reopened, now, cells, left, timeout, retries)
+	done := func(ctx context.Context, c *cell) (map[runs.ResultKey]bool, error) {
+		keys, err := e.opts.Runs.ResultKeys(ctx, runID, c.domain, c.level)
+		if err != nil {
+			return nil, err
+		}
+		set := make(map[runs.ResultKey]bool, len(keys))
+		for _, k := range keys {
+			set[k] = true
+		}
+		return set, nil
+	}
+	r := e.newRun(ctx, reopened, now, p.cells, p.produce(e.opts.Runs, hash, done), timeout, retries)
 	r.params = params
 	r.agent = target
 	if c := info.Config; c != nil && c.Cache {
 		r.cache = &responseCache{}
 	}
 	r.priorMS = info.TotalDurationMS
-	// The live state starts from the results kept.
-	for _, res := range kept {
-		c := r.cellOf[cellKey{res.Domain, res.Level}]
-		if c == nil {
-			continue
-		}
-		c.add(res)
-		r.total.add(res)
-		r.tokens += res.PromptTokens + res.CompletionTokens
-	}
-	for _, c := range cells {
-		c.status = runs.CellPending
-		if c.done == c.tests {
-			c.settle()
-		}
-	}
+	r.total, r.tokens = total, tokens
 	e.begin(r, nil)
-	r.logRun("run %s resumed: %d of %d samples left to run", runID, len(left), len(jobs))
+	r.logRun("run %s resumed: %d of %d samples left to run", runID, left, p.samples)
 	if len(changed) > 0 {
 		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",
 			runID, target.Definition.ID, strings.Join(changed, ", "))

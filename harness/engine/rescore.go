@@ -127,26 +127,49 @@ func (e *Engine) startRescore(ctx context.Context, req StartRequest) (*run, erro
 	if src.Status == runs.StatusRunning {
 		return nil, fmt.Errorf("run %s is running in another process; rescore it once it has ended: %w", srcID, harness.ErrConflict)
 	}
-	results, err := e.opts.Runs.Results(ctx, srcID)
+	counts, err := e.opts.Runs.ResultCells(ctx, srcID)
 	if err != nil {
 		return nil, err
 	}
-	if len(results) == 0 {
+	total := 0
+	for _, c := range counts {
+		total += c.Tests
+	}
+	if total == 0 {
 		return nil, harness.Invalid("run_id", "run %s has no results to rescore", srcID)
 	}
-	today, err := e.opts.Definitions.Export(ctx)
+	// Today's definitions are stored with the new run, as any run's are;
+	// the tests of today's set and of the source's are then looked up a
+	// page of results at a time.
+	hash, err := e.storeDefinitions(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	stored, err := e.opts.Runs.Definitions(ctx, srcID)
-	if err != nil && !errors.Is(err, harness.ErrNotFound) {
-		return nil, err
-	}
-	cells, jobs := planRescore(results, indexDefs(today), indexDefs(stored))
-	hash, err := e.opts.Runs.SaveDefinitions(ctx, today)
+	todayOutline, _, err := e.opts.Runs.DefinitionsOutline(ctx, hash)
 	if err != nil {
-		return nil, fmt.Errorf("store the run's definitions: %w", err)
+		return nil, fmt.Errorf("read the run's definitions: %w", err)
 	}
+	storedHash := ""
+	var storedOutline *harness.Snapshot
+	if c := src.Config; c != nil && c.DefinitionsHash != "" {
+		storedOutline, _, err = e.opts.Runs.DefinitionsOutline(ctx, c.DefinitionsHash)
+		switch {
+		case err == nil:
+			storedHash = c.DefinitionsHash
+		case !errors.Is(err, harness.ErrNotFound):
+			return nil, err
+		}
+	}
+	today, stored := indexDefs(todayOutline), indexDefs(storedOutline)
+	var cells []*cell
+	cellOf := map[cellKey]*cell{}
+	for _, k := range counts {
+		c := &cell{domain: k.Domain, level: k.Level, threshold: threshold(k.Domain, k.Level, today, stored),
+			tests: k.Tests, status: runs.CellPending}
+		cells = append(cells, c)
+		cellOf[cellKey{k.Domain, k.Level}] = c
+	}
+	produce := e.rescoreJobs(srcID, hash, storedHash, cellOf, today, stored)
 
 	label := req.ModelName
 	if label == "" {
@@ -160,7 +183,7 @@ func (e *Engine) startRescore(ctx context.Context, req StartRequest) (*run, erro
 	now := time.Now()
 	info := runs.Info{
 		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: src.Model,
-		Status: runs.StatusRunning, TotalTests: len(jobs), Domains: src.Domains, Config: &cfg, RescoredFrom: srcID,
+		Status: runs.StatusRunning, TotalTests: total, Domains: src.Domains, Config: &cfg, RescoredFrom: srcID,
 	}
 	keys := make([]runs.CellKey, len(cells))
 	for i, c := range cells {
@@ -173,45 +196,80 @@ func (e *Engine) startRescore(ctx context.Context, req StartRequest) (*run, erro
 	if timeout <= 0 {
 		timeout = e.opts.Timeout
 	}
-	r := e.newRun(ctx, info, now, cells, jobs, timeout, cfg.Retries)
+	r := e.newRun(ctx, info, now, cells, produce, timeout, cfg.Retries)
 	e.begin(r, req.OnEvent)
 	r.logRun("run %s started: rescoring the %d results of run %s in %d cells with today's evaluators, label %q",
-		info.RunID, len(jobs), srcID, len(cells), label)
+		info.RunID, total, srcID, len(cells), label)
 	r.launch(ctx)
 	return r, nil
 }
 
-// planRescore makes a job of every stored result, in the store's order
-// (by cell), and the cells they fill: one per domain × level of the
-// results, holding as many samples as the source stored there.
-func planRescore(results []runs.Result, today, stored *defsIndex) ([]*cell, []job) {
-	var cells []*cell
-	byKey := map[cellKey]*cell{}
-	jobs := make([]job, len(results))
-	for i := range results {
-		res := &results[i]
-		k := cellKey{res.Domain, res.Level}
-		c := byKey[k]
-		if c == nil {
-			c = &cell{domain: res.Domain, level: res.Level, threshold: threshold(res.Domain, res.Level, today, stored), status: runs.CellPending}
-			byKey[k] = c
-			cells = append(cells, c)
+// rescoreJobs returns the producer of a rescore's jobs: one per stored
+// result of the source run, in the store's order (by cell), read a page
+// at a time. A result's test is today's (set todayHash) when it still
+// exists, else the one the source stored (set storedHash, "" for none),
+// else one made of the result itself.
+func (e *Engine) rescoreJobs(srcID, todayHash, storedHash string, cellOf map[cellKey]*cell, today, stored *defsIndex) producer {
+	const page = 500
+	return func(ctx context.Context, yield func(*job) bool) error {
+		batch := make([]runs.Result, 0, page)
+		flush := func() (bool, error) {
+			ids := make([]string, len(batch))
+			for i := range batch {
+				ids[i] = batch[i].TestID
+			}
+			now, err := e.opts.Runs.DefinitionTests(ctx, todayHash, ids)
+			if err != nil {
+				return false, err
+			}
+			then := map[string]harness.Test{}
+			if storedHash != "" {
+				if then, err = e.opts.Runs.DefinitionTests(ctx, storedHash, ids); err != nil {
+					return false, err
+				}
+			}
+			for i := range batch {
+				res := batch[i]
+				j := job{repeat: res.Repeat, cell: cellOf[cellKey{res.Domain, res.Level}], systemPrompt: res.SystemPrompt, stored: &res}
+				if t, ok := now[res.TestID]; ok {
+					j.test, j.evaluator = t, today.evaluator(t)
+				} else if t, ok := then[res.TestID]; ok {
+					j.test, j.evaluator = t, stored.evaluator(t)
+				} else {
+					j.test = harness.Test{ID: res.TestID, DomainID: res.Domain, Level: res.Level, Name: res.Name, Expected: res.Expected}
+					j.evaluator = harness.EvaluatorConfig{Type: harness.EvaluatorTypeRegex}
+				}
+				// The response answered the prompt the source asked.
+				j.test.Prompt = res.Prompt
+				if j.cell == nil || !yield(&j) {
+					return false, nil
+				}
+			}
+			batch = batch[:0]
+			return true, nil
 		}
-		c.tests++
-		j := job{repeat: res.Repeat, cell: c, systemPrompt: res.SystemPrompt, stored: res}
-		if t, ok := today.tests[res.TestID]; ok {
-			j.test, j.evaluator = t, today.evaluator(t)
-		} else if t, ok := stored.tests[res.TestID]; ok {
-			j.test, j.evaluator = t, stored.evaluator(t)
-		} else {
-			j.test = harness.Test{ID: res.TestID, DomainID: res.Domain, Level: res.Level, Name: res.Name, Expected: res.Expected}
-			j.evaluator = harness.EvaluatorConfig{Type: harness.EvaluatorTypeRegex}
+		err := e.opts.Runs.EachResultByCell(ctx, srcID, func(res runs.Result) error {
+			batch = append(batch, res)
+			if len(batch) < page {
+				return nil
+			}
+			more, err := flush()
+			if err == nil && !more {
+				err = errStopped
+			}
+			return err
+		})
+		if errors.Is(err, errStopped) {
+			return nil
 		}
-		// The response answered the prompt the source asked.
-		j.test.Prompt = res.Prompt
-		jobs[i] = j
+		if err != nil {
+			return err
+		}
+		if len(batch) > 0 {
+			_, err = flush()
+		}
+		return err
 	}
-	return cells, jobs
 }
 
 // errNoSecondPass fails a rescore's second-pass request that the source

@@ -152,8 +152,8 @@ type run struct {
 	e       *Engine
 	info    runs.Info
 	started time.Time
-	priorMS int64 // duration of the earlier sessions of a resumed run
-	jobs    []job
+	priorMS int64    // duration of the earlier sessions of a resumed run
+	produce producer // the run's jobs, made as the workers take them
 	ctx     context.Context
 	cancel  context.CancelFunc
 	done_   chan struct{}
@@ -337,17 +337,15 @@ func (r *run) execute() {
 
 	sem := make(chan struct{}, r.e.opts.Concurrency)
 	var wg sync.WaitGroup
-dispatch:
-	for i := range r.jobs {
-		j := &r.jobs[i]
+	err := r.produce(r.ctx, func(j *job) bool {
 		select {
 		case sem <- struct{}{}:
 		case <-r.ctx.Done():
-			break dispatch
+			return false
 		}
 		if r.ctx.Err() != nil {
 			<-sem
-			break
+			return false
 		}
 		r.mu.Lock()
 		if j.cell.status == runs.CellPending {
@@ -366,6 +364,11 @@ dispatch:
 				results <- res
 			}
 		}()
+		return true
+	})
+	if err != nil && r.ctx.Err() == nil {
+		r.e.log.Error("read the run's tests", slog.String("run", r.info.RunID), slog.Any("error", err))
+		r.stopWith(runs.StatusStopped, fmt.Sprintf("the run's tests could not be read: %v", err))
 	}
 	wg.Wait()
 	close(results)

@@ -52,6 +52,24 @@ var migrations = []sqldb.Migration{
 	}, Postgres: sqldb.AlreadyInBaseline},
 	{Version: 7, Name: "full-text search index of results' prompts, responses and test ids", Up: migrateSearch,
 		Postgres: migrateSearchPG},
+	{Version: 8, Name: "a run's definitions stored test by test", Up: func(ctx context.Context, tx bun.Tx) error {
+		// Sets stored before keep their tests inside their blob: tests is
+		// null for them.
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "run_definitions" ADD COLUMN "tests" INTEGER`,
+			`CREATE TABLE "run_definition_tests" ("hash" VARCHAR NOT NULL, "test_id" VARCHAR NOT NULL, "position" INTEGER NOT NULL, "domain_id" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "data" text NOT NULL, PRIMARY KEY ("hash", "test_id"))`,
+			`CREATE INDEX "run_definition_tests_order" ON "run_definition_tests" ("hash", "position")`,
+			`CREATE INDEX "run_definition_tests_domain" ON "run_definition_tests" ("hash", "domain_id", "position")`,
+		)
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "run_definitions" ADD COLUMN "tests" BIGINT`,
+			`CREATE TABLE "run_definition_tests" ("hash" TEXT NOT NULL, "test_id" TEXT NOT NULL, "position" BIGINT NOT NULL,
+				"domain_id" TEXT NOT NULL, "level" INTEGER NOT NULL, "data" TEXT NOT NULL, PRIMARY KEY ("hash", "test_id"))`,
+			`CREATE INDEX "run_definition_tests_order" ON "run_definition_tests" ("hash", "position")`,
+			`CREATE INDEX "run_definition_tests_domain" ON "run_definition_tests" ("hash", "domain_id", "position")`,
+		)
+	}},
 }
 
 // pgBaseline creates the runs tables on PostgreSQL as they are at version

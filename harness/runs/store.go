@@ -1,14 +1,9 @@
 package runs
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -99,6 +94,10 @@ type definitionsRow struct {
 	Data          []byte `bun:"data,notnull"`
 	Size          int    `bun:"size,notnull"`
 	CreatedAt     string `bun:"created_at,notnull"`
+	// Tests is nil for a set stored whole (its tests inside Data), the
+	// number of tests for one whose tests are rows of
+	// run_definition_tests (Data then holds the rest).
+	Tests *int `bun:"tests"`
 }
 
 // Store keeps runs, results and cells.
@@ -515,10 +514,12 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			}
 		}
 		if hash != "" {
-			_, err := tx.NewDelete().Model((*definitionsRow)(nil)).Where("hash = ?", hash).
-				Where("NOT EXISTS (SELECT 1 FROM runs WHERE definitions_hash = ?)", hash).Exec(ctx)
-			if err != nil {
-				return fmt.Errorf("delete run: %w", err)
+			for _, m := range []any{(*definitionsRow)(nil), (*definitionTestRow)(nil)} {
+				_, err := tx.NewDelete().Model(m).Where("hash = ?", hash).
+					Where("NOT EXISTS (SELECT 1 FROM runs WHERE definitions_hash = ?)", hash).Exec(ctx)
+				if err != nil {
+					return fmt.Errorf("delete run: %w", err)
+				}
 			}
 		}
 		return nil
@@ -550,72 +551,6 @@ func (s *Store) SaveCells(ctx context.Context, cells []CellUpdate) error {
 		}
 		return nil
 	})
-}
-
-// SaveDefinitions stores a definitions snapshot, gzip-compressed, once per
-// content, and returns its hash (hex SHA-256 of its JSON): a thousand runs
-// of the same suite store it once.
-func (s *Store) SaveDefinitions(ctx context.Context, snap *harness.Snapshot) (string, error) {
-	raw, err := json.Marshal(snap)
-	if err != nil {
-		return "", fmt.Errorf("store definitions: %w", err)
-	}
-	sum := sha256.Sum256(raw)
-	hash := hex.EncodeToString(sum[:])
-	n, err := s.db.NewSelect().Model((*definitionsRow)(nil)).Where("hash = ?", hash).Count(ctx)
-	if err != nil {
-		return "", fmt.Errorf("store definitions: %w", err)
-	}
-	if n > 0 {
-		return hash, nil
-	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(raw); err != nil {
-		return "", fmt.Errorf("store definitions: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return "", fmt.Errorf("store definitions: %w", err)
-	}
-	row := &definitionsRow{Hash: hash, Data: buf.Bytes(), Size: len(raw), CreatedAt: Now()}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewInsert().Model(row).On("CONFLICT (hash) DO NOTHING").Exec(ctx)
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("store definitions: %w", err)
-	}
-	return hash, nil
-}
-
-// Definitions returns the definitions snapshot a run used; an error
-// wrapping harness.ErrNotFound when the run is unknown or recorded none
-// (runs made before snapshots were stored).
-func (s *Store) Definitions(ctx context.Context, runID string) (*harness.Snapshot, error) {
-	info, err := s.Run(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	if info.Config == nil || info.Config.DefinitionsHash == "" {
-		return nil, fmt.Errorf("run %q recorded no definitions: %w", runID, harness.ErrNotFound)
-	}
-	var row definitionsRow
-	err = s.db.NewSelect().Model(&row).Where("hash = ?", info.Config.DefinitionsHash).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("run %q: definitions %s are missing: %w", runID, info.Config.DefinitionsHash, harness.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read definitions of %q: %w", runID, err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(row.Data))
-	if err != nil {
-		return nil, fmt.Errorf("read definitions of %q: %w", runID, err)
-	}
-	var snap harness.Snapshot
-	if err := json.NewDecoder(zr).Decode(&snap); err != nil {
-		return nil, fmt.Errorf("read definitions of %q: %w", runID, err)
-	}
-	return &snap, nil
 }
 
 // ReopenRun prepares a finished run to be resumed: it deletes the results
