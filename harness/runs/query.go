@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
@@ -42,8 +43,17 @@ type ResultQuery struct {
 	Level  *int   // only this level; nil for all
 	Status string // only this status: TestPassed, TestFailed or TestError; "" for all
 	// Search keeps the results whose prompt, response or test id contains
-	// it, ignoring the case of ASCII letters (other letters must match
-	// exactly); "" keeps all.
+	// it; "" keeps all. Case is ignored for the ASCII letters A-Z only:
+	// every other character, letters such as é and É included, must
+	// match exactly, and none is a wildcard or an operator (%, _, *,
+	// quotes are plain text). Text is compared as SQLite decodes UTF-8
+	// (an invalid byte reads as U+FFFD, a lone continuation byte as the
+	// character U+0080-U+00BF of its value), and a text's part after a
+	// NUL character is not searched. A search of 3
+	// characters or more is looked up in the search index; a shorter one
+	// reads every result the other filters keep; both find the same
+	// results. It must be UTF-8 without NUL (Check). On PostgreSQL every
+	// search is a scan with ILIKE, which ignores the case of every letter.
 	Search string
 	// Sort is SortID (the default), SortScore or SortDurationMS, with a
 	// "-" in front for descending.
@@ -140,9 +150,6 @@ func decodeCursor(sort sortSpec, cursor string) (position, error) {
 	return p, nil
 }
 
-// likeEscaper escapes the wildcards of LIKE (with ESCAPE '\').
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-
 // Check reports what is wrong with q's filters, sort and limit (not its
 // cursor): a *harness.ValidationError naming each field at fault, or nil.
 func (q ResultQuery) Check() error {
@@ -156,6 +163,9 @@ func checkQuery(q ResultQuery) (sortSpec, error) {
 	if q.Status != "" && !slices.Contains([]string{TestPassed, TestFailed, TestError}, q.Status) {
 		ve.Add("status", "must be passed, failed or error; got %q", q.Status)
 	}
+	if strings.ContainsRune(q.Search, 0) || !utf8.ValidString(q.Search) {
+		ve.Add("q", "must be UTF-8 text without NUL characters")
+	}
 	if q.Level != nil && *q.Level < 0 {
 		ve.Add("level", "must be 0 or more")
 	}
@@ -167,37 +177,36 @@ func checkQuery(q ResultQuery) (sortSpec, error) {
 	return sort, ve.Err()
 }
 
-// filter adds q's filters to a select of run_results.
+// filter adds q's filters to a select of run_results, the search as a
+// LIKE scan (see likeSearch).
 func filter(sel *bun.SelectQuery, runID string, q ResultQuery) *bun.SelectQuery {
 	return filterRest(sel.Where("run_id = ?", runID), q)
 }
 
-// filterRest adds q's filters but the run to a select of run_results.
+// filterRest adds q's filters but the run to a select of run_results,
+// the search as a LIKE scan.
 func filterRest(sel *bun.SelectQuery, q ResultQuery) *bun.SelectQuery {
-	if q.Domain != "" {
-		sel = sel.Where("domain = ?", q.Domain)
-	}
-	if q.Level != nil {
-		sel = sel.Where("level = ?", *q.Level)
-	}
-	if q.Status != "" {
-		sel = sel.Where("status = ?", q.Status)
-	}
+	sel = filterFields(sel, q, "")
 	if q.Search != "" {
-		p := "%" + likeEscaper.Replace(q.Search) + "%"
-		op := likeIgnoringCase(sel.DB())
-		sel = sel.Where(`(prompt `+op+` ? ESCAPE '\' OR response `+op+` ? ESCAPE '\' OR test_id `+op+` ? ESCAPE '\')`, p, p, p)
+		sel = likeSearch(sel, q.Search)
 	}
 	return sel
 }
 
-// likeIgnoringCase is the LIKE of the dialect that ignores case: SQLite's
-// LIKE does (for ASCII letters), PostgreSQL's is ILIKE.
-func likeIgnoringCase(db bun.IDB) string {
-	if sqldb.IsPG(db) {
-		return "ILIKE"
+// filterFields adds q's domain, level and status filters, each column
+// named with prefix before it: "r." in a join, "+" to keep SQLite from
+// reaching the rows through an index on the column.
+func filterFields(sel *bun.SelectQuery, q ResultQuery, prefix string) *bun.SelectQuery {
+	if q.Domain != "" {
+		sel = sel.Where(prefix+"domain = ?", q.Domain)
 	}
-	return "LIKE"
+	if q.Level != nil {
+		sel = sel.Where(prefix+"level = ?", *q.Level)
+	}
+	if q.Status != "" {
+		sel = sel.Where(prefix+"status = ?", q.Status)
+	}
+	return sel
 }
 
 // A plan says how page reads the rows: which index walks them. SQLite
@@ -220,15 +229,24 @@ const (
 	// (status, or domain and level) and sorts their ids by the sort
 	// column: a selective filter with a score or duration sort.
 	planFilterIndex
+	// planSearchIndex finds the rows through the search index and sorts
+	// them: a selective search that the index answers (searchIndexed).
+	// A search that keeps many results is read in the sort's order
+	// instead, each row tested by the LIKE scan, which keeps exactly the
+	// rows the index finds and stops at the page's end.
+	planSearchIndex
 )
 
-// choosePlan picks the plan of a query; selective says that the filter
-// keeps few of the run's results. The plans are SQLite's: PostgreSQL keeps
-// statistics and plans well by itself (and has neither INDEXED BY nor the
-// unary + that keeps an index out), so it always gets planNatural.
-func choosePlan(db bun.IDB, q ResultQuery, sort sortSpec, selective bool) (plan, string) {
+// choosePlan picks the plan of a query; selective says which index finds
+// its rows at once. The plans are SQLite's: PostgreSQL keeps statistics
+// and plans well by itself (and has neither INDEXED BY nor the unary +
+// that keeps an index out), so it always gets planNatural.
+func choosePlan(db bun.IDB, q ResultQuery, sort sortSpec, selective selectivity) (plan, string) {
 	if sqldb.IsPG(db) {
 		return planNatural, ""
+	}
+	if selective.search && searchIndexed(db, q.Search) {
+		return planSearchIndex, ""
 	}
 	filterIndex := ""
 	switch {
@@ -243,7 +261,7 @@ func choosePlan(db bun.IDB, q ResultQuery, sort sortSpec, selective bool) (plan,
 		}
 		return planRowid, ""
 	}
-	if selective && filterIndex != "" {
+	if selective.filter && filterIndex != "" {
 		return planFilterIndex, filterIndex
 	}
 	return planNatural, ""
@@ -251,33 +269,79 @@ func choosePlan(db bun.IDB, q ResultQuery, sort sortSpec, selective bool) (plan,
 
 // page reads up to limit rows of the query after position from (nil: from
 // the start), in the sort's order.
-func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sortSpec, from *position, limit int, selective bool) ([]resultRow, error) {
+func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sortSpec, from *position, limit int, selective selectivity) ([]resultRow, error) {
 	p, index := choosePlan(s.db, q, sort, selective)
 	if p == planRowid {
 		return s.pageByRowid(ctx, runID, q, sort, from, limit)
 	}
+	src, ok, err := s.source(ctx, runID, q, p, index)
+	if err != nil || !ok {
+		return nil, err
+	}
+	// Through the search index, the position must not lead SQLite to
+	// walk the table or an index from it: + keeps it a plain test.
+	col, id := sort.col, "id"
+	if p == planSearchIndex {
+		col, id = "+"+col, "+id"
+	}
 	if from == nil || sort.col == SortID {
-		return s.pageAfter(ctx, runID, q, sort, index, limit, func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return s.pageAfter(ctx, sort, src, limit, func(sel *bun.SelectQuery) *bun.SelectQuery {
 			if from == nil {
 				return sel
 			}
-			return sel.Where("id "+sort.cmp()+" ?", from.id)
+			return sel.Where(id+" "+sort.cmp()+" ?", from.id)
 		})
 	}
 	// After (value, id): first the rest of the rows that tie on value,
 	// then those past it. Each is one seek into the (run_id, column, id)
 	// index; a row value comparison (column, id) > (value, id) would seek
 	// on the value alone and walk every tie before the position again.
-	rows, err := s.pageAfter(ctx, runID, q, sort, index, limit, func(sel *bun.SelectQuery) *bun.SelectQuery {
-		return sel.Where(sort.col+" = ?", from.value).Where("id "+sort.cmp()+" ?", from.id)
+	rows, err := s.pageAfter(ctx, sort, src, limit, func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where(col+" = ?", from.value).Where(id+" "+sort.cmp()+" ?", from.id)
 	})
 	if err != nil || len(rows) == limit {
 		return rows, err
 	}
-	more, err := s.pageAfter(ctx, runID, q, sort, index, limit-len(rows), func(sel *bun.SelectQuery) *bun.SelectQuery {
-		return sel.Where(sort.col+" "+sort.cmp()+" ?", from.value)
+	more, err := s.pageAfter(ctx, sort, src, limit-len(rows), func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where(col+" "+sort.cmp()+" ?", from.value)
 	})
 	return append(rows, more...), err
+}
+
+// rowSource says where a page's rows come from, filters included.
+type rowSource struct {
+	runID string
+	q     ResultQuery
+	// index, for planFilterIndex, is the filter's index: the ids are
+	// found through it, sorted and cut before the rows are read.
+	index string
+	// search, for planSearchIndex: the rows are those of the ids the
+	// search index finds among lo to hi, the run's.
+	search bool
+	lo, hi int64
+}
+
+// source returns the source of the query's rows under a plan other than
+// planRowid; ok is false when the run has no results.
+func (s *Store) source(ctx context.Context, runID string, q ResultQuery, p plan, index string) (src rowSource, ok bool, err error) {
+	src = rowSource{runID: runID, q: q, index: index}
+	if p == planSearchIndex {
+		src.search = true
+		src.lo, src.hi, ok, err = s.idRange(ctx, runID)
+		return src, ok, err
+	}
+	return src, true, nil
+}
+
+// rows selects the source's rows into model.
+func (src rowSource) rows(db bun.IDB, model any) *bun.SelectQuery {
+	if !src.search {
+		return filter(db.NewSelect().Model(model), src.runID, src.q)
+	}
+	// Each row read by its id: + keeps SQLite from walking an index of
+	// the other filters instead.
+	sel := db.NewSelect().Model(model).Where("id IN (?)", matchIDs(db, src.q.Search, src.lo, src.hi)).Where("+run_id = ?", src.runID)
+	return filterFields(sel, src.q, "+")
 }
 
 // cmp is the comparison that selects the rows after a position.
@@ -300,22 +364,21 @@ func (s sortSpec) order(sel *bun.SelectQuery) *bun.SelectQuery {
 	return sel.OrderExpr("id " + dir)
 }
 
-// pageAfter reads up to limit rows of the query that where also keeps, in
-// the sort's order: through the filter's index when index names one
-// (planFilterIndex), else as SQLite chooses.
-func (s *Store) pageAfter(ctx context.Context, runID string, q ResultQuery, sort sortSpec, index string, limit int,
+// pageAfter reads up to limit rows of the source that where also keeps,
+// in the sort's order.
+func (s *Store) pageAfter(ctx context.Context, sort sortSpec, src rowSource, limit int,
 	where func(*bun.SelectQuery) *bun.SelectQuery) ([]resultRow, error) {
 	var rows []resultRow
 	var sel *bun.SelectQuery
-	if index != "" {
-		ids := filter(s.db.NewSelect().TableExpr("run_results INDEXED BY "+index).Column("id"), runID, q)
+	if src.index != "" {
+		ids := filter(s.db.NewSelect().TableExpr("run_results INDEXED BY "+src.index).Column("id"), src.runID, src.q)
 		ids = sort.order(where(ids)).Limit(int64(limit))
 		sel = s.db.NewSelect().Model(&rows).Where("id IN (?)", ids)
 	} else {
-		sel = where(filter(s.db.NewSelect().Model(&rows), runID, q))
+		sel = where(src.rows(s.db, &rows))
 	}
 	if err := sort.order(sel).Limit(int64(limit)).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("read results of %q: %w", runID, err)
+		return nil, fmt.Errorf("read results of %q: %w", src.runID, err)
 	}
 	return rows, nil
 }
@@ -345,8 +408,8 @@ func (s *Store) pageByRowid(ctx context.Context, runID string, q ResultQuery, so
 
 // isSelective says whether a filter that keeps n results keeps few of
 // the run's: a quarter or less of its samples.
-func isSelective(n int, info Info) bool {
-	return info.TotalTests > 0 && n*4 <= info.TotalTests
+func isSelective(n int64, info Info) bool {
+	return info.TotalTests > 0 && n*4 <= int64(info.TotalTests)
 }
 
 // idRange returns the smallest and largest id of a run's results; ok is
@@ -383,6 +446,84 @@ func (s *Store) idRange(ctx context.Context, runID string) (lo, hi int64, ok boo
 		}
 	}
 	return lo, hi, ok, nil
+}
+
+// selectivity says which index, if any, finds a query's rows at once
+// because they are few of the run's (a quarter or less): then a page is
+// read through it (planSearchIndex, planFilterIndex) rather than by
+// walking the run in the sort's order.
+type selectivity struct {
+	search bool // the search index: it matches few of the run's results, fewer than the other filters keep
+	filter bool // the index of the filters (status, or domain and level): they keep few
+}
+
+// joinCount is how many matches of a search countSearch reads the rows
+// of without first counting the results the other filters keep. (A
+// variable for the tests.)
+var joinCount int64 = 2000
+
+// count counts the results of a run that q's filters select, and says
+// which index finds them at once.
+func (s *Store) count(ctx context.Context, runID string, q ResultQuery, info Info) (int, selectivity, error) {
+	var n int64
+	var sel selectivity
+	var err error
+	if searchIndexed(s.db, q.Search) {
+		n, sel, err = s.countSearch(ctx, runID, q, info)
+	} else {
+		n, err = filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
+		sel.filter = isSelective(n, info)
+	}
+	if err != nil {
+		return 0, sel, fmt.Errorf("count results of %q: %w", runID, err)
+	}
+	return int(n), sel, nil
+}
+
+// countSearch is count for a search the index answers. The index counts
+// its matches among the run's ids without reading a row; few of them
+// (joinCount or fewer) are counted through their rows, which say whether
+// the other filters keep them. Otherwise the results the filters keep are
+// counted through their index, and the smaller set of rows is read: the
+// matches' rows, for the filters, or the kept rows, each tested by the
+// LIKE scan (the index counts its matches only up to one more than the
+// kept rows). A search alone reads no row when the run holds every id
+// from its first to its last (no other run's results among them, as when
+// one run was written at a time): its matches are the total.
+func (s *Store) countSearch(ctx context.Context, runID string, q ResultQuery, info Info) (int64, selectivity, error) {
+	lo, hi, ok, err := s.idRange(ctx, runID)
+	if err != nil || !ok {
+		return 0, selectivity{}, err
+	}
+	matches, err := countMatches(ctx, s.db, q.Search, lo, hi, joinCount+1)
+	if err != nil {
+		return 0, selectivity{}, err
+	}
+	if matches <= joinCount {
+		sel := selectivity{search: isSelective(matches, info)}
+		if matches == 0 {
+			return 0, sel, nil
+		}
+		n, err := countMatchesKept(ctx, s.db, runID, q, lo, hi)
+		return n, sel, err
+	}
+	kept, err := filterFields(s.db.NewSelect().Model((*resultRow)(nil)).Where("run_id = ?", runID), q, "").Count(ctx)
+	if err != nil {
+		return 0, selectivity{}, err
+	}
+	if matches, err = countMatches(ctx, s.db, q.Search, lo, hi, kept+1); err != nil {
+		return 0, selectivity{}, err
+	}
+	if matches <= kept {
+		sel := selectivity{search: isSelective(matches, info)}
+		if q.Domain == "" && q.Level == nil && q.Status == "" && kept == hi-lo+1 {
+			return matches, sel, nil
+		}
+		n, err := countMatchesKept(ctx, s.db, runID, q, lo, hi)
+		return n, sel, err
+	}
+	n, err := filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
+	return n, selectivity{filter: isSelective(kept, info)}, err
 }
 
 // positionOf is the position of a row under a sort.
@@ -422,16 +563,16 @@ func (s *Store) QueryResults(ctx context.Context, runID string, q ResultQuery) (
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	total, err := filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
-	if err != nil {
-		return ResultPage{}, fmt.Errorf("count results of %q: %w", runID, err)
-	}
-	// One row more than the page says whether another page follows.
-	rows, err := s.page(ctx, runID, q, sort, from, limit+1, isSelective(int(total), info))
+	total, selective, err := s.count(ctx, runID, q, info)
 	if err != nil {
 		return ResultPage{}, err
 	}
-	out := ResultPage{Total: int(total)}
+	// One row more than the page says whether another page follows.
+	rows, err := s.page(ctx, runID, q, sort, from, limit+1, selective)
+	if err != nil {
+		return ResultPage{}, err
+	}
+	out := ResultPage{Total: total}
 	if len(rows) > limit {
 		rows = rows[:limit]
 		out.NextCursor = encodeCursor(sort, positionOf(sort, &rows[limit-1]))
@@ -457,13 +598,11 @@ func (s *Store) EachResult(ctx context.Context, runID string, q ResultQuery, fn 
 	if err != nil {
 		return err
 	}
-	selective := false
-	if p, _ := choosePlan(s.db, q, sort, true); p == planFilterIndex {
-		n, err := filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
-		if err != nil {
-			return fmt.Errorf("count results of %q: %w", runID, err)
+	var selective selectivity
+	if p, _ := choosePlan(s.db, q, sort, selectivity{true, true}); p == planFilterIndex || p == planSearchIndex {
+		if _, selective, err = s.count(ctx, runID, q, info); err != nil {
+			return err
 		}
-		selective = isSelective(int(n), info)
 	}
 	var from *position
 	for {

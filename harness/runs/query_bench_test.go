@@ -29,11 +29,6 @@ var (
 	bigDir   string // removed by TestMain
 )
 
-// words make the prompts and responses of the benchmark's run.
-var words = strings.Fields(`the a of to and in is it that for on with as was at by be this are from or
-	answer number total sum apples oranges train station minutes hours speed distance result
-	therefore because first second then finally equals step calculate compute value`)
-
 // bigRun returns a store, in a file database under the temporary
 // directory, holding run "big" with benchResults results (80 % passed,
 // 15 % failed, 5 % error over 10 domains × 5 levels; prompts of about 30
@@ -60,16 +55,6 @@ func bigRun(b *testing.B) *runs.Store {
 			return
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
-		text := func(n int) string {
-			var sb strings.Builder
-			for i := range n {
-				if i > 0 {
-					sb.WriteByte(' ')
-				}
-				sb.WriteString(words[rng.IntN(len(words))])
-			}
-			return sb.String()
-		}
 		for _, run := range []struct {
 			id string
 			n  int
@@ -80,23 +65,7 @@ func bigRun(b *testing.B) *runs.Store {
 			}
 			batch := make([]runs.Result, 0, 1000)
 			for i := range run.n {
-				status, score := runs.TestPassed, 1.0
-				switch u := rng.Float64(); {
-				case u < 0.05:
-					status, score = runs.TestError, 0
-				case u < 0.20:
-					status, score = runs.TestFailed, float64(rng.IntN(4))/4
-				}
-				resp := text(80)
-				if i%1000 == 17 {
-					resp += " zebra"
-				}
-				batch = append(batch, runs.Result{RunID: run.id, TestID: fmt.Sprintf("test-%06d", i), Domain: fmt.Sprintf("domain%d", i%10),
-					Level: 1 + i/10%5, Name: "Test " + fmt.Sprint(i), Prompt: text(30), Response: resp,
-					Expected: harness.Expected{Answer: "42", Type: "numeric"}, Score: score, Status: status,
-					Details: map[string]any{"extracted_answer": "42", "pass2_used": false}, DurationMS: int64(rng.IntN(5000)),
-					ModelName: "bench", SystemPrompt: "You are a careful calculator.", PromptTokens: 40, CompletionTokens: 100,
-					CreatedAt: "2026-01-02 03:04:07"})
+				batch = append(batch, benchResult(rng, run.id, i))
 				if len(batch) == cap(batch) {
 					if bigErr = s.SaveResults(ctx, batch); bigErr != nil {
 						return
@@ -116,6 +85,96 @@ func bigRun(b *testing.B) *runs.Store {
 	return bigStore
 }
 
+// words make the prompts and responses of the benchmarks' results.
+var words = strings.Fields(`the a of to and in is it that for on with as was at by be this are from or
+	answer number total sum apples oranges train station minutes hours speed distance result
+	therefore because first second then finally equals step calculate compute value`)
+
+// benchText is n words drawn from words.
+func benchText(rng *rand.Rand, n int) string {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(words[rng.IntN(len(words))])
+	}
+	return sb.String()
+}
+
+// benchResult is the i-th result of a benchmark's run: 80 % passed, 15 %
+// failed, 5 % error over 10 domains × 5 levels; a prompt of 30 words, a
+// response of 80 (one in a thousand holding "zebra").
+func benchResult(rng *rand.Rand, runID string, i int) runs.Result {
+	status, score := runs.TestPassed, 1.0
+	switch u := rng.Float64(); {
+	case u < 0.05:
+		status, score = runs.TestError, 0
+	case u < 0.20:
+		status, score = runs.TestFailed, float64(rng.IntN(4))/4
+	}
+	resp := benchText(rng, 80)
+	if i%1000 == 17 {
+		resp += " zebra"
+	}
+	return runs.Result{RunID: runID, TestID: fmt.Sprintf("test-%06d", i), Domain: fmt.Sprintf("domain%d", i%10),
+		Level: 1 + i/10%5, Name: "Test " + fmt.Sprint(i), Prompt: benchText(rng, 30), Response: resp,
+		Expected: harness.Expected{Answer: "42", Type: "numeric"}, Score: score, Status: status,
+		Details: map[string]any{"extracted_answer": "42", "pass2_used": false}, DurationMS: int64(rng.IntN(5000)),
+		ModelName: "bench", SystemPrompt: "You are a careful calculator.", PromptTokens: 40, CompletionTokens: 100,
+		CreatedAt: "2026-01-02 03:04:07"}
+}
+
+// BenchmarkSaveBatch stores batches of 1,000 results, as the engine's
+// writer does, into a run that grows with each batch, in a file
+// database; it reports the time per result and the database's size per
+// result at the end.
+func BenchmarkSaveBatch(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "runs.db")
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := runs.Open(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, runs.Info{RunID: "w", StartedAt: "2026-01-02 03:04:05", ModelName: "bench",
+		Model: "m", Status: runs.StatusRunning}, nil); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const batchSize = 1000
+	n := 0
+	batch := make([]runs.Result, batchSize)
+	for b.Loop() {
+		b.StopTimer()
+		for i := range batch {
+			batch[i] = benchResult(rng, "w", n+i)
+		}
+		b.StartTimer()
+		if err := s.SaveBatch(ctx, batch, nil); err != nil {
+			b.Fatal(err)
+		}
+		n += batchSize
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(n), "µs/result")
+	b.ReportMetric(dbMiB(path)*(1<<20)/float64(n), "disk-B/result")
+}
+
+// dbMiB is the size of a database file and its write-ahead log, in MiB.
+func dbMiB(path string) float64 {
+	var size int64
+	for _, f := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(f); err == nil {
+			size += fi.Size()
+		}
+	}
+	return float64(size) / (1 << 20)
+}
+
 // BenchmarkQueryResults reads one page of 100 of a run of 100,000
 // results, filtered and sorted as the dashboard asks, total included.
 func BenchmarkQueryResults(b *testing.B) {
@@ -133,32 +192,44 @@ func BenchmarkQueryResults(b *testing.B) {
 		{"search a common word", runs.ResultQuery{Search: "Station"}},
 		{"search a rare word", runs.ResultQuery{Search: "zebra"}},
 		{"search and filter by status, by score", runs.ResultQuery{Search: "zebra", Status: runs.TestPassed, Sort: "-score"}},
+		{"search a common word, filter by status", runs.ResultQuery{Search: "station", Status: runs.TestFailed}},
+		{"search a common word, by score descending", runs.ResultQuery{Search: "station", Sort: "-score"}},
+		{"search what no result holds", runs.ResultQuery{Search: "xylophone"}},
+		{"search what every result holds", runs.ResultQuery{Search: "test-"}},
+		{"search two characters", runs.ResultQuery{Search: "ze"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			q := bc.q
 			q.Limit = 100
-			// Page 50 or so of the same query: a cursor deep in the run.
+			// The first page, and the one after it when there is one.
 			first, err := s.QueryResults(ctx, "big", q)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if len(first.Results) == 0 {
-				b.Fatalf("no results for %+v", q)
+			none := q.Search == "xylophone"
+			if (len(first.Results) == 0) != none {
+				b.Fatalf("%d results for %+v", len(first.Results), q)
 			}
+			pages := 0
 			for b.Loop() {
 				p, err := s.QueryResults(ctx, "big", q)
-				if err != nil || len(p.Results) == 0 {
+				if err != nil || len(p.Results) != len(first.Results) {
 					b.Fatal(err)
 				}
+				pages++
 				if p.NextCursor != "" {
+					pages++
 					if _, err := s.QueryResults(ctx, "big", runs.ResultQuery{Domain: q.Domain, Level: q.Level, Status: q.Status,
 						Search: q.Search, Sort: q.Sort, Limit: 100, Cursor: p.NextCursor}); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/2/1000, "ms/page")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(pages)/1000, "ms/page")
 			b.ReportMetric(float64(first.Total), "matching")
+			if bc.q == (runs.ResultQuery{}) {
+				b.ReportMetric(dbMiB(filepath.Join(bigDir, "runs.db")), "db-MiB")
+			}
 		})
 	}
 }

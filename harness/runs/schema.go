@@ -50,11 +50,8 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX "run_results_status" ON "run_results" ("run_id", "status", "id")`,
 		)
 	}, Postgres: sqldb.AlreadyInBaseline},
-	// 7 is reserved for the full-text search of results, made on another
-	// branch at the same time: this placeholder keeps the numbers in a row
-	// until it is merged, and is replaced by it then.
-	{Version: 7, Name: "reserved", Up: func(ctx context.Context, tx bun.Tx) error { return nil },
-		Postgres: func(ctx context.Context, tx bun.Tx) error { return nil }},
+	{Version: 7, Name: "full-text search index of results' prompts, responses and test ids", Up: migrateSearch,
+		Postgres: migrateSearchPG},
 	{Version: 8, Name: "a run's definitions stored test by test", Up: func(ctx context.Context, tx bun.Tx) error {
 		// Sets stored before keep their tests inside their blob: tests is
 		// null for them.
