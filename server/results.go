@@ -74,7 +74,7 @@ type resultsInput struct {
 	Domain string      `query:"domain" doc:"Only results of this domain."`
 	Level  optionalInt `query:"level" minimum:"0" doc:"Only results of this level."`
 	Status string      `query:"status" enum:"passed,failed,error" doc:"Only results with this status."`
-	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ; on PostgreSQL, for every letter); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index; 1 or 2 characters read every result the other filters keep (slower on a large run), with the same matches."`
+	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index; 1 or 2 characters read every result the other filters keep (slower on a large run), with the same matches."`
 	Sort   string      `query:"sort" default:"id" enum:"id,-id,score,-score,duration_ms,-duration_ms" doc:"The order: id (the order the results were stored, as they finished), score or duration_ms, ascending; with - in front, descending. Ties are in storage order."`
 	Limit  int         `query:"limit" default:"100" minimum:"1" maximum:"1000" doc:"Results per page."`
 	Cursor string      `query:"cursor" doc:"Where the page starts: next_cursor of the previous page, with the same filters and sort. Absent: the first page."`
@@ -97,7 +97,7 @@ type exportInput struct {
 	Domain string      `query:"domain" doc:"Only results of this domain."`
 	Level  optionalInt `query:"level" minimum:"0" doc:"Only results of this level."`
 	Status string      `query:"status" enum:"passed,failed,error" doc:"Only results with this status."`
-	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ; on PostgreSQL, for every letter); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index; 1 or 2 characters read every result the other filters keep (slower on a large run), with the same matches."`
+	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index; 1 or 2 characters read every result the other filters keep (slower on a large run), with the same matches."`
 	Sort   string      `query:"sort" default:"id" enum:"id,-id,score,-score,duration_ms,-duration_ms" doc:"The order: id (the order the results were stored, as they finished), score or duration_ms, ascending; with - in front, descending. Ties are in storage order."`
 }
 

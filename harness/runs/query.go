@@ -52,8 +52,8 @@ type ResultQuery struct {
 	// NUL character is not searched. A search of 3
 	// characters or more is looked up in the search index; a shorter one
 	// reads every result the other filters keep; both find the same
-	// results. It must be UTF-8 without NUL (Check). On PostgreSQL every
-	// search is a scan with ILIKE, which ignores the case of every letter.
+	// results. It must be UTF-8 without NUL (Check). On PostgreSQL the rules
+	// are the same, answered by trigram indexes.
 	Search string
 	// Sort is SortID (the default), SortScore or SortDurationMS, with a
 	// "-" in front for descending.

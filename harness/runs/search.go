@@ -1,11 +1,12 @@
 package runs
 
 // The full-text search of results, and all of its SQL that is particular
-// to SQLite: the index table and the triggers that keep it in step with
-// run_results (runs migration 7), the LIKE scan with SQLite's case rules,
-// and the queries of the index. The rest of the store reaches the search
-// only through the functions of this file, so that a port of the store to
-// another database replaces them and nothing else.
+// to one database: on SQLite the FTS5 index table and the triggers that
+// keep it in step with run_results (runs migration 7), the LIKE scan with
+// SQLite's case rules, and the queries of the index; on PostgreSQL the
+// trigram indexes of the same migration and the LIKE that matches by the
+// same rules. The rest of the store reaches the search only through the
+// functions of this file.
 
 import (
 	"context"
@@ -61,10 +62,54 @@ func migrateSearch(ctx context.Context, tx bun.Tx) error {
 	)
 }
 
-// migrateSearchPG is runs migration 7 on PostgreSQL: nothing yet. There
-// a search is the ILIKE scan (searchIndexed); an index of its own (pg_trgm)
-// belongs in this migration's PostgreSQL form.
-func migrateSearchPG(context.Context, bun.Tx) error { return nil }
+// asciiUpper and asciiLowerSet are the letters translate() maps on
+// PostgreSQL to ignore the case of ASCII letters and no other, as
+// SQLite's LIKE does.
+const (
+	asciiUpper    = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	asciiLowerSet = "abcdefghijklmnopqrstuvwxyz"
+)
+
+// pgSearchable is the text a search sees of a column on PostgreSQL: the
+// column with its ASCII letters in lower case. translate() is immutable,
+// so an index can hold it.
+func pgSearchable(col string) string {
+	return `translate(` + col + `, '` + asciiUpper + `', '` + asciiLowerSet + `')`
+}
+
+// pgSearchColumns are the columns a search reads.
+var pgSearchColumns = []string{"prompt", "response", "test_id"}
+
+// migrateSearchPG is runs migration 7 on PostgreSQL: trigram indexes
+// (the pg_trgm extension, shipped with PostgreSQL) over each searched
+// column as a search sees it (pgSearchable), which answer the LIKE of a
+// search of three characters or more. Creating the extension needs the
+// right to (a database owner has it since PostgreSQL 13); without it the
+// migration still succeeds, with no index: every search then reads the
+// run's results, slower and with the same answers.
+func migrateSearchPG(ctx context.Context, tx bun.Tx) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT "search_extension"`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE EXTENSION IF NOT EXISTS pg_trgm`); err != nil {
+		_, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT "search_extension"`)
+		return rerr
+	}
+	// The extension may live in any schema (another database user's
+	// search_path put it there): its operator class is named with it.
+	var schema string
+	if err := tx.NewRaw(`SELECT n.nspname FROM pg_opclass c JOIN pg_namespace n ON n.oid = c.opcnamespace
+		JOIN pg_am a ON a.oid = c.opcmethod WHERE c.opcname = 'gin_trgm_ops' AND a.amname = 'gin' LIMIT 1`).Scan(ctx, &schema); err != nil {
+		return err
+	}
+	for _, col := range pgSearchColumns {
+		if _, err := tx.ExecContext(ctx, `CREATE INDEX "run_results_search_`+col+`" ON "run_results" USING gin (`+
+			pgSearchable(`"`+col+`"`)+` ?)`, bun.Safe(`"`+strings.ReplaceAll(schema, `"`, `""`)+`".gin_trgm_ops`)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // backfill indexes every result already stored.
 func backfill() string {
@@ -77,19 +122,20 @@ func backfill() string {
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // likeSearch keeps the rows of a select of run_results whose prompt,
-// response or test id contains search, read row by row: SQLite's LIKE
-// ignores the case of ASCII letters only, and reads a text up to its
-// first NUL character. The index holds the text so that it finds
-// exactly the same rows (searchableExpr). PostgreSQL's LIKE heeds case:
-// there it is ILIKE (which ignores the case of every letter), and the
-// only search (no index yet: searchIndexed).
+// response or test id contains search, ignoring the case of ASCII letters
+// only. SQLite's LIKE does so itself, and reads a text up to its first NUL
+// character; the index holds the text so that it finds exactly the same
+// rows (searchableExpr). PostgreSQL's LIKE heeds case: there the columns
+// and the pattern have their ASCII letters put in lower case
+// (pgSearchable), which the trigram indexes of migration 7 answer.
 func likeSearch(sel *bun.SelectQuery, search string) *bun.SelectQuery {
-	p := "%" + likeEscaper.Replace(search) + "%"
-	op := "LIKE"
 	if sqldb.IsPG(sel.DB()) {
-		op = "ILIKE"
+		p := "%" + likeEscaper.Replace(asciiLower(search)) + "%"
+		return sel.Where(`(`+pgSearchable("prompt")+` LIKE ? ESCAPE '\' OR `+pgSearchable("response")+` LIKE ? ESCAPE '\' OR `+
+			pgSearchable("test_id")+` LIKE ? ESCAPE '\')`, p, p, p)
 	}
-	return sel.Where(`(prompt `+op+` ? ESCAPE '\' OR response `+op+` ? ESCAPE '\' OR test_id `+op+` ? ESCAPE '\')`, p, p, p)
+	p := "%" + likeEscaper.Replace(search) + "%"
+	return sel.Where(`(prompt LIKE ? ESCAPE '\' OR response LIKE ? ESCAPE '\' OR test_id LIKE ? ESCAPE '\')`, p, p, p)
 }
 
 // matchIDs selects the ids, from lo to hi, of the results whose prompt,
@@ -120,10 +166,10 @@ func countMatchesKept(ctx context.Context, db bun.IDB, runID string, q ResultQue
 	return filterFields(sel, q, "r.").Count(ctx)
 }
 
-// searchIndexed says whether the index answers a search: one of at
-// least minIndexedSearch characters, on SQLite (PostgreSQL has no search
-// index yet: migration 7 leaves it as it was, and every search there is
-// the ILIKE scan).
+// searchIndexed says whether the FTS5 index answers a search: one of at
+// least minIndexedSearch characters, on SQLite. On PostgreSQL every
+// search is likeSearch, which the planner answers from the trigram
+// indexes when they help.
 func searchIndexed(db bun.IDB, search string) bool {
 	return !sqldb.IsPG(db) && utf8.RuneCountInString(search) >= minIndexedSearch
 }

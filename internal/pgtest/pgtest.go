@@ -133,6 +133,17 @@ func Start() (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("create database %s: %w", sharedDB, err)
 	}
+	// The trigram extension that the runs' search indexes use, once in the
+	// shared database: the tests' schemas, made at once by parallel tests,
+	// then find it there rather than race to create it.
+	if db, err = sql.Open("pgx", s.URL(sharedDB)); err == nil {
+		_, err = db.Exec(`CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public`)
+		db.Close()
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("create extension pg_trgm: %w", err)
+	}
 	return s, nil
 }
 
