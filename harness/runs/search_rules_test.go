@@ -26,7 +26,7 @@ func TestSearchRulesEveryDatabase(t *testing.T) {
 	}
 	if dbtest.Postgres() {
 		var n int
-		if err := sqldb.Bun(db).QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_indexes WHERE indexname LIKE 'run_results_search_%'`).Scan(&n); err != nil || n != 3 {
+		if err := sqldb.Bun(db).QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'run_results_search_%'`).Scan(&n); err != nil || n != 3 {
 			t.Fatalf("trigram indexes = %d, %v; want 3", n, err)
 		}
 	}
