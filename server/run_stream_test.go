@@ -28,7 +28,7 @@ type streamEnv struct {
 	srv  *httptest.Server
 }
 
-func newStreamEnv(t *testing.T, wrap func(*runs.Store, *store.DB) runStore) *streamEnv {
+func newStreamEnv(t testing.TB, wrap func(*runs.Store, *store.DB) runStore) *streamEnv {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
@@ -57,7 +57,7 @@ func newStreamEnv(t *testing.T, wrap func(*runs.Store, *store.DB) runStore) *str
 // cells, stored out of cell order (as a concurrent run stores them):
 // transcripts, calls, responses that are not UTF-8 or hold characters
 // HTML escaping would change, results in error, details of every kind.
-func seedStreamRun(t *testing.T, rs *runs.Store, id string, n, repeats int) {
+func seedStreamRun(t testing.TB, rs *runs.Store, id string, n, repeats int) {
 	t.Helper()
 	ctx := context.Background()
 	cells := []runs.CellKey{{Domain: "b&c", Level: 2}, {Domain: "a<z>", Level: 1}, {Domain: "a<z>", Level: 3}}
