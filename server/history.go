@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -25,6 +28,8 @@ type runStore interface {
 	Matrix(ctx context.Context, id string) (runs.Matrix, error)
 	CellResults(ctx context.Context, id, domain string, level int) ([]runs.Result, error)
 	Results(ctx context.Context, id string) ([]runs.Result, error)
+	EachResultByCell(ctx context.Context, runID string, fn func(runs.Result) error) error
+	EachSampleByCell(ctx context.Context, runID string, fn func(runs.Result) error) error
 	Stats(ctx context.Context, id string) (runs.Stats, error)
 	Definitions(ctx context.Context, runID string) (*harness.Snapshot, error)
 }
@@ -342,10 +347,6 @@ type cellOutput struct {
 	Body apiCellResults
 }
 
-type runDetailsOutput struct {
-	Body apiRunDetails
-}
-
 type lastRunOutput struct {
 	Body apiLastRun
 }
@@ -379,7 +380,16 @@ func registerHistory(api huma.API, store runStore, eng runKeeper, log *slog.Logg
 		OperationID: "get-run", Method: http.MethodGet, Path: "/api/run/{run_id}",
 		Summary: "A run's details, results and stats", Tags: tags, Errors: notFound,
 		Description: "The run's summary, every result, the counts per status and each test's aggregate over its repeats. " +
-			"With results=false, the summary and counts alone (test_results and aggregates empty). 404 for an unknown run.",
+			"With results=false, the summary and counts alone (test_results and aggregates empty). 404 for an unknown run. " +
+			"The body is streamed as the results are read, so a run of any size is answered in little memory; " +
+			"if reading fails half way the connection is cut, so that a client never takes a partial document for a whole one. " +
+			"Read while the run is running, stats is counted just before test_results is read and aggregates just after, " +
+			"so they may differ from test_results by the results that finished meanwhile.",
+		Responses: map[string]*huma.Response{"200": {
+			Description: "OK",
+			Content: map[string]*huma.MediaType{"application/json": {
+				Schema: api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[apiRunDetails](), true, "")}},
+		}},
 	}, h.run)
 	register(api, huma.Operation{
 		OperationID: "get-run-definitions", Method: http.MethodGet, Path: "/api/run/{run_id}/definitions",
@@ -446,25 +456,127 @@ func (h *historyHandler) lastCell(ctx context.Context, in *lastCellInput) (*cell
 	return h.cell(ctx, &cellInput{RunID: last.RunID, Domain: in.Domain, Level: in.Level})
 }
 
-func (h *historyHandler) run(ctx context.Context, in *runDetailsInput) (*runDetailsOutput, error) {
+// run answers get-run. The body is apiRunDetails, written as it is read
+// (writeRunDetails): the run's results a page at a time, then its
+// aggregates a cell at a time, so that its memory does not grow with the
+// run. Errors found before the first byte are problems; a failure later
+// cuts the connection.
+func (h *historyHandler) run(ctx context.Context, in *runDetailsInput) (*huma.StreamResponse, error) {
 	info, err := h.runs.Run(ctx, in.RunID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
-	}
-	var results []runs.Result
-	if in.Results {
-		if results, err = h.runs.Results(ctx, in.RunID); err != nil {
-			return nil, h.problem(ctx, err)
-		}
 	}
 	stats, err := h.runs.Stats(ctx, in.RunID)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	return &runDetailsOutput{Body: apiRunDetails{
-		RunInfo: toAPIRunInfo(info), TestResults: toAPIResults(results), Stats: toAPIStats(stats),
-		Aggregates: toAPIAggregates(results),
+	return &huma.StreamResponse{Body: func(hc huma.Context) {
+		hc.SetHeader("Content-Type", "application/json")
+		hc.SetStatus(http.StatusOK)
+		w := bufio.NewWriterSize(hc.BodyWriter(), 64<<10)
+		err := writeRunDetails(ctx, w, h.runs, info, stats, in.Results)
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				h.logger().ErrorContext(ctx, "get-run failed", slog.String("run_id", in.RunID), slog.Any("error", err))
+			}
+			// The status is sent: only a cut connection tells the client
+			// that the document is not whole.
+			panic(http.ErrAbortHandler)
+		}
 	}}, nil
+}
+
+// writeRunDetails writes the JSON of apiRunDetails for a run: the same
+// bytes, field for field, as encoding the whole value with the API's JSON
+// format (HTML characters not escaped, a newline at the end), without
+// holding more than one result, or one cell's samples, at a time.
+func writeRunDetails(ctx context.Context, w io.Writer, store runStore, info runs.Info, stats runs.Stats, results bool) error {
+	jw := &jsonStreamer{w: w}
+	jw.enc = json.NewEncoder(&jw.buf)
+	jw.enc.SetEscapeHTML(false)
+	jw.raw(`{"run_info":`)
+	jw.value(toAPIRunInfo(info))
+	jw.raw(`,"test_results":[`)
+	if results && jw.err == nil {
+		one := make([]runs.Result, 1)
+		first := true
+		err := store.EachResultByCell(ctx, info.RunID, func(r runs.Result) error {
+			if !first {
+				jw.raw(",")
+			}
+			first = false
+			one[0] = r
+			jw.value(toAPIResults(one)[0])
+			return jw.err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	jw.raw(`],"stats":`)
+	jw.value(toAPIStats(stats))
+	jw.raw(`,"aggregates":[`)
+	if results && jw.err == nil {
+		// A test's repeats are all in its cell: aggregating one cell at a
+		// time gives the aggregates of the whole run, in the same order.
+		var cell []runs.Result
+		first := true
+		flush := func() {
+			for _, a := range runs.Aggregates(cell) {
+				if !first {
+					jw.raw(",")
+				}
+				first = false
+				jw.value(apiTestAggregate(a))
+			}
+			cell = cell[:0]
+		}
+		err := store.EachSampleByCell(ctx, info.RunID, func(r runs.Result) error {
+			if len(cell) > 0 && (cell[0].Domain != r.Domain || cell[0].Level != r.Level) {
+				flush()
+			}
+			cell = append(cell, r)
+			return jw.err
+		})
+		if err != nil {
+			return err
+		}
+		flush()
+	}
+	jw.raw("]}\n")
+	return jw.err
+}
+
+// jsonStreamer writes a JSON document piece by piece, keeping the first
+// error.
+type jsonStreamer struct {
+	w   io.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	err error
+}
+
+// raw writes s as it is.
+func (j *jsonStreamer) raw(s string) {
+	if j.err == nil {
+		_, j.err = io.WriteString(j.w, s)
+	}
+}
+
+// value writes v's JSON, as the API's format encodes it, without the
+// encoder's newline.
+func (j *jsonStreamer) value(v any) {
+	if j.err != nil {
+		return
+	}
+	j.buf.Reset()
+	if j.err = j.enc.Encode(v); j.err != nil {
+		return
+	}
+	_, j.err = j.w.Write(bytes.TrimSuffix(j.buf.Bytes(), []byte("\n")))
 }
 
 func (h *historyHandler) definitions(ctx context.Context, in *runPath) (*definitionsOutput, error) {
