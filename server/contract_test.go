@@ -160,6 +160,9 @@ func (c *responseChecker) check(method, path string, status int, contentType str
 	switch mt {
 	case "text/csv":
 		return nil // text, as documented
+	case "application/pdf", "application/octet-stream", "text/plain", "text/markdown", "text/html",
+		"application/vnd.openxmlformats-officedocument.wordprocessingml.document":
+		return nil // a file's bytes as uploaded
 	case "application/x-ndjson":
 		// Each line is one value of the schema.
 		for i, line := range bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n")) {

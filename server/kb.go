@@ -22,6 +22,7 @@ import (
 type kbStore interface {
 	List(ctx context.Context, agentID string) ([]kb.File, error)
 	Read(ctx context.Context, agentID, name string) (kb.File, error)
+	ReadOriginal(ctx context.Context, agentID, name string) (kb.File, []byte, string, error)
 	Write(ctx context.Context, agentID, name string, r io.Reader, mustCreate bool) (kb.File, error)
 	Delete(ctx context.Context, agentID, name string) error
 }
@@ -51,8 +52,16 @@ type apiKBFileList struct {
 
 // apiKBFileContent is the answer of read-kb-file.
 type apiKBFileContent struct {
-	Filename string `json:"filename"`
-	Content  string `json:"content" doc:"The file's text."`
+	Filename   string `json:"filename"`
+	Content    string `json:"content" doc:"The file's text: the file itself for text and Markdown, the text extracted at upload for HTML, PDF and DOCX."`
+	Format     string `json:"format,omitempty" doc:"How the file was read: text, markdown, html, pdf or docx."`
+	EmptyPages []int  `json:"empty_pages,omitempty" doc:"Pages of a PDF without text (scanned pages, say), from 1."`
+}
+
+type kbReadInput struct {
+	AgentID  string `path:"agent_id" doc:"Agent id."`
+	Filename string `path:"filename" doc:"File name: no slash, backslash, '..', leading dot or control character; at most 255 bytes."`
+	Raw      bool   `query:"raw" doc:"true: the file as uploaded (a PDF's or DOCX's bytes, say) with its media type, instead of the JSON text."`
 }
 
 // apiKBFileCreate is the JSON body of create-kb-file.
@@ -80,7 +89,14 @@ type kbFileOutput struct {
 }
 
 type kbReadOutput struct {
-	Body apiKBFileContent
+	ContentType string `header:"Content-Type"`
+	// With ?raw=true: a download, never a page that runs in the API's
+	// origin (an uploaded HTML file's scripts stay inert).
+	Disposition string `header:"Content-Disposition"`
+	CSP         string `header:"Content-Security-Policy"`
+	NoSniff     string `header:"X-Content-Type-Options"`
+	// Body is an apiKBFileContent, or the original bytes with ?raw=true.
+	Body any
 }
 
 type kbPutInput struct {
@@ -89,9 +105,10 @@ type kbPutInput struct {
 	Body     apiKBFileUpdate
 }
 
-// maxKBRequestBytes bounds a knowledge-base request body: a 10 MiB file,
-// JSON-escaped or in a multipart envelope, fits.
-const maxKBRequestBytes = 2*kb.MaxFileBytes + 64<<10
+// maxKBRequestBytes bounds a knowledge-base request body: a 50 MiB PDF or
+// DOCX in a multipart envelope, or 10 MiB of text JSON-escaped, fits. The
+// store enforces each format's own limit as it reads.
+const maxKBRequestBytes = kb.MaxDocumentBytes + 64<<10
 
 // registerKB registers the knowledge-base operations. The upload is a
 // plain handler on mux, documented here.
@@ -107,13 +124,25 @@ func registerKB(api huma.API, mux *http.ServeMux, kb kbStore, log *slog.Logger) 
 	register(api, huma.Operation{
 		OperationID: "read-kb-file", Method: http.MethodGet, Path: "/api/agents/{agent_id}/kb/{filename}",
 		Summary: "Read a knowledge-base file", Tags: tags,
-		Description: "404 for an unknown agent or file; 422 for a file name that is not a plain name.",
-		Errors:      []int{http.StatusNotFound, http.StatusUnprocessableEntity},
+		Description: "JSON {filename, content, format, empty_pages}: content is the text (extracted at upload for HTML, PDF and DOCX). " +
+			"With raw=true, the file as uploaded with its media type. 404 for an unknown agent or file; 422 for a file name that is not a plain name.",
+		Errors: []int{http.StatusNotFound, http.StatusUnprocessableEntity},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "The file's text, or with raw=true its bytes.", Content: map[string]*huma.MediaType{
+				"application/json": {Schema: api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[apiKBFileContent](), true, "")},
+				"text/plain":       rawKBMedia(),
+				"text/markdown":    rawKBMedia(),
+				"text/html":        rawKBMedia(),
+				"application/pdf":  rawKBMedia(),
+				"application/vnd.openxmlformats-officedocument.wordprocessingml.document": rawKBMedia(),
+				"application/octet-stream": rawKBMedia(),
+			}},
+		},
 	}, h.read)
 	register(api, huma.Operation{
 		OperationID: "replace-kb-file", Method: http.MethodPut, Path: "/api/agents/{agent_id}/kb/{filename}",
 		Summary: "Replace a knowledge-base file's content", Tags: tags, MaxBodyBytes: maxKBRequestBytes,
-		Description: "Creates the file when it does not exist. Text only (UTF-8): other content is a 415; over 10 MiB is a 413.",
+		Description: "Creates the file when it does not exist. Text only (UTF-8; upload a PDF or DOCX with POST): other content is a 415; over 10 MiB is a 413.",
 		Errors:      []int{http.StatusNotFound},
 	}, h.put)
 	register(api, huma.Operation{
@@ -130,9 +159,11 @@ func registerKB(api huma.API, mux *http.ServeMux, kb kbStore, log *slog.Logger) 
 	addOperation(api, &huma.Operation{
 		OperationID: "create-kb-file", Method: http.MethodPost, Path: "/api/agents/{agent_id}/kb",
 		Summary: "Add a knowledge-base file", Tags: tags,
-		Description: "multipart/form-data with the file in the part named file, or JSON {filename, content}. " +
-			"Text only (UTF-8: also Markdown, CSV, JSON): other content is a 415; over 10 MiB is a 413; an existing name is a 409; " +
-			"a bad file name is a 422.",
+		Description: "multipart/form-data with the file in the part named file, or JSON {filename, content} for text. " +
+			"UTF-8 text (also Markdown, CSV, JSON), HTML, PDF with a text layer, DOCX; the text is extracted once, here. " +
+			"The format comes from the content for PDF and zip (DOCX) files, from the name for text (.md Markdown, .html HTML). " +
+			"Over 10 MiB (50 MiB for PDF and DOCX) is a 413; anything else, a PDF without text, an encrypted PDF or a DOCX that is not a zip " +
+			"is a 415 whose detail says why; an existing name is a 409; a bad file name is a 422.",
 		Parameters: []*huma.Param{{Name: "agent_id", In: "path", Required: true, Description: "Agent id.", Schema: &huma.Schema{Type: huma.TypeString}}},
 		RequestBody: &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
 			"multipart/form-data": {Schema: &huma.Schema{Type: huma.TypeObject, Required: []string{"file"}, Properties: map[string]*huma.Schema{
@@ -166,16 +197,29 @@ func (h *kbHandler) list(ctx context.Context, in *agentPath) (*kbListOutput, err
 	return out, nil
 }
 
-func (h *kbHandler) read(ctx context.Context, in *kbFilePath) (*kbReadOutput, error) {
+// rawKBMedia describes a file's bytes as uploaded.
+func rawKBMedia() *huma.MediaType {
+	return &huma.MediaType{Schema: &huma.Schema{Type: huma.TypeString, Extensions: map[string]any{"format": "binary"}}}
+}
+
+func (h *kbHandler) read(ctx context.Context, in *kbReadInput) (*kbReadOutput, error) {
+	if in.Raw {
+		_, data, ct, err := h.kb.ReadOriginal(ctx, in.AgentID, in.Filename)
+		if err != nil {
+			return nil, h.problem(ctx, err)
+		}
+		return &kbReadOutput{ContentType: ct, Body: data, NoSniff: "nosniff", CSP: "sandbox",
+			Disposition: mime.FormatMediaType("attachment", map[string]string{"filename": in.Filename})}, nil
+	}
 	f, err := h.kb.Read(ctx, in.AgentID, in.Filename)
 	if err != nil {
 		return nil, h.problem(ctx, err)
 	}
-	out := &kbReadOutput{Body: apiKBFileContent{Filename: f.Filename}}
+	body := apiKBFileContent{Filename: f.Filename, Format: string(f.Format), EmptyPages: f.EmptyPages}
 	if f.Content != nil {
-		out.Body.Content = *f.Content
+		body.Content = *f.Content
 	}
-	return out, nil
+	return &kbReadOutput{ContentType: "application/json", Body: body}, nil
 }
 
 func (h *kbHandler) put(ctx context.Context, in *kbPutInput) (*kbFileOutput, error) {

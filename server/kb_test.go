@@ -69,8 +69,8 @@ func (e *testEnv) kbContent(agentID, filename string) string {
 		Content  string `json:"content"`
 	}
 	r := must(e.t, e.get("/api/agents/"+agentID+"/kb/"+url.PathEscape(filename)), http.StatusOK)
-	if got := sortedKeys(r.object(e.t)); !slices.Equal(got, []string{"content", "filename"}) {
-		e.t.Errorf("read answered fields %v, want content and filename", got)
+	if got := sortedKeys(r.object(e.t)); !slices.Equal(got, []string{"content", "filename", "format"}) {
+		e.t.Errorf("read answered fields %v, want content, filename and format", got)
 	}
 	r.decode(e.t, &body)
 	if body.Filename != filename {

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,22 +20,28 @@ import (
 	"unicode/utf8"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
 )
 
-// MaxFileBytes is the largest knowledge-base file accepted: 10 MiB.
-const MaxFileBytes = 10 << 20
+// MaxFileBytes is the largest text, Markdown or HTML file accepted:
+// 10 MiB.
+const MaxFileBytes = kbdoc.MaxTextBytes
+
+// MaxDocumentBytes is the largest PDF or DOCX file accepted: 50 MiB.
+const MaxDocumentBytes = kbdoc.MaxBinaryBytes
 
 // MaxNameBytes is the longest knowledge-base file name accepted, in
 // bytes.
 const MaxNameBytes = 255
 
 var (
-	// ErrTooLarge reports a knowledge-base file over MaxFileBytes. The
-	// server answers it 413.
-	ErrTooLarge = errors.New("too large")
-	// ErrUnsupported reports content that is not text: invalid UTF-8, or a
-	// NUL byte. The server answers it 415.
-	ErrUnsupported = errors.New("unsupported content")
+	// ErrTooLarge reports a knowledge-base file over the limit of its
+	// format (MaxFileBytes, MaxDocumentBytes). The server answers it 413.
+	ErrTooLarge = kbdoc.ErrTooLarge
+	// ErrUnsupported reports content that cannot be read: neither UTF-8
+	// text (without NUL bytes), nor a PDF with a text layer, nor a DOCX;
+	// the error says why. The server answers it 415.
+	ErrUnsupported = kbdoc.ErrUnsupported
 )
 
 // Options configure a Store.
@@ -106,7 +111,15 @@ type File struct {
 	Size int64 `json:"size"`
 	// Modified is the modification time, in seconds since the Unix epoch.
 	Modified float64 `json:"modified"`
-	Content  *string `json:"content,omitempty"`
+	// Format is how the file was read (text, markdown, html, pdf, docx);
+	// set by Read.
+	Format kbdoc.Format `json:"format,omitempty"`
+	// Content is the file's text, set by Read: the file itself for text
+	// and Markdown, the extracted text for HTML, PDF and DOCX.
+	Content *string `json:"content,omitempty"`
+	// EmptyPages lists the pages of a PDF without text, from 1; set by
+	// Read.
+	EmptyPages []int `json:"empty_pages,omitempty"`
 }
 
 // ValidName checks a knowledge-base file name: a plain
@@ -235,9 +248,55 @@ func (s *Store) Read(ctx context.Context, agentID, name string) (File, error) {
 		return File{}, fmt.Errorf("read knowledge base file %q: %w", name, err)
 	}
 	out := fileInfo(name, fi)
-	content := string(data)
+	doc, err := s.extracted(agentID, name, fi, data)
+	if err != nil {
+		return File{}, fmt.Errorf("read knowledge base file %q: %w", name, err)
+	}
+	out.Format = doc.Format
+	out.EmptyPages = doc.EmptyPages
+	content := doc.Text()
+	if doc.Format == kbdoc.Text || doc.Format == kbdoc.Markdown {
+		content = string(data)
+	}
 	out.Content = &content
 	return out, nil
+}
+
+// ReadOriginal returns a knowledge-base file's bytes as uploaded, with its
+// media type (File.Format set, Content not). Errors are Read's.
+func (s *Store) ReadOriginal(ctx context.Context, agentID, name string) (File, []byte, string, error) {
+	if err := ValidName(name); err != nil {
+		return File{}, nil, "", err
+	}
+	if err := s.check(ctx, agentID); err != nil {
+		return File{}, nil, "", err
+	}
+	root, err := s.root(agentID, false)
+	if err != nil {
+		return File{}, nil, "", fmt.Errorf("read knowledge base file %q: %w", name, err)
+	}
+	if root == nil {
+		return File{}, nil, "", notFound("knowledge base file", name)
+	}
+	defer root.Close()
+	fi, err := root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
+		return File{}, nil, "", notFound("knowledge base file", name)
+	}
+	data, err := root.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return File{}, nil, "", notFound("knowledge base file", name)
+	}
+	if err != nil {
+		return File{}, nil, "", fmt.Errorf("read knowledge base file %q: %w", name, err)
+	}
+	out := fileInfo(name, fi)
+	ct := "application/octet-stream"
+	if f, err := kbdoc.Detect(name, data[:min(len(data), 512)]); err == nil {
+		out.Format = f
+		ct = kbdoc.ContentType(f)
+	}
+	return out, data, ct, nil
 }
 
 // Write creates (mustCreate) or replaces (!mustCreate) a knowledge-base
@@ -285,7 +344,25 @@ func (s *Store) Write(ctx context.Context, agentID, name string, r io.Reader, mu
 			root.Remove(tmp)
 		}
 	}()
-	if err := copyText(ctx, f, r); err != nil {
+	// The format, from the name and the first bytes, sets the limit and
+	// whether the content must be text all along.
+	head := make([]byte, 512)
+	n, rerr := io.ReadFull(r, head)
+	if rerr != nil && rerr != io.ErrUnexpectedEOF && rerr != io.EOF {
+		return fail(rerr)
+	}
+	head = head[:n]
+	format, err := kbdoc.Detect(name, head)
+	if err != nil {
+		return fail(err)
+	}
+	body := io.MultiReader(bytes.NewReader(head), r)
+	if format == kbdoc.PDF || format == kbdoc.DOCX {
+		err = copyLimited(ctx, f, body, kbdoc.MaxBytes(format))
+	} else {
+		err = copyText(ctx, f, body)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
@@ -294,8 +371,25 @@ func (s *Store) Write(ctx context.Context, agentID, name string, r io.Reader, mu
 	if err := f.Close(); err != nil {
 		return fail(err)
 	}
+	// Extraction, once: what cannot be read is refused now, with the
+	// reason, and the text is kept beside the file.
+	data, err := root.ReadFile(tmp)
+	if err != nil {
+		return fail(err)
+	}
+	doc, err := kbdoc.Extract(name, data)
+	if err != nil {
+		return fail(err)
+	}
+	tfi, err := root.Stat(tmp)
+	if err != nil {
+		return fail(err)
+	}
 	s.mu.Lock()
 	err = checkExists(root, name, mustCreate)
+	if err == nil {
+		err = s.saveExtracted(agentID, name, tfi, doc)
+	}
 	if err == nil {
 		if err = root.Rename(tmp, name); err == nil {
 			s.changed(agentID)
@@ -343,6 +437,21 @@ func tempName() (string, error) {
 		return "", err
 	}
 	return ".tmp-" + hex.EncodeToString(b[:]), nil
+}
+
+// copyLimited copies r to w, at most limit bytes (else ErrTooLarge).
+func copyLimited(ctx context.Context, w io.Writer, r io.Reader, limit int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n, err := io.Copy(w, io.LimitReader(r, limit+1))
+	if err != nil {
+		return err
+	}
+	if n > limit {
+		return fmt.Errorf("larger than %d bytes: %w", limit, ErrTooLarge)
+	}
+	return ctx.Err()
 }
 
 // copyText copies r to w, at most MaxFileBytes, checking that it is
@@ -432,6 +541,7 @@ func (s *Store) Delete(ctx context.Context, agentID, name string) error {
 	if err != nil {
 		return fmt.Errorf("delete knowledge base file %q: %w", name, err)
 	}
+	s.removeExtracted(agentID, name)
 	s.changed(agentID)
 	return nil
 }
@@ -448,6 +558,9 @@ func (s *Store) RemoveAgent(agentID string) error {
 	defer s.mu.Unlock()
 	s.changed(agentID)
 	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove knowledge base of %s: %w", agentID, err)
+	}
+	if err := os.RemoveAll(filepath.Join(s.opts.Dir, extractedDir, agentID)); err != nil {
 		return fmt.Errorf("remove knowledge base of %s: %w", agentID, err)
 	}
 	return nil
@@ -519,7 +632,13 @@ func (s *Store) Version(agentID string) (string, error) {
 // Document is the text of one knowledge-base file.
 type Document struct {
 	Name string
+	// Text is the file's text: the file itself for text and Markdown, the
+	// extracted text for HTML, PDF and DOCX.
 	Text string
+	// Doc is the extracted document, its sections with their heading
+	// paths and pages; Section offsets index Doc.Text(). Nil for a
+	// Document made by hand: retrieval then takes Text as one section.
+	Doc *kbdoc.Document
 }
 
 // Documents returns the text of every file of an agent's knowledge base,
@@ -545,11 +664,16 @@ func (s *Store) Documents(agentID string) ([]Document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("knowledge base of %s: %w", agentID, err)
 		}
-		if !utf8.Valid(data) || slices.Contains(data, 0) {
-			s.log.Warn("knowledge base file is not text; skipped", slog.String("agent", agentID), slog.String("file", f.name))
+		fi, err := root.Stat(f.name)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		doc, err := s.extracted(agentID, f.name, fi, data)
+		if err != nil {
+			s.log.Warn("knowledge base file cannot be read; skipped", slog.String("agent", agentID), slog.String("file", f.name), slog.String("error", err.Error()))
 			continue
 		}
-		docs = append(docs, Document{Name: f.name, Text: string(data)})
+		docs = append(docs, Document{Name: f.name, Text: doc.Text(), Doc: doc})
 	}
 	return docs, nil
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc/kbdoctest"
 )
 
 // env is a Store in a fresh directory whose Check knows the agents "a"
@@ -437,7 +439,7 @@ func TestVersionAndDocuments(t *testing.T) {
 		t.Fatalf("version %q, then %q: want it set and stable", v1, version())
 	}
 	docs, err := e.store.Documents("a")
-	if err != nil || len(docs) != 2 || docs[0] != (kb.Document{Name: "a.txt", Text: "ay"}) || docs[1] != (kb.Document{Name: "b.md", Text: "bee"}) {
+	if err != nil || len(docs) != 2 || docs[0].Name != "a.txt" || docs[0].Text != "ay" || docs[1].Name != "b.md" || docs[1].Text != "bee" || docs[1].Doc.Format != kbdoc.Markdown {
 		t.Fatalf("Documents = %v, %v", docs, err)
 	}
 	// A replace with the same size, its time then set back as it was:
@@ -483,5 +485,77 @@ func TestVersionAndDocuments(t *testing.T) {
 	}
 	if files, _ := e.store.List(e.ctx, "fresh"); len(files) != 1 {
 		t.Errorf("the other agent's files = %v", files)
+	}
+}
+
+// TestDocuments uploads each format: the text is extracted once, kept
+// beside the original (which stays as uploaded), and read back by Read
+// and Documents; what cannot be read is refused with the reason and
+// leaves nothing behind.
+func TestDocuments(t *testing.T) {
+	e := newEnv(t)
+	pdf := kbdoctest.PDF(kbdoctest.Page{Heading: "Shipping", Paragraphs: []string{"Orders ship in two days."}}, kbdoctest.Page{})
+	docx := kbdoctest.DOCX(kbdoctest.Para{Style: "Heading1", Text: "Leave"}, kbdoctest.Para{Text: "Twenty five days."})
+	page := []byte(`<h1>Help</h1><p>Call us.</p><script>alert(1)</script>`)
+	for name, data := range map[string][]byte{"policy.pdf": pdf, "hr.docx": docx, "help.html": page} {
+		if _, err := e.store.Write(e.ctx, "a", name, bytes.NewReader(data), true); err != nil {
+			t.Fatalf("Write %s: %v", name, err)
+		}
+		f, raw, _, err := e.store.ReadOriginal(e.ctx, "a", name)
+		if err != nil || !bytes.Equal(raw, data) || f.Size != int64(len(data)) {
+			t.Errorf("ReadOriginal %s: %d bytes, %v; want the upload", name, len(raw), err)
+		}
+	}
+	for name, want := range map[string]string{"policy.pdf": "Shipping\n\nOrders ship in two days.", "hr.docx": "Leave\n\nTwenty five days.", "help.html": "Help\n\nCall us."} {
+		f, err := e.store.Read(e.ctx, "a", name)
+		if err != nil || *f.Content != want {
+			t.Errorf("Read %s = %q, %v; want %q", name, *f.Content, err, want)
+		}
+	}
+	if f, _ := e.store.Read(e.ctx, "a", "policy.pdf"); f.Format != kbdoc.PDF || !slices.Equal(f.EmptyPages, []int{2}) {
+		t.Errorf("PDF read as %s with empty pages %v", f.Format, f.EmptyPages)
+	}
+	// Kept beside: Documents uses the stored extraction, not the file.
+	docs, err := e.store.Documents("a")
+	if err != nil || len(docs) != 3 || docs[2].Doc.Sections[0].Page != 1 {
+		t.Fatalf("Documents = %+v, %v", docs, err)
+	}
+	stored, _ := filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.json"))
+	if len(stored) != 3 {
+		t.Errorf("extractions kept: %v, want 3", stored)
+	}
+	if err := e.store.Delete(e.ctx, "a", "hr.docx"); err != nil {
+		t.Fatal(err)
+	}
+	if stored, _ = filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.json")); len(stored) != 2 {
+		t.Errorf("after a delete, extractions kept: %v, want 2", stored)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		reason string
+	}{
+		{"scan.pdf", kbdoctest.ImagePDF(1), "no text layer"},
+		{"locked.pdf", kbdoctest.EncryptedPDF(kbdoctest.Page{Paragraphs: []string{"x"}}), "encrypted"},
+		{"notzip.docx", []byte("plain words"), "not a zip"},
+	} {
+		_, err := e.store.Write(e.ctx, "a", tc.name, bytes.NewReader(tc.data), true)
+		if !errors.Is(err, kb.ErrUnsupported) || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("Write %s = %v, want ErrUnsupported saying %q", tc.name, err, tc.reason)
+		}
+	}
+	if files, _ := e.store.List(e.ctx, "a"); len(files) != 2 {
+		t.Errorf("files after refusals: %+v", files)
+	}
+	// 50 MiB + 1 of PDF is too large; it stops reading soon after.
+	r := &countingReader{left: kb.MaxDocumentBytes + 1}
+	body := io.MultiReader(strings.NewReader("%PDF-1.4\n"), r)
+	if _, err := e.store.Write(e.ctx, "a", "huge.pdf", body, true); !errors.Is(err, kb.ErrTooLarge) {
+		t.Errorf("50 MiB + 1 PDF = %v, want ErrTooLarge", err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(e.dir, "a"))
+	if len(entries) != 2 {
+		t.Errorf("directory holds %v, want the two files only", entries)
 	}
 }

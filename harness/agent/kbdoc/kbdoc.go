@@ -1,0 +1,300 @@
+package kbdoc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// Size limits of knowledge-base files, by format.
+const (
+	// MaxTextBytes bounds text, Markdown and HTML files: 10 MiB.
+	MaxTextBytes = 10 << 20
+	// MaxBinaryBytes bounds PDF and DOCX files: 50 MiB.
+	MaxBinaryBytes = 50 << 20
+)
+
+var (
+	// ErrUnsupported reports a file that cannot be read as a knowledge-base
+	// document; the error's message says why.
+	ErrUnsupported = errors.New("unsupported content")
+	// ErrTooLarge reports a file over the limit of its format.
+	ErrTooLarge = errors.New("too large")
+)
+
+// Format is the kind of a knowledge-base file.
+type Format string
+
+// The formats Extract reads.
+const (
+	Text     Format = "text"
+	Markdown Format = "markdown"
+	HTML     Format = "html"
+	PDF      Format = "pdf"
+	DOCX     Format = "docx"
+)
+
+// MaxBytes returns the size limit of a format: MaxBinaryBytes for PDF and
+// DOCX, MaxTextBytes otherwise.
+func MaxBytes(f Format) int64 {
+	if f == PDF || f == DOCX {
+		return MaxBinaryBytes
+	}
+	return MaxTextBytes
+}
+
+// ContentType returns the media type of a format's files.
+func ContentType(f Format) string {
+	switch f {
+	case Markdown:
+		return "text/markdown; charset=utf-8"
+	case HTML:
+		return "text/html; charset=utf-8"
+	case PDF:
+		return "application/pdf"
+	case DOCX:
+		return "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	}
+	return "text/plain; charset=utf-8"
+}
+
+// Document is the text of a knowledge-base file, as sections.
+type Document struct {
+	Format Format `json:"format"`
+	// Sections hold the text in order. A section starts at a heading (or at
+	// the start of the file, or of a PDF page) and runs to the next.
+	Sections []Section `json:"sections"`
+	// Pages is the number of pages of a PDF; 0 for other formats.
+	Pages int `json:"pages,omitempty"`
+	// EmptyPages lists the pages of a PDF that have no text (scanned
+	// pages, say), from 1.
+	EmptyPages []int `json:"empty_pages,omitempty"`
+}
+
+// Section is a part of a document under one heading.
+type Section struct {
+	// Headings is the heading path, outermost first: ["Install", "Linux"]
+	// for a section "Linux" under "Install". Empty before the first
+	// heading.
+	Headings []string `json:"headings,omitempty"`
+	// Page is the PDF page the section is on, from 1; 0 for other formats.
+	Page int `json:"page,omitempty"`
+	// Offset is the byte offset of Text in the document's Text().
+	Offset int `json:"offset"`
+	// Text is the section's body: paragraphs separated by a blank line,
+	// list items and table rows one per line. It does not repeat the
+	// heading.
+	Text string `json:"text"`
+}
+
+// Text returns the document's text: each heading where it starts, on a
+// line of its own, then the sections' bodies, all separated by blank
+// lines. Section.Offset indexes into it.
+func (d *Document) Text() string {
+	var b strings.Builder
+	d.render(&b)
+	return b.String()
+}
+
+// render writes Text to b and sets the sections' offsets.
+func (d *Document) render(b *strings.Builder) {
+	var prev []string
+	for i := range d.Sections {
+		s := &d.Sections[i]
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		same := 0
+		for same < len(prev) && same < len(s.Headings) && prev[same] == s.Headings[same] {
+			same++
+		}
+		if same == len(s.Headings) && len(prev) > len(s.Headings) && len(s.Headings) > 0 {
+			same-- // the same heading again, after a sub-section: say it again
+		}
+		for _, h := range s.Headings[same:] {
+			b.WriteString(h)
+			b.WriteString("\n\n")
+		}
+		prev = s.Headings
+		s.Offset = b.Len()
+		b.WriteString(s.Text)
+	}
+}
+
+// Extract reads a knowledge-base file, named name, whose content is data.
+// See the package documentation for the formats and what is refused.
+func Extract(name string, data []byte) (*Document, error) {
+	f, err := Detect(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > MaxBytes(f) {
+		return nil, fmt.Errorf("a %s file is limited to %d MiB: %w", f, MaxBytes(f)>>20, ErrTooLarge)
+	}
+	if f != PDF && f != DOCX {
+		if err := CheckText(data, false); err != nil {
+			return nil, err
+		}
+	}
+	var d *Document
+	switch f {
+	case PDF:
+		d, err = extractPDF(data)
+	case DOCX:
+		d, err = extractDOCX(data)
+	case HTML:
+		d, err = extractHTML(data)
+	case Markdown:
+		d = extractMarkdown(string(data))
+	default:
+		d = extractText(string(data))
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Format = f
+	d.finish()
+	return d, nil
+}
+
+// finish drops empty sections and sets offsets.
+func (d *Document) finish() {
+	out := d.Sections[:0]
+	for _, s := range d.Sections {
+		s.Text = strings.TrimSpace(s.Text)
+		if s.Text == "" {
+			continue
+		}
+		out = append(out, s)
+	}
+	d.Sections = out
+	var b strings.Builder
+	d.render(&b)
+}
+
+// Detect returns the format of a file from its name and the first bytes
+// of its content (512 are enough): the rules are in the package
+// documentation. A file that is none of the formats gives ErrUnsupported
+// with the reason. For text, only the bytes given are checked.
+func Detect(name string, head []byte) (Format, error) {
+	ext := strings.ToLower(path.Ext(name))
+	switch {
+	case bytes.HasPrefix(head, []byte("%PDF-")):
+		return PDF, nil
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		return DOCX, nil
+	case ext == ".pdf":
+		return "", fmt.Errorf("the name ends in .pdf but the content is not a PDF (it does not start with %%PDF-): %w", ErrUnsupported)
+	case ext == ".docx":
+		return "", fmt.Errorf("the name ends in .docx but the content is not a zip archive, so not a DOCX: %w", ErrUnsupported)
+	}
+	if err := CheckText(head, true); err != nil {
+		return "", err
+	}
+	switch ext {
+	case ".md", ".markdown":
+		return Markdown, nil
+	case ".html", ".htm", ".xhtml":
+		return HTML, nil
+	}
+	start := strings.ToLower(strings.TrimSpace(string(head[:min(len(head), 64)])))
+	if strings.HasPrefix(start, "<!doctype html") || strings.HasPrefix(start, "<html") {
+		return HTML, nil
+	}
+	return Text, nil
+}
+
+// CheckText checks that b is UTF-8 text without NUL bytes; partial allows
+// b to end inside a rune (b is the start of a longer content). The error
+// wraps ErrUnsupported.
+func CheckText(b []byte, partial bool) error {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return fmt.Errorf("contains a NUL byte, so it is not text, nor a PDF or DOCX: %w", ErrUnsupported)
+	}
+	if partial {
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
+	}
+	if !utf8.Valid(b) {
+		return fmt.Errorf("is not valid UTF-8 text, nor a PDF or DOCX: %w", ErrUnsupported)
+	}
+	return nil
+}
+
+// builder collects sections as a reader walks a document.
+type builder struct {
+	sections []Section
+	path     []string // current heading path
+	levels   []int    // heading level of each element of path
+	page     int
+	cur      strings.Builder
+}
+
+// heading starts a section under a heading of level (1 outermost).
+func (b *builder) heading(level int, title string) {
+	title = strings.Join(strings.Fields(title), " ")
+	if title == "" {
+		return
+	}
+	b.flush()
+	for len(b.levels) > 0 && b.levels[len(b.levels)-1] >= level {
+		b.levels = b.levels[:len(b.levels)-1]
+		b.path = b.path[:len(b.path)-1]
+	}
+	b.levels = append(b.levels, level)
+	b.path = append(b.path, title)
+}
+
+// newPage starts a section on a PDF page.
+func (b *builder) newPage(n int) {
+	b.flush()
+	b.page = n
+}
+
+// paragraph adds a paragraph (or list item, or table row: line is true
+// for those, which follow the previous one on the next line).
+func (b *builder) paragraph(text string, line bool) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	if b.cur.Len() > 0 {
+		if line {
+			b.cur.WriteString("\n")
+		} else {
+			b.cur.WriteString("\n\n")
+		}
+	}
+	b.cur.WriteString(text)
+}
+
+func (b *builder) flush() {
+	if strings.TrimSpace(b.cur.String()) == "" {
+		// Nothing to keep: a heading with no body of its own (directly
+		// followed by a sub-heading) stays in the next section's path.
+		b.cur.Reset()
+		return
+	}
+	s := Section{Headings: append([]string(nil), b.path...), Page: b.page, Text: b.cur.String()}
+	b.sections = append(b.sections, s)
+	b.cur.Reset()
+}
+
+func (b *builder) document() *Document {
+	b.flush()
+	return &Document{Sections: b.sections}
+}
+
+func extractText(s string) *Document {
+	s = strings.ReplaceAll(strings.TrimPrefix(s, "\uFEFF"), "\r\n", "\n")
+	return &Document{Sections: []Section{{Text: s}}}
+}
