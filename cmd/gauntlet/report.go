@@ -694,37 +694,10 @@ func (r *report) properties() []junitProperty {
 // The totals come first in the document, so the results are read twice:
 // once to count, once to write, a cell at a time.
 func (r *report) writeJUnit(w io.Writer) error {
-	info := r.info
-	props := r.properties()
-	stamp := strings.Replace(info.StartedAt, " ", "T", 1)
-	doc := junitSuites{Name: "gauntlet " + info.ModelName, Time: seconds(info.TotalDurationMS)}
 	// The suites without their cases: counts and durations.
-	err := eachCell(r.samples, func(cell []runs.Result) error {
-		s := junitSuite{Name: cellSuite(cell[0]), Timestamp: stamp, Properties: props}
-		var ms int64
-		for _, e := range r.cellCases(cell) {
-			if e.c.Failure != nil {
-				s.Failures++
-			}
-			if e.c.Error != nil {
-				s.Errors++
-			}
-			ms += e.ms
-			s.Tests++
-		}
-		s.Time = seconds(ms)
-		doc.Suites = append(doc.Suites, s)
-		return nil
-	})
+	doc, err := r.junitSuites(r.samples, false)
 	if err != nil {
 		return err
-	}
-	doc.Suites = append(doc.Suites, r.gateSuite(stamp, props))
-	for i := range doc.Suites {
-		s := &doc.Suites[i]
-		doc.Tests += s.Tests
-		doc.Failures += s.Failures
-		doc.Errors += s.Errors
 	}
 	xmlSafeSuites(&doc)
 
@@ -791,11 +764,18 @@ func (r *report) writeJUnit(w io.Writer) error {
 // junit is the report as JUnit test suites in memory, as writeJUnit
 // writes them: for a sweep, which puts several runs in one document.
 func (r *report) junit() (junitSuites, error) {
+	return r.junitSuites(r.results, true)
+}
+
+// junitSuites is the report's document of JUnit suites, one per cell read
+// from src and the gate's last, with their counts and durations, and
+// their cases when withCases.
+func (r *report) junitSuites(src resultSource, withCases bool) (junitSuites, error) {
 	info := r.info
 	props := r.properties()
 	stamp := strings.Replace(info.StartedAt, " ", "T", 1)
 	doc := junitSuites{Name: "gauntlet " + info.ModelName, Time: seconds(info.TotalDurationMS)}
-	err := eachCell(r.results, func(cell []runs.Result) error {
+	err := eachCell(src, func(cell []runs.Result) error {
 		s := junitSuite{Name: cellSuite(cell[0]), Timestamp: stamp, Properties: props}
 		var ms int64
 		for _, e := range r.cellCases(cell) {
@@ -807,7 +787,9 @@ func (r *report) junit() (junitSuites, error) {
 			}
 			ms += e.ms
 			s.Tests++
-			s.Cases = append(s.Cases, e.c)
+			if withCases {
+				s.Cases = append(s.Cases, e.c)
+			}
 		}
 		s.Time = seconds(ms)
 		doc.Suites = append(doc.Suites, s)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,19 +17,8 @@ import (
 // serve is "gauntlet serve": the HTTP API and the dashboard in front of
 // the application, until ctx ends.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var s settings
-	fs := flag.NewFlagSet("gauntlet serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := s.register(fs, serverSettings); err != nil {
-		return err
-	}
-	if err := parseFlags(fs, args, stderr, ""); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
-		return err
-	}
-	if err := s.check(); err != nil {
+	s, err := parseSettings("gauntlet serve", args, stderr, serverSettings)
+	if s == nil {
 		return err
 	}
 	if err := checkExposure(s.addr, s.apiToken, s.insecure); err != nil {
@@ -43,7 +30,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	a, err := openApp(ctx, s, appOptions{log: log, agents: true, queue: true})
+	a, err := openApp(ctx, *s, appOptions{log: log, agents: true, queue: true})
 	if err != nil {
 		return err
 	}

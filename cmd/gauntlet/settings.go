@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -248,4 +250,27 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseSettings parses the flags of a command that takes only settings
+// of scope (serve, worker) and checks them. It returns nil settings when
+// the command is to end: with a nil error after --help, else with the
+// error.
+func parseSettings(name string, args []string, stderr io.Writer, scope settingsScope) (*settings, error) {
+	var s settings
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := s.register(fs, scope); err != nil {
+		return nil, err
+	}
+	if err := parseFlags(fs, args, stderr, ""); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return &s, nil
 }

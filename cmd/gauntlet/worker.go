@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,19 +22,8 @@ func isPostgres(url string) bool {
 // workerCmd is "gauntlet worker": it executes the tests of the runs a
 // server sharing the PostgreSQL database started, until ctx ends.
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var s settings
-	fs := flag.NewFlagSet("gauntlet worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := s.register(fs, appSettings); err != nil {
-		return err
-	}
-	if err := parseFlags(fs, args, stderr, ""); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
-		return err
-	}
-	if err := s.check(); err != nil {
+	s, err := parseSettings("gauntlet worker", args, stderr, appSettings)
+	if s == nil {
 		return err
 	}
 	if !isPostgres(s.database) {
