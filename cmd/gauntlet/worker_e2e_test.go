@@ -185,9 +185,9 @@ func (c *cluster) start(t *testing.T) string {
 
 // runProgress is a run's stored state.
 type runProgress struct {
-	status         string
-	done, results  int
-	distinct, jobs int
+	status        string
+	done, results int
+	distinct      int
 }
 
 func (c *cluster) progressOf(t *testing.T, runID string) runProgress {
