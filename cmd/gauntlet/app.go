@@ -121,7 +121,7 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 	}
 	if opts.queue && isPostgres(s.databaseURL()) {
 		a.queue, err = riverexec.Open(ctx, riverexec.Options{URL: s.databaseURL(), DB: a.db, Concurrency: s.concurrency,
-			RescueAfter: s.rescueAfter, Logger: a.log})
+			RescueAfter: s.rescueAfter, MaxAttempts: s.jobAttempts, Logger: a.log})
 		if err != nil {
 			return nil, err
 		}

@@ -139,15 +139,16 @@ type cluster struct {
 	data      string
 }
 
-func newCluster(t *testing.T, tests int, latency time.Duration) *cluster {
+func newCluster(t *testing.T, tests int, latency time.Duration, serverArgs ...string) *cluster {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
 	mock := llmtest.NewServer(llmtest.Options{Latency: latency})
 	t.Cleanup(mock.Close)
 	defs := scaleSuite(t, tests)
 	data := t.TempDir()
-	srv := startGauntlet(t, "serve", "--database", url, "--definitions", defs, "--data", data, "--addr", "127.0.0.1:0",
-		"--plugins", t.TempDir(), "--llm-base-url", mock.URL, "--llm-model", "mock", "--no-local-worker")
+	args := []string{"serve", "--database", url, "--definitions", defs, "--data", data, "--addr", "127.0.0.1:0",
+		"--plugins", t.TempDir(), "--llm-base-url", mock.URL, "--llm-model", "mock", "--no-local-worker"}
+	srv := startGauntlet(t, append(args, serverArgs...)...)
 	line := srv.waitLine(t, "listening on http://")
 	addr := strings.Fields(strings.SplitN(line, "http://", 2)[1])[0]
 	db, err := sql.Open("pgx", url)
