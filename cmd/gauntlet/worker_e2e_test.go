@@ -141,7 +141,12 @@ type cluster struct {
 
 func newCluster(t *testing.T, tests int, latency time.Duration, serverArgs ...string) *cluster {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
+	return newClusterOn(t, pgtest.NewDatabase(t), tests, latency, serverArgs...)
+}
+
+// newClusterOn is newCluster on the database of url.
+func newClusterOn(t *testing.T, url string, tests int, latency time.Duration, serverArgs ...string) *cluster {
+	t.Helper()
 	mock := llmtest.NewServer(llmtest.Options{Latency: latency})
 	t.Cleanup(mock.Close)
 	defs := scaleSuite(t, tests)
@@ -193,15 +198,21 @@ type runProgress struct {
 
 func (c *cluster) progressOf(t *testing.T, runID string) runProgress {
 	t.Helper()
+	p, err := c.tryProgress(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tryProgress reads a run's stored state.
+func (c *cluster) tryProgress(runID string) (runProgress, error) {
 	var p runProgress
 	err := c.db.QueryRow(`SELECT r.status, r.done_tests,
 		(SELECT count(*) FROM run_results WHERE run_id = $1),
 		(SELECT count(DISTINCT (test_id, repeat)) FROM run_results WHERE run_id = $1)
 		FROM runs r WHERE run_id = $1`, runID).Scan(&p.status, &p.done, &p.results, &p.distinct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return p, err
 }
 
 // waitFor polls the run's stored state until ok says so.
@@ -209,12 +220,13 @@ func (c *cluster) waitFor(t *testing.T, runID string, timeout time.Duration, ok 
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		p := c.progressOf(t, runID)
-		if ok(p) {
+		// An error (the database restarting) is read again.
+		p, err := c.tryProgress(runID)
+		if err == nil && ok(p) {
 			return p
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s: still %+v after %v\nserver:\n%s", runID, p, timeout, c.server.log())
+			t.Fatalf("run %s: still %+v (%v) after %v\nserver:\n%s", runID, p, err, timeout, c.server.log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

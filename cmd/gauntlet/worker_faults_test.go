@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/engine/riverexec"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/internal/pgtest"
 )
 
 // deadEndpoint returns the URL of a model endpoint nothing listens on.
@@ -109,5 +114,141 @@ func TestWorkerRefusesNewerSchema(t *testing.T) {
 			t.Fatalf("the refused job is still %s", state)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPostgresRestartedMidRun: PostgreSQL stopped and started again while
+// a run's jobs are being executed. The server and the workers reconnect,
+// and the run completes with every test exactly once: a result stored
+// before the restart stays, a job whose result or completion the restart
+// cut off is executed again and its second result dropped.
+func TestPostgresRestartedMidRun(t *testing.T) {
+	skipWithoutPostgres(t)
+	pg, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url, err := pg.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	c := newClusterOn(t, url, n, 100*time.Millisecond)
+	c.worker(t, 8, "--rescue-after", "5s")
+	c.worker(t, 8, "--rescue-after", "5s")
+	id := c.start(t)
+	before := c.waitFor(t, id, time.Minute, func(p runProgress) bool { return p.done >= n/4 })
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := c.waitFor(t, id, 3*time.Minute, func(p runProgress) bool { return p.status != "running" })
+	if p.status != "completed" || p.done != n || p.results != n || p.distinct != n {
+		t.Fatalf("run ended %+v after a restart of PostgreSQL, want completed with %d results, each once", p, n)
+	}
+	if p.done < before.done {
+		t.Fatalf("results lost: %d before the restart, %d after", before.done, p.done)
+	}
+	c.checkLog(t, id, n)
+	var passed int
+	if err := c.db.QueryRow(`SELECT passed FROM runs WHERE run_id = $1`, id).Scan(&passed); err != nil {
+		t.Fatal(err)
+	}
+	if passed != n {
+		t.Errorf("the run counts %d passed, want %d", passed, n)
+	}
+}
+
+// post sends a JSON body to the server and returns the status and body.
+func (c *cluster) post(t *testing.T, path, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post("http://"+c.addr+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// startBody starts a run with the given request body.
+func (c *cluster) startBody(t *testing.T, body string) string {
+	t.Helper()
+	status, b := c.post(t, "/api/start", body)
+	var out struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal([]byte(b), &out); err != nil || status != http.StatusOK || out.RunID == "" {
+		t.Fatalf("start: status %d, %s", status, b)
+	}
+	return out.RunID
+}
+
+// TestAgentRunsStayOnTheServer: the jobs of a run that evaluates an agent
+// go to the server's own queue (the agent's knowledge-base files and tools
+// are on its machine): the server executes them, never a worker; a server
+// that executes no test (--no-local-worker) refuses such a run.
+func TestAgentRunsStayOnTheServer(t *testing.T) {
+	skipWithoutPostgres(t)
+	const n = 30
+	c := newCluster(t, n, 0, "--no-local-worker=false")
+	w := c.worker(t, 4)
+	if status, b := c.post(t, "/api/agents", `{"id":"helper","name":"Helper","system_prompt":"You add numbers."}`); status != http.StatusCreated {
+		t.Fatalf("create agent: %d %s", status, b)
+	}
+	id := c.startBody(t, `{"agent_id":"helper","domains":["sums"]}`)
+	p := c.waitFor(t, id, 2*time.Minute, func(p runProgress) bool { return p.status != "running" })
+	if p.status != "completed" || p.done != n || p.results != n || p.distinct != n {
+		t.Fatalf("agent run ended %+v, want completed with %d results", p, n)
+	}
+	var jobs, onServerQueue, byWorker int
+	if err := c.db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE queue = $2),
+		count(*) FILTER (WHERE attempted_by[1] LIKE $3) FROM river_job WHERE args->>'run_id' = $1`,
+		id, riverexec.LocalQueueName, fmt.Sprintf("gauntlet-%%-%d-%%", w.cmd.Process.Pid)).Scan(&jobs, &onServerQueue, &byWorker); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != n || onServerQueue != n || byWorker != 0 {
+		t.Errorf("%d jobs, %d on the server's queue, %d executed by the worker; want %d, %d, 0", jobs, onServerQueue, byWorker, n, n)
+	}
+
+	// A server that executes no test refuses an agent run, saying why.
+	c2 := newCluster(t, 2, 0)
+	if status, b := c2.post(t, "/api/agents", `{"id":"helper","name":"Helper","system_prompt":"You add numbers."}`); status != http.StatusCreated {
+		t.Fatalf("create agent: %d %s", status, b)
+	}
+	status, b := c2.post(t, "/api/start", `{"agent_id":"helper","domains":["sums"]}`)
+	if status != http.StatusUnprocessableEntity && status != http.StatusBadRequest || !strings.Contains(b, "no-local-worker") {
+		t.Errorf("agent run on a server with no local worker: %d %s, want refused naming --no-local-worker", status, b)
+	}
+}
+
+// TestResponseCacheOnWorkers: with cache on, the answers workers get are
+// stored in the shared database, and a second run's requests are all
+// answered from it, counted in the run's cache_hits.
+func TestResponseCacheOnWorkers(t *testing.T) {
+	skipWithoutPostgres(t)
+	const n = 30
+	c := newCluster(t, n, 0)
+	c.worker(t, 4)
+	c.worker(t, 4)
+	var hits [2]int
+	for i := range hits {
+		id := c.startBody(t, `{"domains":["sums"],"model_name":"cached","cache":true}`)
+		p := c.waitFor(t, id, 2*time.Minute, func(p runProgress) bool { return p.status != "running" })
+		if p.status != "completed" || p.done != n || p.results != n {
+			t.Fatalf("run %d ended %+v, want completed with %d results", i+1, p, n)
+		}
+		// cache_hits is final once the run's end is recorded.
+		if err := c.db.QueryRow(`SELECT cache_hits FROM runs WHERE run_id = $1`, id).Scan(&hits[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits[0] != 0 || hits[1] != n {
+		t.Errorf("cache hits of the two runs: %v, want [0 %d]", hits, n)
 	}
 }

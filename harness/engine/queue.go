@@ -62,6 +62,10 @@ type QueuedJob struct {
 	TestID string `json:"test_id"`
 	Repeat int    `json:"repeat"`
 	Schema int    `json:"schema"`
+	// Local: only the process that started the run executes the job (the
+	// run evaluates an agent, whose knowledge-base files and tools are
+	// that process's), never a worker.
+	Local bool `json:"local,omitempty"`
 }
 
 // enqueuePage is how many jobs go to the queue in one statement.
@@ -74,11 +78,12 @@ func (e *Engine) createRun(ctx context.Context, info runs.Info, keys []runs.Cell
 		return e.opts.Runs.CreateRun(ctx, info, keys)
 	}
 	schema := runs.SchemaVersion()
+	local := info.Config != nil && info.Config.AgentID != ""
 	return e.opts.Runs.CreateRunThen(ctx, info, keys, func(ctx context.Context, tx bun.Tx) error {
 		page := make([]QueuedJob, 0, enqueuePage)
 		var err error
 		werr := jobs(ctx, func(j *job) bool {
-			page = append(page, QueuedJob{RunID: info.RunID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema})
+			page = append(page, QueuedJob{RunID: info.RunID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema, Local: local})
 			if len(page) == enqueuePage {
 				err = e.opts.Queue.Enqueue(ctx, tx, page)
 				page = page[:0]
@@ -289,6 +294,7 @@ func (r *run) pollCells(ctx context.Context) error {
 	}
 	r.total = total
 	r.tokens = info.TotalTokens
+	r.info.CacheHits = info.CacheHits // the workers' hits
 	r.mu.Unlock()
 	for _, c := range settled {
 		st := c.state()
@@ -434,6 +440,7 @@ func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 	_, err = e.opts.Runs.RecordResult(context.WithoutCancel(ctx), res, func(samples []runs.Sample) runs.Cell {
 		return settleSamples(c, samples)
 	})
+	w.run.flushCache()
 	return err
 }
 
@@ -496,6 +503,9 @@ func (e *Engine) workRun(ctx context.Context, runID string) (*workRun, error) {
 	}
 	r := e.newRun(context.Background(), info, time.Now(), p.cells, nil, timeout, cfg.Retries)
 	r.params = params
+	if cfg.Cache {
+		r.cache = &responseCache{} // shared through the database
+	}
 	if cfg.AgentID != "" {
 		if e.opts.Agents == nil {
 			return nil, fmt.Errorf("run %s evaluates agent %s, and this worker has no agents", runID, cfg.AgentID)

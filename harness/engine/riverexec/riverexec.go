@@ -58,6 +58,12 @@ const Kind = "gauntlet_test"
 // QueueName is the River queue the jobs go to.
 const QueueName = "gauntlet"
 
+// LocalQueueName is the River queue of the jobs only the server that
+// started their run executes (engine.QueuedJob.Local: the run evaluates
+// an agent, whose knowledge-base files and tools are on the server's
+// machine).
+const LocalQueueName = "gauntlet_server"
+
 // DefaultRescueAfter is how long a job may stay running before it is
 // taken for lost and run again elsewhere, when Options.RescueAfter is 0.
 // It also bounds a test's execution (a test still running then is
@@ -84,6 +90,9 @@ type Options struct {
 	// (and the run, finding it lost, ends with its error);
 	// DefaultMaxAttempts when 0. It is recorded in each job inserted.
 	MaxAttempts int
+	// Server: this process starts runs, and its Work also executes the
+	// jobs only it can (LocalQueueName); a worker's leaves them.
+	Server bool
 	// Logger receives the queue's log lines; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -180,8 +189,12 @@ func (args) Kind() string { return Kind }
 func (q *Queue) Enqueue(ctx context.Context, tx bun.Tx, jobs []engine.QueuedJob) error {
 	params := make([]river.InsertManyParams, len(jobs))
 	opts := &river.InsertOpts{Queue: QueueName, MaxAttempts: q.opts.MaxAttempts}
+	local := &river.InsertOpts{Queue: LocalQueueName, MaxAttempts: q.opts.MaxAttempts}
 	for i, j := range jobs {
 		params[i] = river.InsertManyParams{Args: args{j}, InsertOpts: opts}
+		if j.Local {
+			params[i].InsertOpts = local
+		}
 	}
 	_, err := q.insert.InsertManyTx(ctx, tx.Tx, params)
 	return err
@@ -247,10 +260,14 @@ func (q *Queue) Work(ctx context.Context, e *engine.Engine) error {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{e: e, log: q.log})
 	host, _ := os.Hostname()
+	queues := map[string]river.QueueConfig{QueueName: {MaxWorkers: q.opts.Concurrency}}
+	if q.opts.Server {
+		queues[LocalQueueName] = river.QueueConfig{MaxWorkers: q.opts.Concurrency}
+	}
 	c, err := river.NewClient(riverpgxv5.New(q.pool), &river.Config{
 		// The id names the process in each job's attempted_by.
 		ID:                   fmt.Sprintf("gauntlet-%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()%1e6),
-		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: q.opts.Concurrency}},
+		Queues:               queues,
 		Workers:              workers,
 		RescueStuckJobsAfter: q.opts.RescueAfter,
 		// River rescues a job only once it has run longer than its
