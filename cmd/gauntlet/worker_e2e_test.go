@@ -137,6 +137,7 @@ type cluster struct {
 	model     string
 	server    *proc
 	data      string
+	args      []string // the server's
 }
 
 func newCluster(t *testing.T, tests int, latency time.Duration, serverArgs ...string) *cluster {
@@ -153,7 +154,8 @@ func newClusterOn(t *testing.T, url string, tests int, latency time.Duration, se
 	data := t.TempDir()
 	args := []string{"serve", "--database", url, "--definitions", defs, "--data", data, "--addr", "127.0.0.1:0",
 		"--plugins", t.TempDir(), "--llm-base-url", mock.URL, "--llm-model", "mock", "--no-local-worker"}
-	srv := startGauntlet(t, append(args, serverArgs...)...)
+	args = append(args, serverArgs...)
+	srv := startGauntlet(t, args...)
 	line := srv.waitLine(t, "listening on http://")
 	addr := strings.Fields(strings.SplitN(line, "http://", 2)[1])[0]
 	db, err := sql.Open("pgx", url)
@@ -161,7 +163,7 @@ func newClusterOn(t *testing.T, url string, tests int, latency time.Duration, se
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &cluster{url: url, addr: addr, db: db, model: mock.URL, server: srv, data: data}
+	return &cluster{url: url, addr: addr, db: db, model: mock.URL, server: srv, data: data, args: args}
 }
 
 func (c *cluster) worker(t *testing.T, concurrency int, extra ...string) *proc {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +251,41 @@ func TestResponseCacheOnWorkers(t *testing.T) {
 	}
 	if hits[0] != 0 || hits[1] != n {
 		t.Errorf("cache hits of the two runs: %v, want [0 %d]", hits, n)
+	}
+}
+
+// TestServerRestartCancelsJobs: a server killed mid-run leaves its run
+// "running" and its jobs queued; the server started again marks the run
+// interrupted and cancels its jobs, so no worker executes them for a run
+// that has ended.
+func TestServerRestartCancelsJobs(t *testing.T) {
+	skipWithoutPostgres(t)
+	const n = 50
+	c := newCluster(t, n, 0) // no worker: every job stays queued
+	id := c.start(t)
+	if err := c.server.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.server.cmd.Wait()
+	var open int
+	if err := c.db.QueryRow(`SELECT count(*) FROM river_job WHERE args->>'run_id' = $1 AND state = 'available'`, id).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != n {
+		t.Fatalf("%d jobs queued after the server died, want %d", open, n)
+	}
+	args := slices.Clone(c.args)
+	again := startGauntlet(t, args...)
+	again.waitLine(t, "listening on http://")
+	p := c.progressOf(t, id)
+	var states string
+	if err := c.db.QueryRow(`SELECT string_agg(DISTINCT state::text, ',') FROM river_job WHERE args->>'run_id' = $1`, id).Scan(&states); err != nil {
+		t.Fatal(err)
+	}
+	if p.status != "interrupted" || states != "cancelled" {
+		t.Errorf("after the restart: run %s, its jobs %s; want interrupted, cancelled", p.status, states)
+	}
+	if !strings.Contains(again.log(), "marked interrupted") {
+		t.Errorf("the server's log does not say it marked the run interrupted:\n%s", again.log())
 	}
 }

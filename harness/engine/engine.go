@@ -244,10 +244,21 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Worker {
 		return e, nil
 	}
-	if n, err := opts.Runs.MarkInterrupted(ctx); err != nil {
+	ids, err := opts.Runs.MarkInterruptedRuns(ctx)
+	if err != nil {
 		return nil, err
-	} else if n > 0 {
-		e.log.Warn("runs left running by a previous process marked interrupted", slog.Int("runs", n))
+	}
+	if len(ids) > 0 {
+		e.log.Warn("runs left running by a previous process marked interrupted", slog.Int("runs", len(ids)))
+	}
+	if opts.Queue != nil {
+		// Their jobs would otherwise stay in the queue for workers to
+		// execute, each result refused (the run has ended).
+		for _, id := range ids {
+			if err := opts.Queue.Cancel(ctx, id); err != nil {
+				return nil, fmt.Errorf("cancel the jobs of interrupted run %s: %w", id, err)
+			}
+		}
 	}
 	if last, err := opts.Runs.Last(ctx); err == nil {
 		e.lastRun = last.RunID
