@@ -18,7 +18,7 @@ import (
 )
 
 // deadEndpoint returns the URL of a model endpoint nothing listens on.
-func deadEndpoint(t *testing.T) string {
+func deadEndpoint(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -166,7 +166,7 @@ func TestPostgresRestartedMidRun(t *testing.T) {
 }
 
 // post sends a JSON body to the server and returns the status and body.
-func (c *cluster) post(t *testing.T, path, body string) (int, string) {
+func (c *cluster) post(t testing.TB, path, body string) (int, string) {
 	t.Helper()
 	resp, err := http.Post("http://"+c.addr+path, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -178,7 +178,7 @@ func (c *cluster) post(t *testing.T, path, body string) (int, string) {
 }
 
 // startBody starts a run with the given request body.
-func (c *cluster) startBody(t *testing.T, body string) string {
+func (c *cluster) startBody(t testing.TB, body string) string {
 	t.Helper()
 	status, b := c.post(t, "/api/start", body)
 	var out struct {
