@@ -121,12 +121,12 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 	}
 	if opts.queue && isPostgres(s.databaseURL()) {
 		a.queue, err = riverexec.Open(ctx, riverexec.Options{URL: s.databaseURL(), DB: a.db, Concurrency: s.concurrency,
-			RescueAfter: s.rescueAfter, Logger: a.log})
+			RescueAfter: s.rescueAfter, MaxAttempts: s.jobAttempts, Server: true, Logger: a.log})
 		if err != nil {
 			return nil, err
 		}
 		a.onClose(func() { a.queue.Close() })
-		eo.Queue = a.queue
+		eo.Queue, eo.NoLocalWork = a.queue, s.noLocalWorker
 	}
 	if a.engine, err = engine.New(ctx, eo); err != nil {
 		return nil, err

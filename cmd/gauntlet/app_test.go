@@ -54,7 +54,7 @@ func TestSettingsScopes(t *testing.T) {
 		}
 	}
 	slices.Sort(extra)
-	if strings.Join(extra, ",") != "addr,api-token,cors-origins,insecure,no-local-worker" {
+	if strings.Join(extra, ",") != "addr,api-token,cors-origins,insecure,job-attempts,no-local-worker" {
 		t.Errorf("serve-only settings: %v", extra)
 	}
 	for cmd, want := range map[string]map[string]*flag.Flag{"run": app, "serve": srv} {

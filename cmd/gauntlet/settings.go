@@ -50,6 +50,9 @@ type settings struct {
 	corsOrigins string
 	// noLocalWorker: with PostgreSQL, the server executes no job.
 	noLocalWorker bool
+	// jobAttempts: with PostgreSQL, how often a run's job is tried before
+	// it is given up (serve).
+	jobAttempts int
 }
 
 // settingsScope says which settings a command takes.
@@ -117,6 +120,11 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 		fs.Var(secretFlag{&s.apiToken}, "api-token", "when set, every /api/ request needs Authorization: Bearer <token> (GAUNTLET_API_TOKEN)")
 		fs.BoolVar(&s.insecure, "insecure", false, "allow a non-loopback address without an API token")
 		fs.BoolVar(&s.noLocalWorker, "no-local-worker", false, "with PostgreSQL: execute no test in the server, leave every job to gauntlet worker processes")
+		attempts, err := envInt("GAUNTLET_JOB_ATTEMPTS", riverexec.DefaultMaxAttempts)
+		if err != nil {
+			return err
+		}
+		fs.IntVar(&s.jobAttempts, "job-attempts", attempts, "with PostgreSQL: how often a test's job is tried (its result could not be stored, or its worker gave it back) before it is given up and the run ends saying so (GAUNTLET_JOB_ATTEMPTS)")
 		fs.StringVar(&s.corsOrigins, "cors-origins", env("GAUNTLET_CORS_ORIGINS", ""), "origins whose web pages may call the API, comma-separated: https://host[:port] or * (GAUNTLET_CORS_ORIGINS)")
 	}
 	return nil
@@ -126,6 +134,9 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 func (s *settings) check() error {
 	if s.concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1, not %d", s.concurrency)
+	}
+	if s.addr != "" && s.jobAttempts < 1 {
+		return fmt.Errorf("--job-attempts must be at least 1, not %d", s.jobAttempts)
 	}
 	if s.llmTimeout <= 0 || s.llmTimeout > engine.MaxTimeout {
 		return fmt.Errorf("--llm-timeout must be above 0 and at most %v, not %v", engine.MaxTimeout, s.llmTimeout)

@@ -22,7 +22,7 @@ import (
 
 // scaleSuite writes a suite of one domain, "sums", with n tests the fake
 // model answers right, and returns the definitions directory.
-func scaleSuite(t *testing.T, n int) string {
+func scaleSuite(t testing.TB, n int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "defs")
 	if err := os.CopyFS(filepath.Join(dir, "evaluators"), os.DirFS("../../examples/definitions/evaluators")); err != nil {
@@ -64,7 +64,7 @@ func (l lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-func startGauntlet(t *testing.T, args ...string) *proc {
+func startGauntlet(t testing.TB, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperGauntletMain$", "--"}, args...)...)
 	cmd.Env = append(os.Environ(), "GAUNTLET_HELPER_MAIN=1")
@@ -111,7 +111,7 @@ func (p *proc) log() string {
 }
 
 // waitLine returns the first stdout line containing s.
-func (p *proc) waitLine(t *testing.T, s string) string {
+func (p *proc) waitLine(t testing.TB, s string) string {
 	t.Helper()
 	deadline := time.After(2 * time.Minute)
 	for {
@@ -137,17 +137,25 @@ type cluster struct {
 	model     string
 	server    *proc
 	data      string
+	args      []string // the server's
 }
 
-func newCluster(t *testing.T, tests int, latency time.Duration) *cluster {
+func newCluster(t testing.TB, tests int, latency time.Duration, serverArgs ...string) *cluster {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
+	return newClusterOn(t, pgtest.NewDatabase(t), tests, latency, serverArgs...)
+}
+
+// newClusterOn is newCluster on the database of url.
+func newClusterOn(t testing.TB, url string, tests int, latency time.Duration, serverArgs ...string) *cluster {
+	t.Helper()
 	mock := llmtest.NewServer(llmtest.Options{Latency: latency})
 	t.Cleanup(mock.Close)
 	defs := scaleSuite(t, tests)
 	data := t.TempDir()
-	srv := startGauntlet(t, "serve", "--database", url, "--definitions", defs, "--data", data, "--addr", "127.0.0.1:0",
-		"--plugins", t.TempDir(), "--llm-base-url", mock.URL, "--llm-model", "mock", "--no-local-worker")
+	args := []string{"serve", "--database", url, "--definitions", defs, "--data", data, "--addr", "127.0.0.1:0",
+		"--plugins", t.TempDir(), "--llm-base-url", mock.URL, "--llm-model", "mock", "--no-local-worker"}
+	args = append(args, serverArgs...)
+	srv := startGauntlet(t, args...)
 	line := srv.waitLine(t, "listening on http://")
 	addr := strings.Fields(strings.SplitN(line, "http://", 2)[1])[0]
 	db, err := sql.Open("pgx", url)
@@ -155,10 +163,10 @@ func newCluster(t *testing.T, tests int, latency time.Duration) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &cluster{url: url, addr: addr, db: db, model: mock.URL, server: srv, data: data}
+	return &cluster{url: url, addr: addr, db: db, model: mock.URL, server: srv, data: data, args: args}
 }
 
-func (c *cluster) worker(t *testing.T, concurrency int, extra ...string) *proc {
+func (c *cluster) worker(t testing.TB, concurrency int, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"worker", "--database", c.url, "--data", t.TempDir(), "--plugins", t.TempDir(),
 		"--llm-base-url", c.model, "--llm-model", "mock", "--concurrency", fmt.Sprint(concurrency)}, extra...)
@@ -167,7 +175,7 @@ func (c *cluster) worker(t *testing.T, concurrency int, extra ...string) *proc {
 	return w
 }
 
-func (c *cluster) start(t *testing.T) string {
+func (c *cluster) start(t testing.TB) string {
 	t.Helper()
 	resp, err := http.Post("http://"+c.addr+"/api/start", "application/json", strings.NewReader(`{"domains":["sums"],"model_name":"scale"}`))
 	if err != nil {
@@ -190,36 +198,43 @@ type runProgress struct {
 	distinct      int
 }
 
-func (c *cluster) progressOf(t *testing.T, runID string) runProgress {
+func (c *cluster) progressOf(t testing.TB, runID string) runProgress {
 	t.Helper()
-	var p runProgress
-	err := c.db.QueryRow(`SELECT r.status, r.done_tests,
-		(SELECT count(*) FROM run_results WHERE run_id = $1),
-		(SELECT count(DISTINCT (test_id, repeat)) FROM run_results WHERE run_id = $1)
-		FROM runs r WHERE run_id = $1`, runID).Scan(&p.status, &p.done, &p.results, &p.distinct)
+	p, err := c.tryProgress(runID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
+// tryProgress reads a run's stored state.
+func (c *cluster) tryProgress(runID string) (runProgress, error) {
+	var p runProgress
+	err := c.db.QueryRow(`SELECT r.status, r.done_tests,
+		(SELECT count(*) FROM run_results WHERE run_id = $1),
+		(SELECT count(DISTINCT (test_id, repeat)) FROM run_results WHERE run_id = $1)
+		FROM runs r WHERE run_id = $1`, runID).Scan(&p.status, &p.done, &p.results, &p.distinct)
+	return p, err
+}
+
 // waitFor polls the run's stored state until ok says so.
-func (c *cluster) waitFor(t *testing.T, runID string, timeout time.Duration, ok func(runProgress) bool) runProgress {
+func (c *cluster) waitFor(t testing.TB, runID string, timeout time.Duration, ok func(runProgress) bool) runProgress {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		p := c.progressOf(t, runID)
-		if ok(p) {
+		// An error (the database restarting) is read again.
+		p, err := c.tryProgress(runID)
+		if err == nil && ok(p) {
 			return p
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s: still %+v after %v\nserver:\n%s", runID, p, timeout, c.server.log())
+			t.Fatalf("run %s: still %+v (%v) after %v\nserver:\n%s", runID, p, err, timeout, c.server.log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func skipWithoutPostgres(t *testing.T) {
+func skipWithoutPostgres(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts PostgreSQL and gauntlet processes")
@@ -252,7 +267,7 @@ func TestWorkersShareARun(t *testing.T) {
 
 // checkLog waits for the run's log file to end with EVAL_COMPLETE, and
 // checks that it has one line per test.
-func (c *cluster) checkLog(t *testing.T, runID string, n int) {
+func (c *cluster) checkLog(t testing.TB, runID string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var b []byte
@@ -366,7 +381,7 @@ func TestStopCancelsJobs(t *testing.T) {
 }
 
 // checkStopLog waits for the run's log to end.
-func (c *cluster) checkStopLog(t *testing.T, runID string) {
+func (c *cluster) checkStopLog(t testing.TB, runID string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -118,6 +118,10 @@ type Options struct {
 	// Queue, when set, sends the tests of each new run to worker processes
 	// (see Queue); nil executes them in this process.
 	Queue Queue
+	// NoLocalWork, with Queue, says that this process executes no job:
+	// runs that evaluate an agent, whose jobs only the process that
+	// started them executes (QueuedJob.Local), are then refused.
+	NoLocalWork bool
 	// Worker makes an engine that only executes the queued jobs of runs
 	// another process started (Work): New leaves runs marked running as
 	// they are, since their server is alive.
@@ -240,10 +244,21 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Worker {
 		return e, nil
 	}
-	if n, err := opts.Runs.MarkInterrupted(ctx); err != nil {
+	ids, err := opts.Runs.MarkInterruptedRuns(ctx)
+	if err != nil {
 		return nil, err
-	} else if n > 0 {
-		e.log.Warn("runs left running by a previous process marked interrupted", slog.Int("runs", n))
+	}
+	if len(ids) > 0 {
+		e.log.Warn("runs left running by a previous process marked interrupted", slog.Int("runs", len(ids)))
+	}
+	if opts.Queue != nil {
+		// Their jobs would otherwise stay in the queue for workers to
+		// execute, each result refused (the run has ended).
+		for _, id := range ids {
+			if err := opts.Queue.Cancel(ctx, id); err != nil {
+				return nil, fmt.Errorf("cancel the jobs of interrupted run %s: %w", id, err)
+			}
+		}
 	}
 	if last, err := opts.Runs.Last(ctx); err == nil {
 		e.lastRun = last.RunID
@@ -749,6 +764,10 @@ func (e *Engine) agentTarget(ctx context.Context, req StartRequest) (*harness.Ag
 	}
 	if e.opts.Agents == nil {
 		return nil, harness.Invalid("agent_id", "this engine has no agents to evaluate")
+	}
+	if e.opts.Queue != nil && e.opts.NoLocalWork {
+		return nil, harness.Invalid("agent_id", "a run that evaluates an agent is executed by the server itself "+
+			"(its knowledge base and tools are the server's), and this server executes no test (--no-local-worker)")
 	}
 	t, err := e.opts.Agents.EvalTarget(ctx, req.AgentID)
 	if errors.Is(err, harness.ErrNotFound) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,26 @@ type Queue interface {
 	// worker is executing may still finish, but its result is refused
 	// once the run has ended (runs.ErrRunEnded).
 	Cancel(ctx context.Context, runID string) error
+	// State says how many of the run's jobs may still store a result and
+	// why the others that stored none ended (see QueueState).
+	State(ctx context.Context, runID string) (QueueState, error)
+}
+
+// QueueState is where a run's jobs stand in the queue.
+type QueueState struct {
+	// Open counts the jobs that may still store a result: waiting,
+	// running, or to be tried again.
+	Open int
+	// Errors are the last errors of the jobs the queue gave up (after
+	// their last attempt) or cancelled, the most frequent first, each
+	// with its count; at most a few.
+	Errors []JobError
+}
+
+// JobError is an error some of a run's jobs ended with.
+type JobError struct {
+	Error string
+	Jobs  int
 }
 
 // QueuedJob names one sample of a run: the run's stored definitions give
@@ -41,6 +62,10 @@ type QueuedJob struct {
 	TestID string `json:"test_id"`
 	Repeat int    `json:"repeat"`
 	Schema int    `json:"schema"`
+	// Local: only the process that started the run executes the job (the
+	// run evaluates an agent, whose knowledge-base files and tools are
+	// that process's), never a worker.
+	Local bool `json:"local,omitempty"`
 }
 
 // enqueuePage is how many jobs go to the queue in one statement.
@@ -53,11 +78,12 @@ func (e *Engine) createRun(ctx context.Context, info runs.Info, keys []runs.Cell
 		return e.opts.Runs.CreateRun(ctx, info, keys)
 	}
 	schema := runs.SchemaVersion()
+	local := info.Config != nil && info.Config.AgentID != ""
 	return e.opts.Runs.CreateRunThen(ctx, info, keys, func(ctx context.Context, tx bun.Tx) error {
 		page := make([]QueuedJob, 0, enqueuePage)
 		var err error
 		werr := jobs(ctx, func(j *job) bool {
-			page = append(page, QueuedJob{RunID: info.RunID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema})
+			page = append(page, QueuedJob{RunID: info.RunID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema, Local: local})
 			if len(page) == enqueuePage {
 				err = e.opts.Queue.Enqueue(ctx, tx, page)
 				page = page[:0]
@@ -76,6 +102,10 @@ func (e *Engine) createRun(ctx context.Context, info runs.Info, keys []runs.Cell
 
 // followPoll is how often a queued run reads its progress.
 const followPoll = 200 * time.Millisecond
+
+// stallCheck is how often a queued run asks the queue whether jobs are
+// still open while results are missing.
+const stallCheck = 2 * time.Second
 
 // gapWindow is how long a result row id below the highest one read may
 // still appear: row ids are taken when a worker inserts a result and
@@ -105,6 +135,7 @@ func (r *run) follow() {
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
 	failing := 0
+	checked := time.Now()
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -121,6 +152,10 @@ func (r *run) follow() {
 			done := r.total.done >= r.info.TotalTests
 			r.mu.Unlock()
 			if !done {
+				if time.Since(checked) >= stallCheck {
+					checked = time.Now()
+					r.checkStall(cur)
+				}
 				continue
 			}
 		}
@@ -128,6 +163,45 @@ func (r *run) follow() {
 	}
 	r.fenced = cur
 	r.finish()
+}
+
+// checkStall ends a run whose jobs are all final while results are
+// missing: the queue gave some up after their last attempt (or they were
+// cancelled), and the run would otherwise wait for them forever. The run
+// stops with an error naming how many tests were lost and the errors
+// their jobs ended with.
+func (r *run) checkStall(cur *cursor) {
+	st, err := r.e.opts.Queue.State(r.ctx, r.info.RunID)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			r.e.log.Warn("read the run's jobs", slog.String("run", r.info.RunID), slog.Any("error", err))
+		}
+		return
+	}
+	if st.Open > 0 {
+		return
+	}
+	// Every job is final, so every result a job stored is committed: the
+	// counters read now are the run's last.
+	if err := r.poll(cur); err != nil {
+		return
+	}
+	r.mu.Lock()
+	lost := r.info.TotalTests - r.total.done
+	r.mu.Unlock()
+	if lost <= 0 {
+		return
+	}
+	why := fmt.Sprintf("%d of %d tests were lost: their jobs ended without a result", lost, r.info.TotalTests)
+	if len(st.Errors) > 0 {
+		parts := make([]string, len(st.Errors))
+		for i, e := range st.Errors {
+			parts[i] = fmt.Sprintf("%q (%d jobs)", e.Error, e.Jobs)
+		}
+		why += ", last errors: " + strings.Join(parts, "; ")
+	}
+	r.e.log.Error("run stalled", slog.String("run", r.info.RunID), slog.String("error", why))
+	r.stopWith(runs.StatusStopped, why)
 }
 
 // poll reads the run's new results (logged and reported as the writer
@@ -220,6 +294,7 @@ func (r *run) pollCells(ctx context.Context) error {
 	}
 	r.total = total
 	r.tokens = info.TotalTokens
+	r.info.CacheHits = info.CacheHits // the workers' hits
 	r.mu.Unlock()
 	for _, c := range settled {
 		st := c.state()
@@ -281,6 +356,35 @@ type workRun struct {
 	run  *run
 	plan *planned
 	hash string
+
+	mu        sync.Mutex
+	stoppedAt time.Time // when Work first found the run stopped here
+}
+
+// workPause is how long a worker gives back the jobs of a run it stopped
+// (its model endpoint found unreachable) before it tries them again.
+const workPause = time.Minute
+
+// stopped returns why this worker stopped its copy of the run (its
+// model endpoint was found unreachable, tests in a row), nil while it
+// runs: the job then goes back to the queue with that error, for another
+// worker or a later attempt.
+func (w *workRun) stopped() error {
+	if w.run.ctx.Err() == nil {
+		return nil
+	}
+	w.mu.Lock()
+	if w.stoppedAt.IsZero() {
+		w.stoppedAt = time.Now()
+	}
+	w.mu.Unlock()
+	w.run.mu.Lock()
+	why := w.run.endError
+	w.run.mu.Unlock()
+	if why == "" {
+		why = "the run was stopped on this worker"
+	}
+	return fmt.Errorf("%s (on this worker)", why)
 }
 
 // workRuns caches the runs a worker executes jobs of, by id.
@@ -309,6 +413,9 @@ func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 	if w.run.info.Status != runs.StatusRunning {
 		return runs.ErrRunEnded
 	}
+	if err := w.stopped(); err != nil {
+		return err
+	}
 	tests, err := e.opts.Runs.DefinitionTests(ctx, w.hash, []string{q.TestID})
 	if err != nil {
 		return fmt.Errorf("read test %s of run %s: %w", q.TestID, q.RunID, err)
@@ -333,6 +440,7 @@ func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 	_, err = e.opts.Runs.RecordResult(context.WithoutCancel(ctx), res, func(samples []runs.Sample) runs.Cell {
 		return settleSamples(c, samples)
 	})
+	w.run.flushCache()
 	return err
 }
 
@@ -361,7 +469,13 @@ func (e *Engine) workRun(ctx context.Context, runID string) (*workRun, error) {
 	e.work.mu.Lock()
 	defer e.work.mu.Unlock()
 	if w, ok := e.work.runs[runID]; ok {
-		return w, nil
+		w.mu.Lock()
+		retry := !w.stoppedAt.IsZero() && time.Since(w.stoppedAt) >= workPause
+		w.mu.Unlock()
+		if !retry {
+			return w, nil
+		}
+		delete(e.work.runs, runID) // stopped a while ago: try the endpoint again
 	}
 	info, err := e.opts.Runs.Run(ctx, runID)
 	if err != nil {
@@ -389,6 +503,9 @@ func (e *Engine) workRun(ctx context.Context, runID string) (*workRun, error) {
 	}
 	r := e.newRun(context.Background(), info, time.Now(), p.cells, nil, timeout, cfg.Retries)
 	r.params = params
+	if cfg.Cache {
+		r.cache = &responseCache{} // shared through the database
+	}
 	if cfg.AgentID != "" {
 		if e.opts.Agents == nil {
 			return nil, fmt.Errorf("run %s evaluates agent %s, and this worker has no agents", runID, cfg.AgentID)

@@ -73,6 +73,7 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 		up, err := tx.NewUpdate().Model((*runRow)(nil)).
 			Set("done_tests = done_tests + 1").Set("passed = passed + ?", passed).Set("failed = failed + ?", failed).
 			Set("errors = errors + ?", errs).Set("total_tokens = total_tokens + ?", r.PromptTokens+r.CompletionTokens).
+			Set("cache_hits = cache_hits + ?", cacheHitsOf(r)).
 			Where("run_id = ? AND status = ?", r.RunID, StatusRunning).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("count result %s in its run: %w", r.TestID, err)
@@ -160,4 +161,18 @@ func (s *Store) ScoreSums(ctx context.Context, runID string) (map[string]map[int
 		out[r.Domain][r.Level] = r.Sum
 	}
 	return out, nil
+}
+
+// cacheHitsOf is a result's model requests answered from the response
+// cache (its "cache_hits" detail).
+func cacheHitsOf(r Result) int {
+	switch n := r.Details["cache_hits"].(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
 }

@@ -314,52 +314,67 @@ func (s *Store) FinishRun(ctx context.Context, in Info) error {
 // the run was working on become partial, those it never reached skipped.
 // It returns how many runs it changed.
 func (s *Store) MarkInterrupted(ctx context.Context) (int, error) {
+	ids, err := s.MarkInterruptedRuns(ctx)
+	return len(ids), err
+}
+
+// MarkInterruptedRuns is MarkInterrupted returning the ids of the runs it
+// changed (those it changed before an error, with the error).
+func (s *Store) MarkInterruptedRuns(ctx context.Context) ([]string, error) {
 	var ids []string
 	if err := s.db.NewSelect().Model((*runRow)(nil)).Column("run_id").Where("status = ?", StatusRunning).Scan(ctx, &ids); err != nil {
-		return 0, fmt.Errorf("mark interrupted: %w", err)
+		return nil, fmt.Errorf("mark interrupted: %w", err)
 	}
-	for _, id := range ids {
-		if err := recountCells(ctx, s.db, id); err != nil {
-			return 0, fmt.Errorf("mark interrupted: %w", err)
-		}
-		info, err := s.Run(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		st, err := s.Stats(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		var tokens int
-		var last string
-		if err := s.db.NewSelect().Model((*resultRow)(nil)).
-			ColumnExpr("COALESCE(SUM(prompt_tokens + completion_tokens), 0)").
-			ColumnExpr("COALESCE(MAX(created_at), ?)", info.StartedAt).
-			Where("run_id = ?", id).Scan(ctx, &tokens, &last); err != nil {
-			return 0, fmt.Errorf("mark interrupted: %w", err)
-		}
-		info.Status = StatusInterrupted
-		info.Passed, info.Failed, info.Errors = st.StatusCounts[TestPassed], st.StatusCounts[TestFailed], st.StatusCounts[TestError]
-		info.DoneTests = st.TotalTests
-		info.OverallScore = nil
-		if info.Passed+info.Failed > 0 {
-			avg := st.AvgScore
-			info.OverallScore = &avg
-		}
-		if info.Error == "" {
-			info.Error = "the process running it ended before the run finished"
-		}
-		info.TotalTokens, info.CompletedAt, info.TotalDurationMS = tokens, &last, 0
-		t0, err0 := time.Parse(harness.TimeLayout, info.StartedAt)
-		t1, err1 := time.Parse(harness.TimeLayout, last)
-		if err0 == nil && err1 == nil && t1.After(t0) {
-			info.TotalDurationMS = t1.Sub(t0).Milliseconds()
-		}
-		if err := s.FinishRun(ctx, info); err != nil {
-			return 0, err
+	for i, id := range ids {
+		if err := s.markInterrupted(ctx, id); err != nil {
+			return ids[:i], err
 		}
 	}
-	return len(ids), nil
+	return ids, nil
+}
+
+// markInterrupted marks one run interrupted (MarkInterrupted).
+func (s *Store) markInterrupted(ctx context.Context, id string) error {
+	if err := recountCells(ctx, s.db, id); err != nil {
+		return fmt.Errorf("mark interrupted: %w", err)
+	}
+	info, err := s.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	st, err := s.Stats(ctx, id)
+	if err != nil {
+		return err
+	}
+	var tokens int
+	var last string
+	if err := s.db.NewSelect().Model((*resultRow)(nil)).
+		ColumnExpr("COALESCE(SUM(prompt_tokens + completion_tokens), 0)").
+		ColumnExpr("COALESCE(MAX(created_at), ?)", info.StartedAt).
+		Where("run_id = ?", id).Scan(ctx, &tokens, &last); err != nil {
+		return fmt.Errorf("mark interrupted: %w", err)
+	}
+	info.Status = StatusInterrupted
+	info.Passed, info.Failed, info.Errors = st.StatusCounts[TestPassed], st.StatusCounts[TestFailed], st.StatusCounts[TestError]
+	info.DoneTests = st.TotalTests
+	info.OverallScore = nil
+	if info.Passed+info.Failed > 0 {
+		avg := st.AvgScore
+		info.OverallScore = &avg
+	}
+	if info.Error == "" {
+		info.Error = "the process running it ended before the run finished"
+	}
+	info.TotalTokens, info.CompletedAt, info.TotalDurationMS = tokens, &last, 0
+	t0, err0 := time.Parse(harness.TimeLayout, info.StartedAt)
+	t1, err1 := time.Parse(harness.TimeLayout, last)
+	if err0 == nil && err1 == nil && t1.After(t0) {
+		info.TotalDurationMS = t1.Sub(t0).Milliseconds()
+	}
+	if err := s.FinishRun(ctx, info); err != nil {
+		return err
+	}
+	return nil
 }
 
 func notFound(id string) error {

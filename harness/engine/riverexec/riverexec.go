@@ -58,6 +58,12 @@ const Kind = "gauntlet_test"
 // QueueName is the River queue the jobs go to.
 const QueueName = "gauntlet"
 
+// LocalQueueName is the River queue of the jobs only the server that
+// started their run executes (engine.QueuedJob.Local: the run evaluates
+// an agent, whose knowledge-base files and tools are on the server's
+// machine).
+const LocalQueueName = "gauntlet_server"
+
 // DefaultRescueAfter is how long a job may stay running before it is
 // taken for lost and run again elsewhere, when Options.RescueAfter is 0.
 // It also bounds a test's execution (a test still running then is
@@ -80,6 +86,13 @@ type Options struct {
 	Concurrency int
 	// RescueAfter: DefaultRescueAfter when 0.
 	RescueAfter time.Duration
+	// MaxAttempts is how often a job is tried before River gives it up
+	// (and the run, finding it lost, ends with its error);
+	// DefaultMaxAttempts when 0. It is recorded in each job inserted.
+	MaxAttempts int
+	// Server: this process starts runs, and its Work also executes the
+	// jobs only it can (LocalQueueName); a worker's leaves them.
+	Server bool
 	// Logger receives the queue's log lines; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -107,6 +120,9 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 	}
 	if opts.RescueAfter <= 0 {
 		opts.RescueAfter = DefaultRescueAfter
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
 	}
 	q := &Queue{opts: opts, log: opts.Logger}
 	if q.log == nil {
@@ -172,13 +188,21 @@ func (args) Kind() string { return Kind }
 // Enqueue inserts jobs in tx. It implements engine.Queue.
 func (q *Queue) Enqueue(ctx context.Context, tx bun.Tx, jobs []engine.QueuedJob) error {
 	params := make([]river.InsertManyParams, len(jobs))
-	opts := &river.InsertOpts{Queue: QueueName, MaxAttempts: DefaultMaxAttempts}
+	opts := &river.InsertOpts{Queue: QueueName, MaxAttempts: q.opts.MaxAttempts}
+	local := &river.InsertOpts{Queue: LocalQueueName, MaxAttempts: q.opts.MaxAttempts}
 	for i, j := range jobs {
 		params[i] = river.InsertManyParams{Args: args{j}, InsertOpts: opts}
+		if j.Local {
+			params[i].InsertOpts = local
+		}
 	}
 	_, err := q.insert.InsertManyTx(ctx, tx.Tx, params)
 	return err
 }
+
+// ofRun is the condition selecting a run's jobs ($1 the kind, $2 the
+// run's id), in the form River's index of job arguments serves.
+const ofRun = `kind = $1 AND args @> jsonb_build_object('run_id', $2::text)`
 
 // Cancel cancels a run's jobs that are waiting (available, scheduled,
 // retryable, pending) in one statement. A job being executed is left to
@@ -188,7 +212,7 @@ func (q *Queue) Enqueue(ctx context.Context, tx bun.Tx, jobs []engine.QueuedJob)
 // first is running and not touched here. It implements engine.Queue.
 func (q *Queue) Cancel(ctx context.Context, runID string) error {
 	_, err := q.pool.Exec(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now()
-		WHERE kind = $1 AND args->>'run_id' = $2 AND state IN ('available', 'scheduled', 'retryable', 'pending')`,
+		WHERE `+ofRun+` AND state IN ('available', 'scheduled', 'retryable', 'pending')`,
 		Kind, runID)
 	if err != nil {
 		return fmt.Errorf("cancel the jobs of run %s: %w", runID, err)
@@ -199,9 +223,34 @@ func (q *Queue) Cancel(ctx context.Context, runID string) error {
 // Pending returns how many jobs of a run are not finished.
 func (q *Queue) Pending(ctx context.Context, runID string) (int, error) {
 	var n int
-	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'run_id' = $2
+	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE `+ofRun+`
 		AND state NOT IN ('completed', 'cancelled', 'discarded')`, Kind, runID).Scan(&n)
 	return n, err
+}
+
+// State returns how many of a run's jobs are open and the last errors
+// of those River gave up or cancelled. It implements engine.Queue.
+func (q *Queue) State(ctx context.Context, runID string) (engine.QueueState, error) {
+	var st engine.QueueState
+	var err error
+	if st.Open, err = q.Pending(ctx, runID); err != nil || st.Open > 0 {
+		return st, err
+	}
+	rows, err := q.pool.Query(ctx, `SELECT coalesce(errors[array_length(errors, 1)]->>'error', state::text), count(*)
+		FROM river_job WHERE `+ofRun+` AND state IN ('cancelled', 'discarded')
+		GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3`, Kind, runID)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e engine.JobError
+		if err := rows.Scan(&e.Error, &e.Jobs); err != nil {
+			return st, err
+		}
+		st.Errors = append(st.Errors, e)
+	}
+	return st, rows.Err()
 }
 
 // Work starts executing jobs with e, up to Options.Concurrency at once,
@@ -211,10 +260,14 @@ func (q *Queue) Work(ctx context.Context, e *engine.Engine) error {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{e: e, log: q.log})
 	host, _ := os.Hostname()
+	queues := map[string]river.QueueConfig{QueueName: {MaxWorkers: q.opts.Concurrency}}
+	if q.opts.Server {
+		queues[LocalQueueName] = river.QueueConfig{MaxWorkers: q.opts.Concurrency}
+	}
 	c, err := river.NewClient(riverpgxv5.New(q.pool), &river.Config{
 		// The id names the process in each job's attempted_by.
 		ID:                   fmt.Sprintf("gauntlet-%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()%1e6),
-		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: q.opts.Concurrency}},
+		Queues:               queues,
 		Workers:              workers,
 		RescueStuckJobsAfter: q.opts.RescueAfter,
 		// River rescues a job only once it has run longer than its

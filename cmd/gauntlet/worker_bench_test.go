@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// BenchmarkWorkers measures a latency-bound run on PostgreSQL executed by
+// 1, 2 and 4 gauntlet worker processes (concurrency 32 each, the server
+// executing no test): 20,000 tests, the model answering each after 100 ms.
+// Each worker is bound by the model's latency, not by its CPU, so the wall
+// time should fall with the number of workers. "kill" runs 4 workers and
+// kills one with SIGKILL a third of the way through: the run must complete
+// with every test stored exactly once. It reports the wall time and the
+// tests per second of each.
+//
+// It starts PostgreSQL and five processes and takes minutes, so it runs
+// only when GAUNTLET_SCALE_WORKERS is set:
+//
+//	GAUNTLET_SCALE_WORKERS=1 go test -run '^$' -bench Workers -benchtime 1x -timeout 30m ./cmd/gauntlet/
+func BenchmarkWorkers(b *testing.B) {
+	if os.Getenv("GAUNTLET_SCALE_WORKERS") == "" {
+		b.Skip("set GAUNTLET_SCALE_WORKERS=1: starts PostgreSQL and worker processes, takes minutes")
+	}
+	skipWithoutPostgres(b)
+	const n = 20000
+	for _, workers := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for range b.N {
+				wall := workerRun(b, n, workers, false)
+				b.ReportMetric(wall.Seconds(), "wall-s")
+				b.ReportMetric(float64(n)/wall.Seconds(), "tests/s")
+			}
+		})
+	}
+	b.Run("workers=4,kill=1", func(b *testing.B) {
+		for range b.N {
+			wall := workerRun(b, n, 4, true)
+			b.ReportMetric(wall.Seconds(), "wall-s")
+		}
+	})
+}
+
+// workerRun runs n tests on a new cluster with the given number of
+// workers and returns the run's wall time, from its start to its end as
+// stored; kill kills one worker a third of the way through. It fails
+// unless the run completes with every test stored once.
+func workerRun(b *testing.B, n, workers int, kill bool) time.Duration {
+	b.StopTimer()
+	c := newCluster(b, n, 100*time.Millisecond)
+	var ws []*proc
+	for range workers {
+		ws = append(ws, c.worker(b, 32, "--rescue-after", "10s"))
+	}
+	b.StartTimer()
+	start := time.Now()
+	id := c.start(b)
+	if kill {
+		c.waitFor(b, id, 10*time.Minute, func(p runProgress) bool { return p.done >= n/3 })
+		if err := ws[0].cmd.Process.Kill(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := c.waitFor(b, id, 20*time.Minute, func(p runProgress) bool { return p.status != "running" })
+	wall := time.Since(start)
+	b.StopTimer()
+	if p.status != "completed" || p.done != n || p.results != n || p.distinct != n {
+		b.Fatalf("run ended %+v, want completed with %d results, each once", p, n)
+	}
+	var rescued int
+	c.db.QueryRow(`SELECT count(*) FROM river_job WHERE args->>'run_id' = $1 AND attempt > 1`, id).Scan(&rescued)
+	b.Logf("%d workers: %d tests in %v (%.0f tests/s), 0 lost, 0 duplicated, %d jobs executed again",
+		workers, n, wall.Round(10*time.Millisecond), float64(n)/wall.Seconds(), rescued)
+	return wall
+}
