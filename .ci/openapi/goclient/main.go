@@ -165,7 +165,7 @@ func run(ctx context.Context, base, token string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	r, err := c.GetRunWithResponse(ctx, runID)
+	r, err := c.GetRunWithResponse(ctx, runID, nil)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func run(ctx context.Context, base, token string) error {
 	if res := r.JSON200.TestResults[0]; res.TestId != "ci_sum" || res.Status != client.TestResultStatusPassed || res.Expected.Tolerance != nil {
 		return fmt.Errorf("get-run: result %+v", res)
 	}
-	missing, err := c.GetRunWithResponse(ctx, "no-such-run")
+	missing, err := c.GetRunWithResponse(ctx, "no-such-run", nil)
 	if err != nil {
 		return err
 	}
