@@ -177,6 +177,30 @@ func (c *cluster) post(t testing.TB, path, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// waitIdle waits until the server says no run is active: a run's end is
+// stored before the server lets go of it.
+func (c *cluster) waitIdle(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + c.addr + "/api/status")
+		if err == nil {
+			var st struct {
+				Status string `json:"status"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && st.Status == "idle" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server is not idle after a minute (%v)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // startBody starts a run with the given request body.
 func (c *cluster) startBody(t testing.TB, body string) string {
 	t.Helper()
@@ -248,6 +272,7 @@ func TestResponseCacheOnWorkers(t *testing.T) {
 		if err := c.db.QueryRow(`SELECT cache_hits FROM runs WHERE run_id = $1`, id).Scan(&hits[i]); err != nil {
 			t.Fatal(err)
 		}
+		c.waitIdle(t)
 	}
 	if hits[0] != 0 || hits[1] != n {
 		t.Errorf("cache hits of the two runs: %v, want [0 %d]", hits, n)
