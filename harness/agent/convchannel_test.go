@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // inboundServer serves POST /channels/{id}/webhook on loopback as the
@@ -278,19 +277,7 @@ func TestConversationChannels(t *testing.T) {
 // is never opened in place.
 func openFixture030(t *testing.T) *store.DB {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("..", "store", "testdata", "gauntlet-0.3.0.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "gauntlet.db")
-	if err := os.WriteFile(path, src, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := dbtest.OpenFixture(t, "gauntlet-0.3.0.db")
 	return db
 }
 

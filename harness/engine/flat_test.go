@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,7 +12,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // TestResumeRunStoredWhole: a run made by 0.3.0 stored its definitions
@@ -23,24 +21,7 @@ import (
 func TestResumeRunStoredWhole(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	src, err := os.Open(filepath.Join("..", "store", "testdata", "gauntlet-0.3.0.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.Create(filepath.Join(dir, "g.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	dst.Close()
-	db, err := store.Open(ctx, filepath.Join(dir, "g.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := dbtest.OpenFixture(t, "gauntlet-0.3.0.db")
 	cat, _, err := catalog.Open(ctx, catalog.Options{Dir: filepath.Join(dir, "definitions"), DB: db})
 	if err != nil {
 		t.Fatal(err)

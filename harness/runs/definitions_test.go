@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -223,27 +220,7 @@ func TestDefinitionsChangedWhileSaving(t *testing.T) {
 // copyFixture copies the database made by 0.3.0 to a temporary file.
 func copyFixture(t *testing.T) *store.DB {
 	t.Helper()
-	src, err := os.Open(filepath.Join("..", "store", "testdata", "gauntlet-0.3.0.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	path := filepath.Join(t.TempDir(), "g.db")
-	dst, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := dbtest.OpenFixture(t, "gauntlet-0.3.0.db")
 	return db
 }
 

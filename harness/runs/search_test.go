@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // searchFragments make the texts of TestSearchIndexMatchesLike: letters
@@ -318,19 +318,7 @@ func TestSearchIndexFollowsWrites(t *testing.T) {
 // the LIKE scan finds.
 func TestSearchMigrationFrom030(t *testing.T) {
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join("..", "store", "testdata", "gauntlet-0.3.0.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "gauntlet.db")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := dbtest.OpenFixture(t, "gauntlet-0.3.0.db")
 	if v, err := store.Version(ctx, db, "runs"); v != 6 || err != nil {
 		t.Fatalf("the fixture's runs schema = %d, %v; want 6", v, err)
 	}

@@ -3,9 +3,6 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
@@ -226,25 +222,7 @@ func TestCallsBounded(t *testing.T) {
 func TestTranscriptOfOldResults(t *testing.T) {
 	dbtest.SkipOnPostgres(t, "reads a fixture SQLite file made by 0.2.0")
 	ctx := context.Background()
-	src, err := os.Open(filepath.Join("..", "store", "testdata", "gauntlet-0.2.0.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	path := filepath.Join(t.TempDir(), "gauntlet.db")
-	dst, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	dst.Close()
-	db, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := dbtest.OpenFixture(t, "gauntlet-0.2.0.db")
 	s, err := runs.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)

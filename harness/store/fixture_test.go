@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,28 +34,7 @@ func openFixture(t *testing.T) (*store.DB, string) {
 func openFixtureFile(t *testing.T, name string) (*store.DB, string) {
 	t.Helper()
 	dbtest.SkipOnPostgres(t, "the fixture databases are SQLite files made by old releases")
-	src, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	path := filepath.Join(t.TempDir(), "gauntlet.db")
-	dst, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, path
+	return dbtest.OpenFixture(t, name)
 }
 
 func byLabel(t *testing.T, list []runs.Info) map[string]runs.Info {

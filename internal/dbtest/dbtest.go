@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/harness/store"
@@ -105,3 +106,30 @@ func PrivateServer(t testing.TB) (*pgtest.Server, string) {
 // Main runs a package's tests, then stops the PostgreSQL server if one was
 // started; it returns the exit code for os.Exit.
 func Main(m *testing.M) int { return pgtest.Main(m) }
+
+// OpenFixture copies name, a fixture database of harness/store/testdata
+// (a SQLite file made by an old release, never opened in place: it
+// stands for what users' disks hold), into t's temporary directory, opens
+// the copy, and returns it with its path; the database is closed when t
+// ends.
+func OpenFixture(t testing.TB, name string) (*store.DB, string) {
+	t.Helper()
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("dbtest: cannot locate the fixtures")
+	}
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "harness", "store", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gauntlet.db")
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
