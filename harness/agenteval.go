@@ -24,10 +24,10 @@ type AgentTarget struct {
 	Tools []ToolDefinition
 	// System returns the system message the agent's pipeline builds for a
 	// user's message: the agent's system prompt, then the knowledge-base
-	// text retrieved for that message, exactly as a chat builds it. A
-	// knowledge base that cannot be read is left out, with a log line, as
-	// in a chat. "" means no system message.
-	System func(ctx context.Context, message string) string
+	// text retrieved for that message, exactly as a chat builds it; and
+	// what the retrieval gave. A knowledge base that cannot be read is left
+	// out, with a log line, as in a chat. "" means no system message.
+	System func(ctx context.Context, message string) (string, Retrieval)
 }
 
 // AgentDefinition is what decides how an agent answers, at one time: its
@@ -77,4 +77,30 @@ func (d AgentDefinition) Changes(other AgentDefinition) []string {
 		out = append(out, "knowledge_base")
 	}
 	return out
+}
+
+// Source is a knowledge-base chunk given to a model with a user's
+// message: its file, its number within the file (from 0) and its
+// retrieval score (higher is better; the fused score when retrieval is
+// hybrid).
+type Source struct {
+	File  string  `json:"file"`
+	Chunk int     `json:"chunk"`
+	Score float64 `json:"score"`
+}
+
+// Retrieval is what an agent's knowledge base gave a model for one user
+// message.
+type Retrieval struct {
+	// Sources are the chunks given to the model, best first.
+	Sources []Source `json:"sources"`
+	// Text is the knowledge-base text given (the chunks, as the system
+	// message holds them): what a judge checks an answer against.
+	Text string `json:"-"`
+	// Mode is "bm25" or "hybrid", how the chunks were ranked; "" when the
+	// knowledge base is empty.
+	Mode string `json:"mode,omitempty"`
+	// Fallback says why retrieval meant to be hybrid was BM25 only (the
+	// embedding endpoint failed, say); "" when it was not.
+	Fallback string `json:"fallback,omitempty"`
 }

@@ -83,6 +83,11 @@ type Expected struct {
 	Tolerance *float64 `json:"tolerance,omitempty" yaml:"tolerance,omitempty"`
 	// Arguments, for tool_call, must be a subset of the call's arguments.
 	Arguments map[string]any `json:"arguments,omitempty" yaml:"arguments,omitempty"`
+	// Sources, in a run that targets an agent, name the knowledge-base
+	// files (by file name) the agent's retrieval should find for the
+	// prompt: the result then records the retrieval's recall and hit.
+	// They do not change how the answer is scored.
+	Sources []string `json:"sources,omitempty" yaml:"sources,omitempty"`
 }
 
 // Test is one prompt with its expected answer, at one level of one domain.

@@ -19,6 +19,9 @@ type EvalRequest struct {
 	Client ChatModel
 	// Model is the model name the run uses, for follow-up requests.
 	Model string
+	// Retrieval is what the agent's knowledge base gave the model, in a
+	// run that targets an agent; nil otherwise.
+	Retrieval *Retrieval
 }
 
 // EvalResult is an Evaluator's verdict.

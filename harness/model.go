@@ -96,3 +96,11 @@ type ChatModel interface {
 type ModelLister interface {
 	Models(ctx context.Context) ([]string, error)
 }
+
+// Embedder turns texts into vectors for semantic search: one vector per
+// text, in order, all of the same length, from the named model.
+// harness/llm implements it over an OpenAI-compatible /embeddings
+// endpoint.
+type Embedder interface {
+	Embed(ctx context.Context, model string, texts []string) ([][]float32, error)
+}

@@ -30,6 +30,13 @@ type ChatResult struct {
 	ToolCalls []map[string]any `json:"tool_calls"`
 	// Usage sums the tokens of the turn's model calls.
 	Usage harness.Usage `json:"usage"`
+	// Sources are the knowledge-base chunks given to the model with the
+	// user's message, best first; empty when the agent has no knowledge
+	// base.
+	Sources []harness.Source `json:"sources"`
+	// Retrieval says how Sources were found; nil when the knowledge base
+	// gave nothing.
+	Retrieval *RetrievalInfo `json:"retrieval,omitempty"`
 	// ToolRoundsExceeded reports that the model used all MaxToolRounds
 	// rounds of tool calls and was then asked for its answer without
 	// tools.
@@ -125,7 +132,8 @@ func (s *Service) chat(ctx context.Context, agentID, userID, message string, ch 
 		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
 	}
 	msgs := make([]harness.Message, 0, len(history)+4)
-	if system := s.systemMessage(ctx, a, message); system != "" {
+	system, retrieved := s.systemMessage(ctx, a, message)
+	if system != "" {
 		msgs = append(msgs, harness.Message{Role: harness.RoleSystem, Content: system})
 	}
 	msgs = append(msgs, history...)
@@ -135,6 +143,7 @@ func (s *Service) chat(ctx context.Context, agentID, userID, message string, ch 
 		return nil, fmt.Errorf("chat with agent %s: %w", agentID, err)
 	}
 	res.SessionID = sid
+	res.Sources, res.Retrieval = retrieved.Sources, retrievalInfo(retrieved)
 	rows := make([]messageRow, len(added))
 	for i, m := range added {
 		rows[i] = messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: m.Role, Content: m.Content,
@@ -156,14 +165,32 @@ func (s *Service) chat(ctx context.Context, agentID, userID, message string, ch 
 // log line: the agent answers without it rather than not at all. Chat and
 // evaluations (EvalTarget) build it here, so that an evaluation measures
 // what users get.
-func (s *Service) systemMessage(ctx context.Context, a harness.Agent, message string) string {
+func (s *Service) systemMessage(ctx context.Context, a harness.Agent, message string) (string, harness.Retrieval) {
 	system := a.SystemPrompt
-	if kb, err := s.retriever.Context(ctx, a.ID, message); err != nil {
+	got, err := s.retriever.Retrieve(ctx, a.ID, message)
+	if err != nil {
 		s.log.Warn("knowledge base unavailable", slog.String("agent", a.ID), slog.Any("error", err))
-	} else if kb != "" {
-		system = strings.TrimSpace(system + "\n\n" + kb)
+		return system, harness.Retrieval{Sources: []harness.Source{}}
 	}
-	return system
+	if got.Fallback != "" {
+		s.log.Warn("knowledge base search fell back to BM25", slog.String("agent", a.ID), slog.String("reason", got.Fallback))
+	}
+	if got.Text != "" {
+		system = strings.TrimSpace(system + "\n\n" + got.Text)
+	}
+	if got.Sources == nil {
+		got.Sources = []harness.Source{}
+	}
+	return system, harness.Retrieval{Sources: got.Sources, Text: got.Text, Mode: got.Mode, Fallback: got.Fallback}
+}
+
+// retrievalInfo is how a chat reply says how its sources were found; nil
+// when the knowledge base gave nothing.
+func retrievalInfo(r harness.Retrieval) *RetrievalInfo {
+	if r.Mode == "" {
+		return nil
+	}
+	return &RetrievalInfo{Mode: r.Mode, Fallback: r.Fallback}
 }
 
 // modelOf is the model an agent asks for: its own, else the configured one.

@@ -301,8 +301,8 @@ func TestConversationChannelsFromFixture030(t *testing.T) {
 	}
 	e := newEnv(t, withOptions(func(o *agent.Options) { o.DB = db }))
 	registerRealChannels(t, e.reg)
-	if v, err := store.Version(ctx, db, "agent"); v != 2 || err != nil {
-		t.Fatalf("agent schema after opening = %d, %v; want 2", v, err)
+	if v, err := store.Version(ctx, db, "agent"); v != 3 || err != nil {
+		t.Fatalf("agent schema after opening = %d, %v; want 3", v, err)
 	}
 	var unrecorded int
 	if err := sqldb.Bun(db).QueryRowContext(ctx, `SELECT COUNT(*) FROM chat_messages WHERE channel_type IS NULL AND channel_id IS NULL`).Scan(&unrecorded); err != nil || unrecorded != 9 {

@@ -46,6 +46,8 @@ func (s *Service) EvalTarget(ctx context.Context, agentID string) (*harness.Agen
 		Definition: def,
 		Model:      s.modelOf(a),
 		Tools:      tools,
-		System:     func(ctx context.Context, message string) string { return s.systemMessage(ctx, a, message) },
+		System: func(ctx context.Context, message string) (string, harness.Retrieval) {
+			return s.systemMessage(ctx, a, message)
+		},
 	}, nil
 }

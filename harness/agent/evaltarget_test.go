@@ -28,9 +28,14 @@ func TestEvalTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.chat("a", "u", "When do you open?")
-	if got, want := tg.System(context.Background(), "When do you open?"), systemOf(e.lastRequest()); got != want || !strings.Contains(got, "9 am") {
+	reply := e.chat("a", "u", "When do you open?")
+	got, retrieved := tg.System(context.Background(), "When do you open?")
+	if want := systemOf(e.lastRequest()); got != want || !strings.Contains(got, "9 am") {
 		t.Errorf("target's system message %q, chat's %q", got, want)
+	}
+	if len(retrieved.Sources) != 1 || retrieved.Sources[0].File != "hours.md" || retrieved.Mode != "bm25" ||
+		!strings.Contains(retrieved.Text, "9 am") || fmt.Sprint(retrieved.Sources) != fmt.Sprint(reply.Sources) {
+		t.Errorf("target's retrieval %+v, chat's sources %+v", retrieved, reply.Sources)
 	}
 	d := tg.Definition
 	if tg.Model != "test-model" || d.ID != "a" || d.SystemPrompt != "Be brief." || len(d.Tools) != 1 || d.Tools[0] != "orders" ||

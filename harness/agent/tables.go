@@ -93,6 +93,25 @@ type messageRow struct {
 	// (agent schema 2).
 	ChannelType *string `bun:"channel_type"`
 	ChannelID   *string `bun:"channel_id"`
+	// Sources are the knowledge-base chunks given to the model for a
+	// reply (JSON), and Retrieval how they were found (JSON
+	// RetrievalInfo); both NULL on other messages and on replies stored
+	// before they were recorded (agent schema 3).
+	Sources   []harness.Source `bun:"sources,type:text,nullzero"`
+	Retrieval *RetrievalInfo   `bun:"retrieval,type:text,nullzero"`
+}
+
+// kbVectorRow is the embedding of one knowledge-base chunk's text by one
+// model: keyed by the SHA-256 of the text (hex), so a chunk whose text is
+// unchanged keeps its vector whatever else changes in the file. Vector
+// holds Dims little-endian float32 values.
+type kbVectorRow struct {
+	bun.BaseModel `bun:"table:kb_vectors"`
+	AgentID       string `bun:"agent_id,pk"`
+	Model         string `bun:"model,pk"`
+	Hash          string `bun:"hash,pk"`
+	Dims          int    `bun:"dims,notnull"`
+	Vector        []byte `bun:"vector,notnull"`
 }
 
 func (r *messageRow) message() harness.Message {
@@ -115,6 +134,19 @@ var migrations = []sqldb.Migration{
 	}, Postgres: pgBaseline},
 	// The same statements suit both databases.
 	{Version: 2, Name: "the channel of each chat message", Up: addMessageChannel, Postgres: addMessageChannel},
+	{Version: 3, Name: "knowledge-base vectors; the sources of each chat reply", Up: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx,
+			`CREATE TABLE "kb_vectors" ("agent_id" VARCHAR NOT NULL, "model" VARCHAR NOT NULL, "hash" VARCHAR NOT NULL, "dims" INTEGER NOT NULL, "vector" BLOB NOT NULL, PRIMARY KEY ("agent_id", "model", "hash"))`,
+			`ALTER TABLE "chat_messages" ADD COLUMN "sources" text`,
+			`ALTER TABLE "chat_messages" ADD COLUMN "retrieval" text`,
+		)
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx,
+			`CREATE TABLE "kb_vectors" ("agent_id" TEXT NOT NULL, "model" TEXT NOT NULL, "hash" TEXT NOT NULL, "dims" INTEGER NOT NULL, "vector" BYTEA NOT NULL, PRIMARY KEY ("agent_id", "model", "hash"))`,
+			`ALTER TABLE "chat_messages" ADD COLUMN "sources" TEXT`,
+			`ALTER TABLE "chat_messages" ADD COLUMN "retrieval" TEXT`,
+		)
+	}},
 }
 
 // addMessageChannel records the channel of each chat message. Messages

@@ -764,7 +764,7 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: p.system, Response: loop.Response,
-		Messages: loop.Transcript, ToolCalls: loop.Calls(), Model: p.model,
+		Messages: loop.Transcript, ToolCalls: loop.Calls(), Model: p.model, Retrieval: p.retrieval,
 		Client: &evalModel{rec: rec, own: model, judge: e.opts.Client, transcript: loop.Transcript},
 	})
 	if err != nil {
@@ -813,6 +813,9 @@ type prompt struct {
 	msgs   []harness.Message
 	tools  []harness.ToolDefinition
 	call   harness.ToolCallRequest // passed to registered tools
+	// retrieval is what the agent's knowledge base gave, for an agent;
+	// nil otherwise.
+	retrieval *harness.Retrieval
 }
 
 // prompt builds a job's request. For the bare model: the level's
@@ -829,7 +832,9 @@ func (r *run) prompt(ctx context.Context, j *job) prompt {
 	if a := r.agent; a != nil {
 		p.model, p.system = a.Model, ""
 		if a.System != nil {
-			p.system = a.System(ctx, j.test.Prompt)
+			var got harness.Retrieval
+			p.system, got = a.System(ctx, j.test.Prompt)
+			p.retrieval = &got
 		}
 		p.tools = slices.Clone(a.Tools)
 		for _, t := range j.tools {

@@ -2,7 +2,8 @@
 // vLLM, llama.cpp's server, LiteLLM...) through the official OpenAI Go SDK.
 //
 // A [Client] implements [harness.ChatModel] (non-streaming chat completions
-// with tools) and [harness.ModelLister] (GET /models). It is safe for
+// with tools), [harness.ModelLister] (GET /models) and [harness.Embedder]
+// (POST /embeddings). It is safe for
 // concurrent use; make one per endpoint and share it.
 //
 // # Bounds
@@ -126,7 +127,9 @@ type Client struct {
 	opts   Options
 	chat   openai.ChatCompletionService
 	models openai.ModelService
-	stats  struct {
+	// embeddings serves Embed.
+	embeddings openai.EmbeddingService
+	stats      struct {
 		calls, attempts, retries, failures atomic.Int64
 	}
 }
@@ -175,9 +178,10 @@ func New(opts Options) (*Client, error) {
 		ro = append(ro, option.WithMiddleware(limitBody(opts.MaxResponseBytes)))
 	}
 	return &Client{
-		opts:   opts,
-		chat:   openai.NewChatCompletionService(ro...),
-		models: openai.NewModelService(ro...),
+		opts:       opts,
+		chat:       openai.NewChatCompletionService(ro...),
+		models:     openai.NewModelService(ro...),
+		embeddings: openai.NewEmbeddingService(ro...),
 	}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 )
 
@@ -142,10 +143,10 @@ func (r *Retriever) view(agentID string) (*snapshot, error) {
 	return e.snap, nil
 }
 
-// build keeps the documents whole when they fit the budget, else indexes
-// them.
+// build indexes the documents, and keeps them whole too when they fit
+// the budget.
 func (r *Retriever) build(docs []kb.Document, version string) *snapshot {
-	snap := &snapshot{version: version}
+	snap := &snapshot{version: version, index: NewIndex(docs)}
 	var whole strings.Builder
 	for _, d := range docs {
 		whole.WriteString("### ")
@@ -156,31 +157,106 @@ func (r *Retriever) build(docs []kb.Document, version string) *snapshot {
 	}
 	if Tokens(whole.String()) <= r.opts.BudgetTokens {
 		snap.whole = strings.TrimSpace(whole.String())
-		return snap
 	}
-	snap.index = NewIndex(docs)
 	r.log.Debug("knowledge base indexed", slog.Int("files", len(docs)), slog.Int("chunks", snap.index.Len()))
 	return snap
 }
 
-// Context returns the knowledge-base part of an agent's system message for
-// a user's message (query): the whole base when it fits the budget, else
-// the chunks that best match the query, best first, as many as fit, each
-// headed by its file name and part number. "" when the base is empty or
-// nothing matches. The agent is not looked up: its id only names a
-// directory of the store.
-func (r *Retriever) Context(_ context.Context, agentID, query string) (string, error) {
+// Retrieval modes, as Retrieved.Mode and SearchResult.Mode say them.
+const (
+	// ModeBM25 ranks chunks by BM25 alone.
+	ModeBM25 = "bm25"
+	// ModeHybrid fuses the BM25 ranking with the embeddings' by
+	// reciprocal rank.
+	ModeHybrid = "hybrid"
+)
+
+// Result is a chunk found by Search.
+type Result struct {
+	// File names the document the chunk is from; Chunk is its number in
+	// that document, from 0.
+	File  string `json:"file"`
+	Chunk int    `json:"chunk"`
+	// Text is the chunk's text.
+	Text string `json:"text"`
+	// Score is the chunk's score for the query, higher is better: its
+	// BM25 score, or its fused score when the search is hybrid.
+	Score float64 `json:"score"`
+	// BM25Rank and VectorRank are the chunk's places, from 1, in the BM25
+	// ranking and in the embeddings' ranking; nil when that ranking did
+	// not place it (no query word in the chunk; no embeddings).
+	BM25Rank   *int `json:"bm25_rank"`
+	VectorRank *int `json:"vector_rank"`
+}
+
+// SearchResult is what Search found.
+type SearchResult struct {
+	Results []Result `json:"results"`
+	// Mode is ModeBM25 or ModeHybrid: how the results were ranked.
+	Mode string `json:"mode"`
+	// Fallback says why a search meant to be hybrid was BM25 only (the
+	// embedding endpoint failed, say); "" when it was not.
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// Search returns the k chunks of an agent's knowledge base that best
+// match query, best first, with their ranks. An empty base, or a query
+// that matches nothing, gives no result. The agent is not looked up.
+func (r *Retriever) Search(_ context.Context, agentID, query string, k int) (SearchResult, error) {
+	res := SearchResult{Results: []Result{}, Mode: ModeBM25}
 	snap, err := r.view(agentID)
 	if err != nil || snap == nil {
-		return "", err
+		return res, err
 	}
-	if snap.index == nil {
-		if snap.whole == "" {
-			return "", nil
-		}
-		return "Knowledge base:\n\n" + snap.whole, nil
+	for i, h := range snap.index.Search(query, k) {
+		rank := i + 1
+		res.Results = append(res.Results, Result{File: h.File, Chunk: h.Chunk, Text: h.Text, Score: h.Score, BM25Rank: &rank})
 	}
+	return res, nil
+}
+
+// Retrieved is what an agent's knowledge base gives a model for one user
+// message.
+type Retrieved struct {
+	// Text is the knowledge-base part of the system message; "" when the
+	// base is empty or nothing matches.
+	Text string
+	// Sources are the chunks Text holds, best first: when the whole base
+	// fits the budget, every chunk (those that match the message first,
+	// by score, then the others with score 0, in file order).
+	Sources []harness.Source
+	// Mode and Fallback are those of the search (see SearchResult); Mode
+	// is "" when the base is empty.
+	Mode     string
+	Fallback string
+}
+
+// Retrieve returns what a model is given of an agent's knowledge base for
+// a user's message (query): the whole base when it fits the budget, else
+// the chunks that best match the query, best first, as many as fit, each
+// headed by its file name and part number; and which chunks those are.
+// The agent is not looked up: its id only names a directory of the store.
+func (r *Retriever) Retrieve(ctx context.Context, agentID, query string) (Retrieved, error) {
+	snap, err := r.view(agentID)
+	if err != nil || snap == nil {
+		return Retrieved{}, err
+	}
+	out := Retrieved{Sources: []harness.Source{}, Mode: ModeBM25}
 	hits := snap.index.Search(query, 64)
+	if snap.whole != "" {
+		out.Text = "Knowledge base:\n\n" + snap.whole
+		seen := make(map[int]bool, len(hits))
+		for _, h := range hits {
+			out.Sources = append(out.Sources, harness.Source{File: h.File, Chunk: h.Chunk, Score: h.Score})
+			seen[h.doc] = true
+		}
+		for i, c := range snap.index.chunks {
+			if !seen[i] {
+				out.Sources = append(out.Sources, harness.Source{File: c.file, Chunk: c.part})
+			}
+		}
+		return out, nil
+	}
 	budget := r.opts.BudgetTokens * 4
 	var b strings.Builder
 	b.WriteString("Knowledge base excerpts (the parts most relevant to the user's message):")
@@ -194,11 +270,19 @@ func (r *Retriever) Context(_ context.Context, agentID, query string) (string, e
 		used += len(head) + len(text)
 		b.WriteString(head)
 		b.WriteString(text)
+		out.Sources = append(out.Sources, harness.Source{File: h.File, Chunk: h.Chunk, Score: h.Score})
 	}
-	if used == 0 {
-		return "", nil
+	if used > 0 {
+		out.Text = b.String()
 	}
-	return b.String(), nil
+	return out, nil
+}
+
+// Context returns Retrieve's Text: the knowledge-base part of an agent's
+// system message for a user's message.
+func (r *Retriever) Context(ctx context.Context, agentID, query string) (string, error) {
+	got, err := r.Retrieve(ctx, agentID, query)
+	return got.Text, err
 }
 
 // chunk is a part of a knowledge-base file.
@@ -225,6 +309,7 @@ type Index struct {
 
 // Hit is a chunk that matches a query.
 type Hit struct {
+	doc int // the chunk's index in the Index
 	// File names the document the chunk is from; Chunk is its number in
 	// that document, from 0.
 	File  string
@@ -256,7 +341,7 @@ func (ix *Index) Search(query string, k int) []Hit {
 	out := make([]Hit, len(hits))
 	for i, h := range hits {
 		c := ix.chunks[h.doc]
-		out[i] = Hit{File: c.file, Chunk: c.part, Text: c.text, Score: h.score}
+		out[i] = Hit{doc: int(h.doc), File: c.file, Chunk: c.part, Text: c.text, Score: h.score}
 	}
 	return out
 }

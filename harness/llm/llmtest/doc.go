@@ -11,7 +11,8 @@
 //	fmt.Println(resp.Message.Content)   // The answer is 5.
 //	fmt.Println(srv.Stats().PeakInFlight)
 //
-// The server speaks the real wire protocol: GET /v1/models and POST
+// The server speaks the real wire protocol: GET /v1/models, POST
+// /v1/embeddings (deterministic vectors: see [Embedding]) and POST
 // /v1/chat/completions (not streamed; a request with "stream": true gets a
 // 400 with an OpenAI-style error body). Any client of the OpenAI API works
 // against it, so a program's own tests can use it without a model.

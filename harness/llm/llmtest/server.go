@@ -92,6 +92,10 @@ type Options struct {
 	// (after its first word), as a model may send: a valid answer that
 	// storage and scoring must keep byte for byte.
 	NUL Schedule
+	// EmbeddingDims is the length of the vectors POST /v1/embeddings
+	// answers with (default DefaultEmbeddingDims); see Embedding.
+	EmbeddingDims int
+
 	// Seed seeds the random choices: the Rate of the schedules and the
 	// Jitter. The same seed gives the same faults to the same request
 	// numbers.
@@ -232,6 +236,9 @@ type Stats struct {
 	NULs int64
 	// ToolCalls is the number of answers that called tools.
 	ToolCalls int64
+	// Embeddings is the number of POST /v1/embeddings received, and
+	// EmbeddedTexts the number of texts embedded by those that succeeded.
+	Embeddings, EmbeddedTexts int64
 }
 
 // Handler is the fake endpoint as an http.Handler. Its routes start with
@@ -247,6 +254,8 @@ type Handler struct {
 	timeouts, garbage, toolCallsSent atomic.Int64
 	huge, hugeSent, nuls             atomic.Int64
 	chatSeq                          atomic.Int64
+	embeddings, embeddedTexts        atomic.Int64
+	embeddingsDown                   atomic.Bool
 	mu                               sync.Mutex
 	statuses                         map[int]int64
 }
@@ -296,6 +305,8 @@ func (h *Handler) Stats() Stats {
 		HugeBytesSent:   h.hugeSent.Load(),
 		NULs:            h.nuls.Load(),
 		ToolCalls:       h.toolCallsSent.Load(),
+		Embeddings:      h.embeddings.Load(),
+		EmbeddedTexts:   h.embeddedTexts.Load(),
 	}
 }
 
@@ -311,6 +322,8 @@ func (h *Handler) ResetStats() {
 	h.hugeSent.Store(0)
 	h.nuls.Store(0)
 	h.toolCallsSent.Store(0)
+	h.embeddings.Store(0)
+	h.embeddedTexts.Store(0)
 	h.mu.Lock()
 	clear(h.statuses)
 	h.mu.Unlock()
@@ -344,10 +357,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch path {
-	case "/v1/models", "/v1/chat/completions":
+	case "/v1/models", "/v1/chat/completions", "/v1/embeddings":
 	default:
 		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-			fmt.Sprintf("Unknown request URL: %s %s. llmtest serves GET /v1/models and POST /v1/chat/completions.", r.Method, r.URL.Path))
+			fmt.Sprintf("Unknown request URL: %s %s. llmtest serves GET /v1/models, POST /v1/chat/completions and POST /v1/embeddings.", r.Method, r.URL.Path))
 		return false
 	}
 	if h.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+h.opts.APIKey {
@@ -365,7 +378,11 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "Use POST for /v1/chat/completions.")
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "Use POST for "+path+".")
+		return false
+	}
+	if path == "/v1/embeddings" {
+		h.serveEmbeddings(w, r)
 		return false
 	}
 	return h.serveChat(w, r)

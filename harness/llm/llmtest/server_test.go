@@ -397,7 +397,7 @@ func TestBadRequests(t *testing.T) {
 			}
 		})
 	}
-	res, err := http.Get(strings.TrimSuffix(srv.URL, "/v1") + "/v1/embeddings")
+	res, err := http.Get(strings.TrimSuffix(srv.URL, "/v1") + "/v1/images/generations")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,97 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+)
+
+var _ harness.Embedder = (*Client)(nil)
+
+// Embed asks the endpoint's POST /embeddings for one vector per text, in
+// the order of texts (the answer's indexes are followed, whatever order
+// it lists them in). An empty model means the client's default Model.
+// Failures are retried as those of Chat; an answer that lacks a text's
+// vector, or whose vectors differ in length, fails with an error matching
+// ErrMalformedResponse. No text gives no vector and no request.
+func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]float32, error) {
+	const op = "embeddings"
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	if model == "" {
+		model = c.opts.Model
+	}
+	if model == "" {
+		return nil, fmt.Errorf("llm: %s: %w", op, harness.Invalid("model", "is required"))
+	}
+	c.stats.calls.Add(1)
+	params := openai.EmbeddingNewParams{
+		Model:          openai.EmbeddingModel(model),
+		Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
+		EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
+	}
+	var out [][]float32
+	err := c.do(ctx, op, c.opts.Timeout, c.opts.MaxRetries, func(actx context.Context, n int, hres **http.Response) error {
+		opts := []option.RequestOption{option.WithResponseInto(hres)}
+		if n > 1 {
+			opts = append(opts, option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(n-1)))
+		}
+		res, err := c.embeddings.New(actx, params, opts...)
+		if err != nil {
+			return err
+		}
+		out, err = vectors(res, len(texts))
+		if err != nil {
+			e := &Error{Op: op, Message: "malformed response: " + err.Error(), retryable: true, err: ErrMalformedResponse}
+			if *hres != nil {
+				e.StatusCode = (*hres).StatusCode
+			}
+			return e
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		c.stats.failures.Add(1)
+		return nil, err
+	}
+	return out, nil
+}
+
+// vectors puts an embeddings answer's vectors in input order, checking
+// that there is exactly one per input and that they have one length.
+func vectors(res *openai.CreateEmbeddingResponse, n int) ([][]float32, error) {
+	if res == nil || len(res.Data) != n {
+		got := 0
+		if res != nil {
+			got = len(res.Data)
+		}
+		return nil, fmt.Errorf("%d vectors for %d inputs", got, n)
+	}
+	out := make([][]float32, n)
+	dims := -1
+	for _, d := range res.Data {
+		if d.Index < 0 || d.Index >= int64(n) || out[d.Index] != nil {
+			return nil, fmt.Errorf("vector index %d is out of range or repeated", d.Index)
+		}
+		if len(d.Embedding) == 0 {
+			return nil, fmt.Errorf("vector %d is empty", d.Index)
+		}
+		if dims >= 0 && len(d.Embedding) != dims {
+			return nil, fmt.Errorf("vector %d has %d dimensions, vector 0 has %d", d.Index, len(d.Embedding), dims)
+		}
+		dims = len(d.Embedding)
+		v := make([]float32, dims)
+		for i, x := range d.Embedding {
+			v[i] = float32(x)
+		}
+		out[d.Index] = v
+	}
+	return out, nil
+}
