@@ -59,21 +59,13 @@ func (c *Client) chatCompletion(ctx context.Context, req *harness.ChatRequest) (
 	}
 	var resp *harness.ChatResponse
 	err = c.do(ctx, op, timeout, retries, func(actx context.Context, n int, hres **http.Response) error {
-		opts := []option.RequestOption{option.WithResponseInto(hres)}
-		if n > 1 {
-			opts = append(opts, option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(n-1)))
-		}
-		cc, err := c.chat.New(actx, params, opts...)
+		cc, err := c.chat.New(actx, params, attemptOptions(n, hres)...)
 		if err != nil {
 			return err
 		}
 		resp, err = chatResponse(cc, model)
 		if err != nil {
-			e := &Error{Op: op, Message: "malformed response: " + err.Error(), retryable: true, err: ErrMalformedResponse}
-			if *hres != nil {
-				e.StatusCode = (*hres).StatusCode
-			}
-			return e
+			return malformed(op, *hres, err)
 		}
 		return nil
 	}, observer(req, &resp))
@@ -211,4 +203,24 @@ func chatResponse(cc *openai.ChatCompletion, model string) (*harness.ChatRespons
 		resp.Model = model
 	}
 	return resp, nil
+}
+
+// attemptOptions are the SDK options of attempt n of a request: the HTTP
+// response is stored in *hres, and a retry says which it is.
+func attemptOptions(n int, hres **http.Response) []option.RequestOption {
+	opts := []option.RequestOption{option.WithResponseInto(hres)}
+	if n > 1 {
+		opts = append(opts, option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(n-1)))
+	}
+	return opts
+}
+
+// malformed is the error of an answer whose body could not be understood:
+// retryable, matching ErrMalformedResponse, with the answer's status.
+func malformed(op string, hres *http.Response, err error) *Error {
+	e := &Error{Op: op, Message: "malformed response: " + err.Error(), retryable: true, err: ErrMalformedResponse}
+	if hres != nil {
+		e.StatusCode = hres.StatusCode
+	}
+	return e
 }

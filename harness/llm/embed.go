@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 )
@@ -39,21 +37,13 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 	}
 	var out [][]float32
 	err := c.do(ctx, op, c.opts.Timeout, c.opts.MaxRetries, func(actx context.Context, n int, hres **http.Response) error {
-		opts := []option.RequestOption{option.WithResponseInto(hres)}
-		if n > 1 {
-			opts = append(opts, option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(n-1)))
-		}
-		res, err := c.embeddings.New(actx, params, opts...)
+		res, err := c.embeddings.New(actx, params, attemptOptions(n, hres)...)
 		if err != nil {
 			return err
 		}
 		out, err = vectors(res, len(texts))
 		if err != nil {
-			e := &Error{Op: op, Message: "malformed response: " + err.Error(), retryable: true, err: ErrMalformedResponse}
-			if *hres != nil {
-				e.StatusCode = (*hres).StatusCode
-			}
-			return e
+			return malformed(op, *hres, err)
 		}
 		return nil
 	}, nil)

@@ -2,10 +2,8 @@ package llmtest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -96,14 +94,8 @@ func (h *Handler) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", "The embeddings endpoint is down (llmtest).")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The request body is too large.")
-		} else {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Could not read the request body: "+err.Error())
-		}
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	var req struct {

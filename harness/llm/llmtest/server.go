@@ -412,14 +412,8 @@ func (h *Handler) serveModels(w http.ResponseWriter) {
 func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
 	h.chats.Add(1)
 	n := h.chatSeq.Add(1)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The request body is too large.")
-		} else {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Could not read the request body: "+err.Error())
-		}
+	body, ok := readBody(w, r)
+	if !ok {
 		return false
 	}
 	req, wr, err := decodeRequest(body)
@@ -731,4 +725,20 @@ func NewServer(opts Options) *Server {
 func (s *Server) Close() {
 	s.Handler.Close()
 	s.ts.Close()
+}
+
+// readBody reads a request's body, up to maxBody bytes; when it cannot, it
+// answers with the error (413 for a body too large) and reports false.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The request body is too large.")
+		} else {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Could not read the request body: "+err.Error())
+		}
+		return nil, false
+	}
+	return body, true
 }
