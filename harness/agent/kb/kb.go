@@ -58,6 +58,11 @@ type Options struct {
 	// Logger receives a line for each file Documents skips; nil discards
 	// them.
 	Logger *slog.Logger
+	// OnChange, when set, is called with the agent id after each write
+	// and delete that changed a knowledge base (not by RemoveAgent). The
+	// agent service makes it start the embedding of the changed chunks;
+	// it must not block.
+	OnChange func(agentID string)
 }
 
 // Store keeps the knowledge-base files of agents on disk. It is safe for
@@ -103,6 +108,14 @@ func (s *Store) dir(agentID string) (string, bool) {
 // even when the files' names, sizes and times look the same. Callers hold
 // s.mu.
 func (s *Store) changed(agentID string) { s.gen[agentID]++ }
+
+// notify calls Options.OnChange, when set, after a change; callers do
+// not hold s.mu.
+func (s *Store) notify(agentID string) {
+	if s.opts.OnChange != nil {
+		s.opts.OnChange(agentID)
+	}
+}
 
 // File is a knowledge-base file. Content is set by Read only.
 type File struct {
@@ -405,6 +418,7 @@ func (s *Store) Write(ctx context.Context, agentID, name string, r io.Reader, mu
 		return fail(err)
 	}
 	done = true
+	s.notify(agentID)
 	fi, err := root.Stat(name)
 	if err != nil {
 		return fail(err)
@@ -529,6 +543,15 @@ func (s *Store) Delete(ctx context.Context, agentID, name string) error {
 		return notFound("knowledge base file", name)
 	}
 	defer root.Close()
+	if err := s.delete(root, agentID, name); err != nil {
+		return err
+	}
+	s.notify(agentID)
+	return nil
+}
+
+// delete removes a file under s.mu.
+func (s *Store) delete(root *os.Root, agentID, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fi, err := root.Lstat(name)
