@@ -138,7 +138,7 @@ func registerKB(api huma.API, mux *http.ServeMux, kb kbStore, status kbStatus, l
 		Summary: "List an agent's knowledge-base files", Tags: tags,
 		Description: "size is in bytes; modified is the modification time as a decimal Unix epoch. " +
 			"embedding is the progress of the chunks' embeddings when an embedding model is configured (null otherwise); asking starts them when some chunks lack a vector. 404 for an unknown agent.",
-		Errors:      []int{http.StatusNotFound},
+		Errors: []int{http.StatusNotFound},
 	}, h.list)
 	register(api, huma.Operation{
 		OperationID: "read-kb-file", Method: http.MethodGet, Path: "/api/agents/{agent_id}/kb/{filename}",

@@ -36,10 +36,10 @@ type settings struct {
 	embeddingModel   string
 	embeddingBaseURL string
 	concurrency      int
-	llmTimeout  time.Duration
-	llmRetries  int
-	llmMaxBytes int64
-	pluginSums  string
+	llmTimeout       time.Duration
+	llmRetries       int
+	llmMaxBytes      int64
+	pluginSums       string
 	// pluginTimeout bounds one call to a plugin (--plugin-timeout).
 	pluginTimeout time.Duration
 	debug         bool
