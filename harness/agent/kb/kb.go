@@ -261,13 +261,12 @@ func (s *Store) Read(ctx context.Context, agentID, name string) (File, error) {
 		return File{}, fmt.Errorf("read knowledge base file %q: %w", name, err)
 	}
 	out := fileInfo(name, fi)
-	doc, err := s.extracted(agentID, name, fi, data)
+	doc, content, err := s.extracted(agentID, name, fi, func() ([]byte, error) { return data, nil })
 	if err != nil {
 		return File{}, fmt.Errorf("read knowledge base file %q: %w", name, err)
 	}
 	out.Format = doc.Format
 	out.EmptyPages = doc.EmptyPages
-	content := doc.Text()
 	if doc.Format == kbdoc.Text || doc.Format == kbdoc.Markdown {
 		content = string(data)
 	}
@@ -680,23 +679,25 @@ func (s *Store) Documents(agentID string) ([]Document, error) {
 	defer root.Close()
 	docs := make([]Document, 0, len(files))
 	for _, f := range files {
-		data, err := root.ReadFile(f.name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("knowledge base of %s: %w", agentID, err)
-		}
 		fi, err := root.Stat(f.name)
 		if err != nil {
 			continue // removed meanwhile
 		}
-		doc, err := s.extracted(agentID, f.name, fi, data)
+		// The original is read only when its extraction is not kept.
+		missing := false
+		doc, text, err := s.extracted(agentID, f.name, fi, func() ([]byte, error) {
+			data, err := root.ReadFile(f.name)
+			missing = errors.Is(err, fs.ErrNotExist)
+			return data, err
+		})
+		if missing {
+			continue
+		}
 		if err != nil {
 			s.log.Warn("knowledge base file cannot be read; skipped", slog.String("agent", agentID), slog.String("file", f.name), slog.String("error", err.Error()))
 			continue
 		}
-		docs = append(docs, Document{Name: f.name, Text: doc.Text(), Doc: doc})
+		docs = append(docs, Document{Name: f.name, Text: text, Doc: doc})
 	}
 	return docs, nil
 }

@@ -530,6 +530,26 @@ func TestDocuments(t *testing.T) {
 	if stored, _ = filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.json")); len(stored) != 2 {
 		t.Errorf("after a delete, extractions kept: %v, want 2", stored)
 	}
+	// The texts are kept apart, one per file: a replaced file's old text
+	// goes.
+	if _, err := e.store.Write(e.ctx, "a", "help.html", strings.NewReader("<h1>Help</h1><p>Write to us.</p>"), false); err != nil {
+		t.Fatal(err)
+	}
+	texts, _ := filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.txt"))
+	if len(texts) != 2 {
+		t.Errorf("texts kept: %v, want 2", texts)
+	}
+	// A kept text that does not match its description (damaged, say) is
+	// not used: the file is extracted again.
+	for _, p := range texts {
+		if err := os.WriteFile(p, []byte("damaged"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, err = e.store.Documents("a")
+	if err != nil || len(docs) != 2 || docs[0].Text != "Help\n\nWrite to us." || docs[1].Doc.Sections[0].Text != "Orders ship in two days." {
+		t.Errorf("Documents with damaged texts = %+v, %v", docs, err)
+	}
 
 	for _, tc := range []struct {
 		name   string
