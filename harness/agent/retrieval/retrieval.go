@@ -20,6 +20,7 @@ const (
 	DefaultBudgetTokens = 4000
 	DefaultMaxCached    = 32
 	DefaultBatchSize    = 64
+	DefaultConcurrency  = 4
 	DefaultQueryTimeout = 10 * time.Second
 	DefaultRetryAfter   = time.Minute
 )
@@ -64,6 +65,9 @@ type Options struct {
 	// BatchSize is the number of texts of one embedding request (default
 	// 64).
 	BatchSize int
+	// EmbedConcurrency bounds the embedding requests in flight for one
+	// knowledge base (default 4).
+	EmbedConcurrency int
 	// QueryTimeout bounds the embedding of a query (default 10 s): past
 	// it the search is BM25, saying why.
 	QueryTimeout time.Duration
@@ -135,6 +139,9 @@ func New(opts Options) *Retriever {
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.EmbedConcurrency <= 0 {
+		opts.EmbedConcurrency = DefaultConcurrency
 	}
 	if opts.QueryTimeout <= 0 {
 		opts.QueryTimeout = DefaultQueryTimeout

@@ -287,46 +287,75 @@ func (r *Retriever) embedAgent(ctx context.Context, agentID string) error {
 		n := len(hashes)
 		r.setProgress(agentID, snap.version, n, embedded)
 		changed := false
+		// Vectors are stored a few thousand at a time (a transaction each),
+		// not batch by batch: a commit can cost a disk sync.
+		save := map[string][]float32{}
+		flush := func() error {
+			if len(save) == 0 {
+				return nil
+			}
+			err := r.vectors.SaveVectors(ctx, agentID, model, save)
+			save = map[string][]float32{}
+			return err
+		}
+		// Requests go EmbedConcurrency at a time; their answers are taken
+		// in order.
+		var batches [][]string
 		for start := 0; start < len(missing); start += r.opts.BatchSize {
+			batches = append(batches, missing[start:min(start+r.opts.BatchSize, len(missing))])
+		}
+		for g := 0; g < len(batches) && !changed; g += r.opts.EmbedConcurrency {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			batch := missing[start:min(start+r.opts.BatchSize, len(missing))]
-			texts := make([]string, len(batch))
-			for i, h := range batch {
-				texts[i] = snap.index.chunks[first[h]].indexed()
-			}
-			vecs, err := r.opts.Embedder.Embed(ctx, model, texts)
-			if err != nil {
-				return fmt.Errorf("embedding endpoint failed: %w", err)
-			}
-			if len(vecs) != len(batch) {
-				return fmt.Errorf("embedding endpoint failed: %d vectors for %d texts", len(vecs), len(batch))
-			}
-			save := make(map[string][]float32, len(batch))
-			for i, v := range vecs {
-				if dims == 0 {
-					dims = len(v)
+			group := batches[g:min(g+r.opts.EmbedConcurrency, len(batches))]
+			answers := make([][][]float32, len(group))
+			errs := make([]error, len(group))
+			var wg sync.WaitGroup
+			for j, batch := range group {
+				texts := make([]string, len(batch))
+				for i, h := range batch {
+					texts[i] = snap.index.chunks[first[h]].indexed()
 				}
-				if len(v) != dims || dims == 0 {
-					return fmt.Errorf("embedding endpoint failed: a vector of %d dimensions, the others have %d", len(v), dims)
-				}
-				if !normalise(v) {
-					// A text with no word: a zero vector, similar to nothing.
-					clear(v)
-				}
-				save[batch[i]] = v
-				stored[batch[i]] = v
-				embedded += counts[batch[i]]
+				wg.Go(func() { answers[j], errs[j] = r.opts.Embedder.Embed(ctx, model, texts) })
 			}
-			if err := r.vectors.SaveVectors(ctx, agentID, model, save); err != nil {
-				return err
+			wg.Wait()
+			for j, batch := range group {
+				vecs, err := answers[j], errs[j]
+				if err != nil {
+					return fmt.Errorf("embedding endpoint failed: %w", err)
+				}
+				if len(vecs) != len(batch) {
+					return fmt.Errorf("embedding endpoint failed: %d vectors for %d texts", len(vecs), len(batch))
+				}
+				for i, v := range vecs {
+					if dims == 0 {
+						dims = len(v)
+					}
+					if len(v) != dims || dims == 0 {
+						return fmt.Errorf("embedding endpoint failed: a vector of %d dimensions, the others have %d", len(v), dims)
+					}
+					if !normalise(v) {
+						// A text with no word: a zero vector, similar to nothing.
+						clear(v)
+					}
+					save[batch[i]] = v
+					stored[batch[i]] = v
+					embedded += counts[batch[i]]
+				}
+			}
+			if len(save) >= saveVectors {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 			r.setProgress(agentID, snap.version, n, embedded)
 			if v, err := r.opts.KB.Version(agentID); err == nil && v != snap.version {
 				changed = true
-				break
 			}
+		}
+		if err := flush(); err != nil {
+			return err
 		}
 		if changed {
 			continue
@@ -435,6 +464,10 @@ func (r *Retriever) queryVector(ctx context.Context, query string, dims int) ([]
 	}
 	return v, nil
 }
+
+// saveVectors is how many new vectors the embedding job gathers before
+// storing them.
+const saveVectors = 4096
 
 // queryCacheSize bounds the query vectors kept: past it, the cache starts
 // afresh.
