@@ -96,7 +96,7 @@ func (d dbVectors) PruneVectors(ctx context.Context, agentID, model string, keep
 	for start := 0; start < len(stale); start += vectorBatch {
 		batch := stale[start:min(start+vectorBatch, len(stale))]
 		if _, err := d.db.NewDelete().Model((*kbVectorRow)(nil)).Where("agent_id = ?", agentID).
-			Where("model = ?", model).Where("hash IN (?)", bun.In(batch)).Exec(ctx); err != nil {
+			Where("model = ?", model).Where("hash IN (?)", bun.List(batch)).Exec(ctx); err != nil {
 			return fail(err)
 		}
 	}
