@@ -252,12 +252,15 @@ func (r *Retriever) view(agentID string) (*snapshot, error) {
 // the budget.
 func (r *Retriever) build(docs []kb.Document, version string) *snapshot {
 	snap := &snapshot{version: version, index: NewIndex(docs)}
-	size := 0
+	// The whole base's length, known before it is assembled: a base that
+	// cannot fit is never copied.
+	size := -2
 	for _, d := range docs {
-		size += len(d.Name) + len(d.Text) + 8
+		size += len("### ") + len(d.Name) + len("\n\n") + len(strings.TrimSpace(d.Text)) + len("\n\n")
 	}
-	if (size+3)/4 <= r.opts.BudgetTokens+64 { // else surely too large: not built
+	if len(docs) > 0 && (size+3)/4 <= r.opts.BudgetTokens {
 		var whole strings.Builder
+		whole.Grow(size + 2)
 		for _, d := range docs {
 			whole.WriteString("### ")
 			whole.WriteString(d.Name)
@@ -265,9 +268,7 @@ func (r *Retriever) build(docs []kb.Document, version string) *snapshot {
 			whole.WriteString(strings.TrimSpace(d.Text))
 			whole.WriteString("\n\n")
 		}
-		if Tokens(whole.String()) <= r.opts.BudgetTokens {
-			snap.whole = strings.TrimSpace(whole.String())
-		}
+		snap.whole = strings.TrimSpace(whole.String())
 	}
 	r.log.Debug("knowledge base indexed", slog.Int("files", len(docs)), slog.Int("chunks", snap.index.Len()))
 	return snap
