@@ -173,5 +173,26 @@ func (s *Store) extracted(agentID, name string, fi fs.FileInfo, data func() ([]b
 	if err != nil {
 		return nil, "", err
 	}
+	s.keepExtracted(agentID, name, fi, doc)
 	return doc, doc.Text(), nil
+}
+
+// keepExtracted keeps an extraction made on reading (a file put there by
+// hand, or kept in an older form), so that it is made once: only while
+// the file is still the one read (same size and time), under the lock of
+// writes. A failure is logged; the next read extracts again.
+func (s *Store) keepExtracted(agentID, name string, fi fs.FileInfo, doc *kbdoc.Document) {
+	dir, ok := s.dir(agentID)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, err := os.Lstat(filepath.Join(dir, name))
+	if err != nil || !cur.Mode().IsRegular() || cur.Size() != fi.Size() || !cur.ModTime().Equal(fi.ModTime()) {
+		return
+	}
+	if err := s.saveExtracted(agentID, name, fi, doc); err != nil {
+		s.log.Warn("cannot keep the extracted text of a knowledge base file", "agent", agentID, "file", name, "error", err.Error())
+	}
 }

@@ -579,3 +579,46 @@ func TestDocuments(t *testing.T) {
 		t.Errorf("directory holds %v, want the two files only", entries)
 	}
 }
+
+// TestExtractedOnceWhenNotKept: a file whose extraction is not kept (put
+// there by hand, or kept in an older form) is extracted on reading, and
+// the extraction is then kept.
+func TestExtractedOnceWhenNotKept(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.store.Write(e.ctx, "a", "seed.md", strings.NewReader("x"), true); err != nil {
+		t.Fatal(err)
+	}
+	page := "<h1>Help</h1><p>Call us.</p>"
+	if err := os.WriteFile(filepath.Join(e.dir, "a", "help.html"), []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An extraction in an older form: the whole document as JSON.
+	metas, _ := filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.json"))
+	if len(metas) != 1 {
+		t.Fatalf("extractions: %v", metas)
+	}
+	if err := os.WriteFile(metas[0], []byte(`{"name":"seed.md","size":1,"mod_nano":0,"document":{"format":"markdown","sections":[{"offset":0,"text":"x"}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	texts, _ := filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.txt"))
+	for _, p := range texts {
+		os.Remove(p)
+	}
+	docs, err := e.store.Documents("a")
+	if err != nil || len(docs) != 2 || docs[0].Text != "Help\n\nCall us." || docs[1].Text != "x" {
+		t.Fatalf("Documents = %+v, %v", docs, err)
+	}
+	if texts, _ = filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.txt")); len(texts) != 2 {
+		t.Errorf("texts kept after reading: %v, want 2", texts)
+	}
+	// Kept: a damaged original is no longer read.
+	for _, name := range []string{"help.html", "seed.md"} {
+		p := filepath.Join(e.dir, "a", name)
+		fi, _ := os.Stat(p)
+		os.WriteFile(p, bytes.Repeat([]byte{0}, int(fi.Size())), 0o644)
+		os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	}
+	if docs, err := e.store.Documents("a"); err != nil || len(docs) != 2 || docs[0].Text != "Help\n\nCall us." {
+		t.Errorf("Documents from the kept extractions = %+v, %v", docs, err)
+	}
+}
