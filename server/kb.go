@@ -15,6 +15,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/retrieval"
 )
 
 // kbStore is what the knowledge-base operations need of the agent
@@ -29,9 +30,15 @@ type kbStore interface {
 
 var _ kbStore = (*kb.Store)(nil)
 
+// kbStatus returns the progress of an agent's knowledge-base
+// embeddings; nil when no embedding model is configured
+// (agent.Service.KBStatus).
+type kbStatus func(ctx context.Context, agentID string) (*retrieval.Status, error)
+
 type kbHandler struct {
 	problems
-	kb kbStore
+	kb     kbStore
+	status kbStatus
 }
 
 // apiKBFile is a knowledge-base file's entry.
@@ -48,6 +55,17 @@ func toAPIKBFile(f kb.File) apiKBFile {
 // apiKBFileList is the answer of list-kb.
 type apiKBFileList struct {
 	Files []apiKBFile `json:"files" doc:"Ordered by name."`
+	// Embedding is null when no embedding model is configured.
+	Embedding orNull[apiKBEmbedding] `json:"embedding" doc:"Progress of the knowledge base's embeddings for the configured embedding model; null when none is configured (retrieval is BM25 only)."`
+}
+
+// apiKBEmbedding is the progress of a knowledge base's embeddings.
+type apiKBEmbedding struct {
+	Model     string `json:"model" doc:"The embedding model."`
+	Chunks    int    `json:"chunks" doc:"Chunks of the knowledge base."`
+	Embedded  int    `json:"embedded" doc:"Chunks with a vector of the model: retrieval is hybrid once every chunk has one, BM25 before."`
+	State     string `json:"state" enum:"idle,embedding,failed" doc:"idle: nothing to do; embedding: in progress or queued; failed: the last attempt failed (last_error), tried again on a later use or change."`
+	LastError string `json:"last_error,omitempty" doc:"Why the last attempt failed."`
 }
 
 // apiKBFileContent is the answer of read-kb-file.
@@ -112,14 +130,15 @@ const maxKBRequestBytes = kb.MaxDocumentBytes + 64<<10
 
 // registerKB registers the knowledge-base operations. The upload is a
 // plain handler on mux, documented here.
-func registerKB(api huma.API, mux *http.ServeMux, kb kbStore, log *slog.Logger) {
-	h := &kbHandler{problems{log}, kb}
+func registerKB(api huma.API, mux *http.ServeMux, kb kbStore, status kbStatus, log *slog.Logger) {
+	h := &kbHandler{problems{log}, kb, status}
 	tags := []string{tagKB}
 	register(api, huma.Operation{
 		OperationID: "list-kb", Method: http.MethodGet, Path: "/api/agents/{agent_id}/kb",
 		Summary: "List an agent's knowledge-base files", Tags: tags,
-		Description: "size is in bytes; modified is the modification time as a decimal Unix epoch. 404 for an unknown agent.",
-		Errors:      []int{http.StatusNotFound},
+		Description: "size is in bytes; modified is the modification time as a decimal Unix epoch. " +
+			"embedding is the progress of the chunks' embeddings when an embedding model is configured (null otherwise); asking starts them when some chunks lack a vector. 404 for an unknown agent.",
+		Errors: []int{http.StatusNotFound},
 	}, h.list)
 	register(api, huma.Operation{
 		OperationID: "read-kb-file", Method: http.MethodGet, Path: "/api/agents/{agent_id}/kb/{filename}",
@@ -193,6 +212,16 @@ func (h *kbHandler) list(ctx context.Context, in *agentPath) (*kbListOutput, err
 	out := &kbListOutput{Body: apiKBFileList{Files: make([]apiKBFile, len(files))}}
 	for i, f := range files {
 		out.Body.Files[i] = toAPIKBFile(f)
+	}
+	if h.status != nil {
+		st, err := h.status(ctx, in.AgentID)
+		if err != nil {
+			return nil, h.problem(ctx, err)
+		}
+		if st != nil {
+			out.Body.Embedding.V = &apiKBEmbedding{Model: st.Model, Chunks: st.Chunks, Embedded: st.Embedded,
+				State: st.State, LastError: st.LastError}
+		}
 	}
 	return out, nil
 }

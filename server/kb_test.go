@@ -114,7 +114,7 @@ func TestKB(t *testing.T) {
 
 	t.Run("list empty", func(t *testing.T) {
 		r := must(t, e.get("/api/agents/kb/kb"), http.StatusOK)
-		if got := strings.TrimSpace(string(r.body)); got != `{"files":[]}` {
+		if got := strings.TrimSpace(string(r.body)); got != `{"files":[],"embedding":null}` {
 			t.Fatalf("body %s", got)
 		}
 	})
@@ -506,4 +506,50 @@ func TestKBSizeLimit(t *testing.T) {
 			t.Errorf("directory holds %v", all)
 		}
 	})
+}
+
+// TestKBEmbeddingStatus: with an embedding model, the knowledge-base list
+// carries the progress of the embeddings, which reaches every chunk; an
+// unknown agent is a 404.
+func TestKBEmbeddingStatus(t *testing.T) {
+	e := newAgentEnv(t, agentConfig{embeddingModel: "embed-test"})
+	e.createAgent("kb", "")
+	type status struct {
+		Model     string  `json:"model"`
+		Chunks    int     `json:"chunks"`
+		Embedded  int     `json:"embedded"`
+		State     string  `json:"state"`
+		LastError *string `json:"last_error"`
+	}
+	list := func() *status {
+		t.Helper()
+		var body struct {
+			Embedding *status `json:"embedding"`
+		}
+		must(t, e.get("/api/agents/kb/kb"), http.StatusOK).decode(t, &body)
+		return body.Embedding
+	}
+	if st := list(); st == nil || st.Model != "embed-test" || st.Chunks != 0 || st.State != "idle" {
+		t.Fatalf("status of an empty base = %+v", st)
+	}
+	must(t, e.post("/api/agents/kb/kb", map[string]any{"filename": "a.md", "content": "# One\n\nFirst part.\n\n# Two\n\nSecond part."}), http.StatusCreated)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := list()
+		if st.Chunks == 2 && st.Embedded == 2 && st.State == "idle" {
+			if st.LastError != nil {
+				t.Errorf("last_error = %q", *st.LastError)
+			}
+			break
+		}
+		if st.State == "failed" || time.Now().After(deadline) {
+			t.Fatalf("status = %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := must(t, e.get("/api/agents/kb/kb"), http.StatusOK)
+	if got := sortedKeys(r.object(t)["embedding"].(map[string]any)); !slices.Equal(got, []string{"chunks", "embedded", "model", "state"}) {
+		t.Errorf("embedding fields %v", got)
+	}
+	mustProblem(t, e.get("/api/agents/nobody/kb"), http.StatusNotFound)
 }

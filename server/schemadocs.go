@@ -55,6 +55,7 @@ var schemaDocs = map[string]string{
 	"KBFileContent":       "A knowledge-base file with its text.",
 	"KBFileCreate":        "A new knowledge-base file, as JSON.",
 	"KBFileList":          "An agent's knowledge-base files, ordered by name.",
+	"KBEmbedding":         "The progress of a knowledge base's embeddings for the configured embedding model.",
 	"KBFileUpdate":        "The new text of a knowledge-base file.",
 	"LastRun":             "The most recent run's id, label, times and status.",
 	"Level":               "The configuration of one level of one domain.",

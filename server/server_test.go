@@ -792,6 +792,9 @@ type agentConfig struct {
 	apiKey string
 	// retries is the model client's MaxRetries (default none).
 	retries int
+	// embeddingModel, when set, makes retrieval hybrid, embedding with the
+	// same fake endpoint.
+	embeddingModel string
 }
 
 // agentModel is the model name configured for the agents: what a chat
@@ -860,6 +863,7 @@ func (e *testEnv) wireAgents(ctx context.Context, ac *agentConfig, db *store.DB,
 	svc, err := agent.Open(ctx, agent.Options{
 		DB: db, DataDir: e.dataDir, Tools: cat, Registry: reg, Client: model, Model: agentModel,
 		RetryBaseDelay: 50 * time.Millisecond, RetryMaxDelay: 500 * time.Millisecond, Logger: o.Logger,
+		EmbeddingModel: ac.embeddingModel, Embedder: model,
 	})
 	if err != nil {
 		t.Fatalf("agent.Open: %v", err)

@@ -152,12 +152,27 @@ func (a *app) openAgents(ctx context.Context, owner bool) error {
 			a.log.Info("removed temporary files of interrupted knowledge-base writes", slog.Int("files", len(removed)))
 		}
 	}
-	agents, err := agent.Open(ctx, agent.Options{
-		DB: a.db, DataDir: a.settings.data, Tools: a.catalog, Registry: a.registry, Client: a.model,
-		Model: a.settings.llmModel, Logger: a.log, LeaveChannels: !owner,
-	})
+	embedder, err := a.settings.embedder()
 	if err != nil {
 		return err
+	}
+	ao := agent.Options{
+		DB: a.db, DataDir: a.settings.data, Tools: a.catalog, Registry: a.registry, Client: a.model,
+		Model: a.settings.llmModel, Logger: a.log, LeaveChannels: !owner, EmbeddingModel: a.settings.embeddingModel,
+	}
+	if embedder != nil {
+		ao.Embedder = embedder
+	}
+	agents, err := agent.Open(ctx, ao)
+	if err != nil {
+		return err
+	}
+	if owner {
+		// A changed embedding model re-embeds every knowledge base in the
+		// background, without waiting for each agent's next chat.
+		if err := agents.EmbedAll(ctx); err != nil {
+			a.log.Warn("queue knowledge-base embeddings", slog.Any("error", err))
+		}
 	}
 	a.agents = agents
 	a.onClose(agents.Close)

@@ -31,11 +31,15 @@ type settings struct {
 	llmBaseURL  string
 	llmModel    string
 	llmAPIKey   string
-	concurrency int
-	llmTimeout  time.Duration
-	llmRetries  int
-	llmMaxBytes int64
-	pluginSums  string
+	// embeddingModel, when set, makes knowledge-base retrieval hybrid;
+	// embeddingBaseURL is its endpoint, by default llmBaseURL.
+	embeddingModel   string
+	embeddingBaseURL string
+	concurrency      int
+	llmTimeout       time.Duration
+	llmRetries       int
+	llmMaxBytes      int64
+	pluginSums       string
 	// pluginTimeout bounds one call to a plugin (--plugin-timeout).
 	pluginTimeout time.Duration
 	debug         bool
@@ -102,6 +106,8 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model name sent to the endpoint (LLM_MODEL)")
 	s.llmAPIKey = env("LLM_API_KEY", "")
 	fs.Var(secretFlag{&s.llmAPIKey}, "llm-api-key", "API key of the endpoint, never logged or returned (LLM_API_KEY)")
+	fs.StringVar(&s.embeddingModel, "embedding-model", env("EMBEDDING_MODEL", ""), "embedding model of knowledge-base retrieval; set, retrieval is hybrid (BM25 and embeddings), empty BM25 only (EMBEDDING_MODEL)")
+	fs.StringVar(&s.embeddingBaseURL, "embedding-base-url", env("EMBEDDING_BASE_URL", ""), "OpenAI-compatible endpoint of --embedding-model, with the key of --llm-api-key (EMBEDDING_BASE_URL; default --llm-base-url)")
 	fs.DurationVar(&s.llmTimeout, "llm-timeout", timeout, "bound of each model request, e.g. 30s (LLM_TIMEOUT)")
 	fs.IntVar(&s.llmRetries, "llm-retries", retries, "retries of a failed model request; 0: none (LLM_RETRIES)")
 	fs.Int64Var(&s.llmMaxBytes, "llm-max-response-bytes", int64(maxBytes), "largest model answer read; a larger one is an error (LLM_MAX_RESPONSE_BYTES)")
@@ -168,6 +174,21 @@ func logDir(data string) string { return filepath.Join(data, "logs") }
 func (s *settings) modelClient() (*llm.Client, error) {
 	return llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel,
 		Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: s.llmMaxBytes})
+}
+
+// embedder returns the client of the embedding endpoint, nil when no
+// embedding model is set: --embedding-base-url (default --llm-base-url)
+// with the model endpoint's key, timeout and retries.
+func (s *settings) embedder() (*llm.Client, error) {
+	if s.embeddingModel == "" {
+		return nil, nil
+	}
+	base := s.embeddingBaseURL
+	if base == "" {
+		base = s.llmBaseURL
+	}
+	return llm.New(llm.Options{BaseURL: base, APIKey: s.llmAPIKey, Model: s.embeddingModel,
+		Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: max(s.llmMaxBytes, 64<<20)})
 }
 
 // engineOptions are the engine settings the settings give; openApp adds

@@ -78,8 +78,20 @@ type Options struct {
 	MaxHistoryTokens   int
 	// KBBudgetTokens bounds the knowledge base in the system message
 	// (default 4000): the whole base when it fits, else the chunks that
-	// best match the user's message (BM25).
+	// best match the user's message.
 	KBBudgetTokens int
+	// EmbeddingModel, with Embedder, makes knowledge-base retrieval
+	// hybrid: each agent's chunks are embedded by this model in the
+	// background (their vectors kept in the database, those of another
+	// model replaced once the new set is complete), and the chunks are
+	// ranked by BM25 and by cosine similarity to the message's embedding,
+	// fused by reciprocal rank. Until the vectors are complete, or when
+	// the endpoint fails, retrieval is BM25 and says why. Empty means BM25
+	// only.
+	EmbeddingModel string
+	// Embedder computes the embeddings (an *llm.Client, say); required
+	// with EmbeddingModel, else ignored.
+	Embedder harness.Embedder
 	// MaxToolRounds bounds the rounds of tool calls of one chat turn
 	// (default 8); after them the model is asked once more, without
 	// tools, for its answer.
@@ -164,13 +176,18 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	s.kb = kb.New(kb.Options{Dir: kbDir, Logger: s.log, Check: func(ctx context.Context, agentID string) error {
 		_, err := loadAgent(ctx, s.db, agentID)
 		return err
-	}})
-	s.retriever = retrieval.New(retrieval.Options{KB: s.kb, BudgetTokens: opts.KBBudgetTokens, Logger: s.log})
+	}, OnChange: func(agentID string) { s.retriever.Kick(agentID) }})
+	if opts.Embedder == nil {
+		opts.EmbeddingModel = ""
+	}
+	s.retriever = retrieval.New(retrieval.Options{KB: s.kb, BudgetTokens: opts.KBBudgetTokens, Logger: s.log,
+		EmbeddingModel: opts.EmbeddingModel, Embedder: opts.Embedder, Vectors: dbVectors{s.db}})
 	s.channels = newSupervisor(s.db, s.reg, s.log, opts.RetryBaseDelay, opts.RetryMaxDelay,
 		func(rec harness.ChannelConfig) harness.ChannelHost {
 			return &host{s: s, agentID: rec.AgentID, channel: channelRef{typ: rec.Type, id: rec.ID}}
 		})
 	if err := sqldb.Migrate(ctx, s.db, "agent", migrations); err != nil {
+		s.retriever.Close()
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	if opts.LeaveChannels {
@@ -181,6 +198,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	// for Resume.
 	if _, err := s.db.NewUpdate().Model((*channelRow)(nil)).Set("status = ?", string(harness.ChannelStopped)).
 		Where("status = ?", string(harness.ChannelRunning)).Exec(ctx); err != nil {
+		s.retriever.Close()
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return s, nil
@@ -333,7 +351,8 @@ func (s *Service) Update(ctx context.Context, id string, apply func(*harness.Age
 }
 
 // Delete removes an agent with everything it owns: its channels (stopped
-// first), tool list, conversations and knowledge-base directory.
+// first), tool list, conversations, knowledge-base directory and the
+// vectors of its chunks.
 func (s *Service) Delete(ctx context.Context, id string) error {
 	if _, err := loadAgent(ctx, s.db, id); err != nil {
 		return err
@@ -354,12 +373,18 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if err := s.kb.RemoveAgent(id); err != nil {
 		return fmt.Errorf("delete agent %s: %w", id, err)
 	}
+	// Again, after Forget cancelled an embedding in flight, which could
+	// have stored vectors since the transaction.
+	if err := (dbVectors{s.db}).RemoveVectors(ctx, id); err != nil {
+		return fmt.Errorf("delete agent %s: %w", id, err)
+	}
 	return nil
 }
 
-// deleteOwned deletes the tool list, channels and messages of an agent id.
+// deleteOwned deletes the tool list, channels, messages and
+// knowledge-base vectors of an agent id.
 func deleteOwned(ctx context.Context, tx bun.IDB, id string) error {
-	for _, m := range []any{(*agentToolRow)(nil), (*channelRow)(nil), (*messageRow)(nil)} {
+	for _, m := range []any{(*agentToolRow)(nil), (*channelRow)(nil), (*messageRow)(nil), (*kbVectorRow)(nil)} {
 		if _, err := tx.NewDelete().Model(m).Where("agent_id = ?", id).Exec(ctx); err != nil {
 			return err
 		}

@@ -83,9 +83,11 @@
 // Knowledge-base files are UTF-8 text of at most [MaxKBFileBytes], with
 // plain names ([ValidKBName]), written atomically; package kb has the
 // rules. When the whole base fits [Options.KBBudgetTokens] it goes into
-// the system message; otherwise the chunks that best match the user's
-// message under BM25 go in, as many as the budget allows (package
-// retrieval).
+// the system message; otherwise the chunks that rank best for the user's
+// message go in, as many as the budget allows: by BM25, or with
+// [Options.EmbeddingModel] by BM25 and embeddings fused, the vectors kept
+// in the database and built in the background ([Service.KBStatus],
+// [Service.EmbedAll]; package retrieval).
 //
 // # Channels
 //

@@ -83,6 +83,9 @@ func newEnv(t testing.TB, options ...envOption) *env {
 	if e.opts.Client == nil {
 		e.opts.Client = e.model
 	}
+	if e.opts.EmbeddingModel != "" && e.opts.Embedder == nil {
+		e.opts.Embedder = e.model
+	}
 	e.open()
 	return e
 }

@@ -26,6 +26,36 @@ func (s *Service) SearchKB(ctx context.Context, agentID, query string, k int) (r
 	return s.retriever.Search(ctx, agentID, query, k)
 }
 
+// KBStatus returns the progress of the embeddings of an agent's
+// knowledge base (s.Retriever().Status), starting them when some chunks
+// lack a vector, after checking that the agent exists (else
+// harness.ErrNotFound). It is nil when no embedding model is configured.
+func (s *Service) KBStatus(ctx context.Context, agentID string) (*retrieval.Status, error) {
+	if _, err := loadAgent(ctx, s.db, agentID); err != nil {
+		return nil, err
+	}
+	return s.retriever.Status(agentID)
+}
+
+// EmbedAll queues the embedding of every agent's knowledge base, to be
+// done in the background one agent at a time (see retrieval.Retriever.Kick):
+// after a change of embedding model, the new vectors are built without
+// waiting for each agent's next chat. A server calls it at start-up;
+// without an embedding model it does nothing.
+func (s *Service) EmbedAll(ctx context.Context) error {
+	if s.retriever.EmbeddingModel() == "" {
+		return nil
+	}
+	agents, err := s.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range agents {
+		s.retriever.Kick(a.ID)
+	}
+	return nil
+}
+
 // RetrievalInfo says how a chat reply's sources were found.
 type RetrievalInfo struct {
 	// Mode is "bm25" or "hybrid".
@@ -35,6 +65,10 @@ type RetrievalInfo struct {
 	Fallback string `json:"fallback,omitempty"`
 }
 
-// Close stops every channel (s.Supervisor().Close); their desired states
-// are kept for Supervisor().Resume. It does not close the database.
-func (s *Service) Close() { s.channels.Close() }
+// Close stops every channel (s.Supervisor().Close), whose desired states
+// are kept for Supervisor().Resume, and the background embedding of the
+// knowledge bases. It does not close the database.
+func (s *Service) Close() {
+	s.channels.Close()
+	s.retriever.Close()
+}

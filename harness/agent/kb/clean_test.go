@@ -26,15 +26,18 @@ func TestRemoveStaleTemp(t *testing.T) {
 	write("kb/other/.tmp-ffff", "half")
 	write("kb/other/guide.txt", "kept")
 	write("kb/stray.txt", "not an agent folder")
+	write("kb/.extracted/bot/.tmp-00aa", "half an extraction")
+	write("kb/.extracted/bot/0123.json", "kept")
 	removed, err := kb.RemoveStaleTemp(filepath.Join(data, "kb"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join(data, "kb", "bot", ".tmp-0123456789abcdef"), filepath.Join(data, "kb", "other", ".tmp-ffff")}
+	want := []string{filepath.Join(data, "kb", ".extracted", "bot", ".tmp-00aa"),
+		filepath.Join(data, "kb", "bot", ".tmp-0123456789abcdef"), filepath.Join(data, "kb", "other", ".tmp-ffff")}
 	if slices.Sort(removed); !slices.Equal(removed, want) {
 		t.Fatalf("removed %v, want %v", removed, want)
 	}
-	for _, rel := range []string{"kb/bot/notes.md", "kb/other/guide.txt", "kb/stray.txt"} {
+	for _, rel := range []string{"kb/bot/notes.md", "kb/other/guide.txt", "kb/stray.txt", "kb/.extracted/bot/0123.json"} {
 		if _, err := os.Stat(filepath.Join(data, filepath.FromSlash(rel))); err != nil {
 			t.Errorf("%s: %v", rel, err)
 		}

@@ -58,6 +58,11 @@ type Options struct {
 	// Logger receives a line for each file Documents skips; nil discards
 	// them.
 	Logger *slog.Logger
+	// OnChange, when set, is called with the agent id after each write
+	// and delete that changed a knowledge base (not by RemoveAgent). The
+	// agent service makes it start the embedding of the changed chunks;
+	// it must not block.
+	OnChange func(agentID string)
 }
 
 // Store keeps the knowledge-base files of agents on disk. It is safe for
@@ -103,6 +108,14 @@ func (s *Store) dir(agentID string) (string, bool) {
 // even when the files' names, sizes and times look the same. Callers hold
 // s.mu.
 func (s *Store) changed(agentID string) { s.gen[agentID]++ }
+
+// notify calls Options.OnChange, when set, after a change; callers do
+// not hold s.mu.
+func (s *Store) notify(agentID string) {
+	if s.opts.OnChange != nil {
+		s.opts.OnChange(agentID)
+	}
+}
 
 // File is a knowledge-base file. Content is set by Read only.
 type File struct {
@@ -248,13 +261,12 @@ func (s *Store) Read(ctx context.Context, agentID, name string) (File, error) {
 		return File{}, fmt.Errorf("read knowledge base file %q: %w", name, err)
 	}
 	out := fileInfo(name, fi)
-	doc, err := s.extracted(agentID, name, fi, data)
+	doc, content, err := s.extracted(agentID, name, fi, func() ([]byte, error) { return data, nil })
 	if err != nil {
 		return File{}, fmt.Errorf("read knowledge base file %q: %w", name, err)
 	}
 	out.Format = doc.Format
 	out.EmptyPages = doc.EmptyPages
-	content := doc.Text()
 	if doc.Format == kbdoc.Text || doc.Format == kbdoc.Markdown {
 		content = string(data)
 	}
@@ -405,6 +417,7 @@ func (s *Store) Write(ctx context.Context, agentID, name string, r io.Reader, mu
 		return fail(err)
 	}
 	done = true
+	s.notify(agentID)
 	fi, err := root.Stat(name)
 	if err != nil {
 		return fail(err)
@@ -529,6 +542,15 @@ func (s *Store) Delete(ctx context.Context, agentID, name string) error {
 		return notFound("knowledge base file", name)
 	}
 	defer root.Close()
+	if err := s.delete(root, agentID, name); err != nil {
+		return err
+	}
+	s.notify(agentID)
+	return nil
+}
+
+// delete removes a file under s.mu.
+func (s *Store) delete(root *os.Root, agentID, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fi, err := root.Lstat(name)
@@ -657,23 +679,25 @@ func (s *Store) Documents(agentID string) ([]Document, error) {
 	defer root.Close()
 	docs := make([]Document, 0, len(files))
 	for _, f := range files {
-		data, err := root.ReadFile(f.name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("knowledge base of %s: %w", agentID, err)
-		}
 		fi, err := root.Stat(f.name)
 		if err != nil {
 			continue // removed meanwhile
 		}
-		doc, err := s.extracted(agentID, f.name, fi, data)
+		// The original is read only when its extraction is not kept.
+		missing := false
+		doc, text, err := s.extracted(agentID, f.name, fi, func() ([]byte, error) {
+			data, err := root.ReadFile(f.name)
+			missing = errors.Is(err, fs.ErrNotExist)
+			return data, err
+		})
+		if missing {
+			continue
+		}
 		if err != nil {
 			s.log.Warn("knowledge base file cannot be read; skipped", slog.String("agent", agentID), slog.String("file", f.name), slog.String("error", err.Error()))
 			continue
 		}
-		docs = append(docs, Document{Name: f.name, Text: doc.Text(), Doc: doc})
+		docs = append(docs, Document{Name: f.name, Text: text, Doc: doc})
 	}
 	return docs, nil
 }

@@ -530,6 +530,26 @@ func TestDocuments(t *testing.T) {
 	if stored, _ = filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.json")); len(stored) != 2 {
 		t.Errorf("after a delete, extractions kept: %v, want 2", stored)
 	}
+	// The texts are kept apart, one per file: a replaced file's old text
+	// goes.
+	if _, err := e.store.Write(e.ctx, "a", "help.html", strings.NewReader("<h1>Help</h1><p>Write to us.</p>"), false); err != nil {
+		t.Fatal(err)
+	}
+	texts, _ := filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.txt"))
+	if len(texts) != 2 {
+		t.Errorf("texts kept: %v, want 2", texts)
+	}
+	// A kept text that does not match its description (damaged, say) is
+	// not used: the file is extracted again.
+	for _, p := range texts {
+		if err := os.WriteFile(p, []byte("damaged"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, err = e.store.Documents("a")
+	if err != nil || len(docs) != 2 || docs[0].Text != "Help\n\nWrite to us." || docs[1].Doc.Sections[0].Text != "Orders ship in two days." {
+		t.Errorf("Documents with damaged texts = %+v, %v", docs, err)
+	}
 
 	for _, tc := range []struct {
 		name   string
@@ -557,5 +577,48 @@ func TestDocuments(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Join(e.dir, "a"))
 	if len(entries) != 2 {
 		t.Errorf("directory holds %v, want the two files only", entries)
+	}
+}
+
+// TestExtractedOnceWhenNotKept: a file whose extraction is not kept (put
+// there by hand, or kept in an older form) is extracted on reading, and
+// the extraction is then kept.
+func TestExtractedOnceWhenNotKept(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.store.Write(e.ctx, "a", "seed.md", strings.NewReader("x"), true); err != nil {
+		t.Fatal(err)
+	}
+	page := "<h1>Help</h1><p>Call us.</p>"
+	if err := os.WriteFile(filepath.Join(e.dir, "a", "help.html"), []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An extraction in an older form: the whole document as JSON.
+	metas, _ := filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.json"))
+	if len(metas) != 1 {
+		t.Fatalf("extractions: %v", metas)
+	}
+	if err := os.WriteFile(metas[0], []byte(`{"name":"seed.md","size":1,"mod_nano":0,"document":{"format":"markdown","sections":[{"offset":0,"text":"x"}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	texts, _ := filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.txt"))
+	for _, p := range texts {
+		os.Remove(p)
+	}
+	docs, err := e.store.Documents("a")
+	if err != nil || len(docs) != 2 || docs[0].Text != "Help\n\nCall us." || docs[1].Text != "x" {
+		t.Fatalf("Documents = %+v, %v", docs, err)
+	}
+	if texts, _ = filepath.Glob(filepath.Join(e.dir, ".extracted", "a", "*.txt")); len(texts) != 2 {
+		t.Errorf("texts kept after reading: %v, want 2", texts)
+	}
+	// Kept: a damaged original is no longer read.
+	for _, name := range []string{"help.html", "seed.md"} {
+		p := filepath.Join(e.dir, "a", name)
+		fi, _ := os.Stat(p)
+		os.WriteFile(p, bytes.Repeat([]byte{0}, int(fi.Size())), 0o644)
+		os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	}
+	if docs, err := e.store.Documents("a"); err != nil || len(docs) != 2 || docs[0].Text != "Help\n\nCall us." {
+		t.Errorf("Documents from the kept extractions = %+v, %v", docs, err)
 	}
 }

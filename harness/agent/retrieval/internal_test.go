@@ -2,6 +2,8 @@ package retrieval
 
 import (
 	"fmt"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc/kbdoctest"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -130,5 +132,111 @@ func TestCacheBounded(t *testing.T) {
 	r.Forget("a0")
 	if r.byID["a0"] != nil {
 		t.Error("Forget kept the knowledge base")
+	}
+}
+
+// TestChunksFollowSections: no chunk crosses a heading; a long section is
+// cut on its paragraphs and sentences; each chunk keeps its heading path,
+// offset (its text is the document's at that offset) and number; the
+// heading path is indexed.
+func TestChunksFollowSections(t *testing.T) {
+	long := strings.Repeat("The daemon reads its configuration at start. It then listens on the port. ", 30) // one line of 2,220 bytes
+	md := "Intro text before any heading.\n\n# Install\n\nRead this first.\n\n## Linux\n\n" + long +
+		"\n\n## Windows\n\nRun the installer.\n\n# Usage\n\nStart it."
+	doc, err := kbdoc.Extract("guide.md", []byte(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := kb.Document{Name: "guide.md", Text: doc.Text(), Doc: doc}
+	ix := NewIndex([]kb.Document{d})
+	type want struct {
+		path string
+		n    int
+	}
+	var got []want
+	for i, c := range ix.chunks {
+		if c.part != i || c.file != "guide.md" {
+			t.Errorf("chunk %d is numbered %d of %s", i, c.part, c.file)
+		}
+		if d.Text[c.offset:c.offset+len(c.text)] != c.text {
+			t.Errorf("chunk %d: offset %d does not locate its text", i, c.offset)
+		}
+		if len(c.text) > chunkSize {
+			t.Errorf("chunk %d has %d bytes", i, len(c.text))
+		}
+		if strings.Contains(c.text, "Run the installer") && strings.Contains(c.text, "listens") {
+			t.Errorf("chunk %d crosses a heading: %q", i, c.text)
+		}
+		if n := len(got); n > 0 && got[n-1].path == c.path() {
+			got[n-1].n++
+		} else {
+			got = append(got, want{c.path(), 1})
+		}
+		if c.path() == "Install > Linux" && (!strings.HasPrefix(c.text, "The daemon") && !strings.HasPrefix(c.text, "It then") || !strings.HasSuffix(c.text, ".")) {
+			t.Errorf("a chunk of the long section is not cut on a sentence: %q…%q", c.text[:20], c.text[len(c.text)-20:])
+		}
+	}
+	if fmt.Sprint(got) != "[{ 1} {Install 1} {Install > Linux 4} {Install > Windows 1} {Usage 1}]" {
+		t.Errorf("chunks by heading path = %v", got)
+	}
+	// "linux" is only in the heading: BM25 finds that section's chunks.
+	hits := ix.Search("linux", 10)
+	if len(hits) != 4 {
+		t.Fatalf("hits for a heading word = %+v", hits)
+	}
+	for _, h := range hits {
+		if strings.Join(h.Headings, headingSep) != "Install > Linux" || h.Page != 0 {
+			t.Errorf("hit %+v", h)
+		}
+	}
+	// A Document made by hand is one section.
+	plain := NewIndex([]kb.Document{{Name: "p.txt", Text: "# Not a heading\n\nJust text."}})
+	if plain.Len() != 1 || plain.chunks[0].headings != nil || plain.chunks[0].text != "# Not a heading\n\nJust text." {
+		t.Errorf("hand-made document chunks = %+v", plain.chunks)
+	}
+}
+
+// TestChunksKeepPDFPages: a PDF's chunks say their page, and its heading.
+func TestChunksKeepPDFPages(t *testing.T) {
+	pdf := kbdoctest.PDF(
+		kbdoctest.Page{Heading: "Warranty", Paragraphs: []string{"The warranty lasts two years."}},
+		kbdoctest.Page{Paragraphs: []string{"Returns are accepted within thirty days."}},
+		kbdoctest.Page{Heading: "Contact", Paragraphs: []string{"Write to the service desk."}},
+	)
+	doc, err := kbdoc.Extract("terms.pdf", pdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex([]kb.Document{{Name: "terms.pdf", Text: doc.Text(), Doc: doc}})
+	for q, page := range map[string]int{"warranty years": 1, "returns thirty": 2, "service desk": 3} {
+		hits := ix.Search(q, 1)
+		if len(hits) != 1 || hits[0].Page != page || hits[0].File != "terms.pdf" {
+			t.Errorf("%q: hits = %+v, want page %d", q, hits, page)
+		}
+	}
+}
+
+// TestVectorNearest: exact cosine ranking over normalised vectors.
+func TestVectorNearest(t *testing.T) {
+	vs := &vectorSet{dims: 3, data: []float32{
+		1, 0, 0,
+		0, 1, 0,
+		0.6, 0.8, 0,
+		-1, 0, 0,
+	}}
+	q := []float32{0.8, 0.6, 0}
+	var got []string
+	for _, h := range vs.nearest(q, 10) {
+		got = append(got, fmt.Sprintf("%d:%.2f", h.doc, h.score))
+	}
+	if want := "0:0.80 2:0.96 1:0.60"; strings.Join(got, " ") != "2:0.96 0:0.80 1:0.60" {
+		t.Errorf("nearest = %v, not %s order", got, want)
+	}
+	v := []float32{3, 4}
+	if !normalise(v) || v[0] != 0.6 || v[1] != 0.8 {
+		t.Errorf("normalise = %v", v)
+	}
+	if normalise([]float32{0, 0}) {
+		t.Error("a zero vector was normalised")
 	}
 }

@@ -5,32 +5,33 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
+	"sync/atomic"
+	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
-)
-
-// Chunking and ranking: files are cut into chunks of about chunkSize bytes
-// on paragraph, then line, then word boundaries, with up to chunkOverlap
-// bytes of the previous chunk repeated, and ranked with BM25.
-const (
-	chunkSize    = 800
-	chunkOverlap = 160
-	bm25K1       = 1.2
-	bm25B        = 0.75
 )
 
 // Defaults of the Options left at zero.
 const (
 	DefaultBudgetTokens = 4000
 	DefaultMaxCached    = 32
+	DefaultBatchSize    = 64
+	DefaultConcurrency  = 4
+	DefaultQueryTimeout = 10 * time.Second
+	DefaultRetryAfter   = time.Minute
 )
+
+// rrfK is the constant of reciprocal rank fusion: a chunk placed r-th by
+// a ranking gets 1/(rrfK + r) from it.
+const rrfK = 60
+
+// rankDepth is how many chunks each ranking contributes to the fusion,
+// and Retrieve considers, at least.
+const rankDepth = 100
 
 // Tokens estimates the tokens of a text: a token per four bytes, rounded
 // up.
@@ -50,20 +51,62 @@ type Options struct {
 	MaxCached int
 	// Logger receives the retriever's log lines; nil discards them.
 	Logger *slog.Logger
+
+	// EmbeddingModel, with Embedder, makes search hybrid: the chunks are
+	// embedded in the background by this model, and once every chunk of
+	// a base has its vector, the query's embedding ranks them too. Empty
+	// means BM25 only.
+	EmbeddingModel string
+	// Embedder computes the embeddings; required with EmbeddingModel.
+	Embedder harness.Embedder
+	// Vectors stores the vectors; nil keeps them in memory (lost with the
+	// Retriever).
+	Vectors VectorStore
+	// BatchSize is the number of texts of one embedding request (default
+	// 64).
+	BatchSize int
+	// EmbedConcurrency bounds the embedding requests in flight for one
+	// knowledge base (default 4).
+	EmbedConcurrency int
+	// QueryTimeout bounds the embedding of a query (default 10 s): past
+	// it the search is BM25, saying why.
+	QueryTimeout time.Duration
+	// RetryAfter is how long a knowledge base whose embedding failed waits
+	// before a use of it tries again (default 1 min); a change to its
+	// files tries again at once.
+	RetryAfter time.Duration
 }
 
 // Retriever gives a model the relevant part of an agent's knowledge base.
 // It keeps a view of each base in use (the whole text when it fits the
-// budget, else a BM25 index of its chunks), built on first use and built
-// again when the store's [kb.Store.Version] changes. It is safe for
-// concurrent use.
+// budget, and an index of its chunks), built on first use and built again
+// when the store's [kb.Store.Version] changes. With an embedding model,
+// it embeds the chunks in the background (see Kick) and fuses the two
+// rankings. It is safe for concurrent use; Close stops the background
+// work.
 type Retriever struct {
-	opts Options
-	log  *slog.Logger
+	opts    Options
+	log     *slog.Logger
+	vectors VectorStore
 
-	mu   sync.Mutex
-	byID map[string]*entry // by agent id
-	uses int64
+	mu    sync.Mutex
+	byID  map[string]*entry      // by agent id
+	embed map[string]*embedState // by agent id
+	uses  int64
+
+	// The background embedding: a queue of agent ids, one worker.
+	ctx    context.Context
+	stop   context.CancelFunc
+	qmu    sync.Mutex
+	queue  []string
+	queued map[string]bool
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+	jobs   atomic.Int64 // jobs finished, for tests
+
+	qcMu   sync.Mutex
+	qcache map[string][]float32
 }
 
 // entry caches the view of one knowledge base.
@@ -73,14 +116,20 @@ type entry struct {
 	used int64 // the retriever's use counter when last used; guarded by Retriever.mu
 }
 
-// snapshot is an immutable view of a knowledge base.
+// snapshot is a view of a knowledge base: immutable but for its vectors,
+// set once when complete.
 type snapshot struct {
 	version string
 	whole   string // the whole base, formatted, when it fits the budget
 	index   *Index
+
+	hashOnce sync.Once
+	hashList []string
+	vecs     atomic.Pointer[vectorSet]
 }
 
-// New returns a Retriever over opts.KB.
+// New returns a Retriever over opts.KB. With an embedding model it starts
+// the background worker, which Close stops.
 func New(opts Options) *Retriever {
 	if opts.BudgetTokens <= 0 {
 		opts.BudgetTokens = DefaultBudgetTokens
@@ -88,24 +137,80 @@ func New(opts Options) *Retriever {
 	if opts.MaxCached <= 0 {
 		opts.MaxCached = DefaultMaxCached
 	}
-	r := &Retriever{opts: opts, log: opts.Logger, byID: map[string]*entry{}}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.EmbedConcurrency <= 0 {
+		opts.EmbedConcurrency = DefaultConcurrency
+	}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = DefaultRetryAfter
+	}
+	if opts.Embedder == nil {
+		opts.EmbeddingModel = ""
+	}
+	r := &Retriever{opts: opts, log: opts.Logger, vectors: opts.Vectors, byID: map[string]*entry{},
+		embed: map[string]*embedState{}, queued: map[string]bool{}, wake: make(chan struct{}, 1),
+		done: make(chan struct{}), qcache: map[string][]float32{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.vectors == nil {
+		r.vectors = &memVectors{m: map[string]map[string]map[string][]float32{}}
+	}
+	r.ctx, r.stop = context.WithCancel(context.Background())
+	if opts.EmbeddingModel != "" {
+		go r.worker()
+	} else {
+		close(r.done)
 	}
 	return r
 }
 
-// Forget drops the cached view of an agent's knowledge base, as when the
+// EmbeddingModel returns the configured embedding model; "" when search
+// is BM25 only.
+func (r *Retriever) EmbeddingModel() string { return r.opts.EmbeddingModel }
+
+// Close stops the background embedding, cancelling the request in
+// flight, and waits for it. Searches still work afterwards, on the
+// vectors complete by then. A second call does nothing.
+func (r *Retriever) Close() {
+	r.qmu.Lock()
+	r.closed = true
+	r.queue = nil
+	clear(r.queued)
+	r.qmu.Unlock()
+	r.stop()
+	<-r.done
+}
+
+// Forget drops the cached view of an agent's knowledge base and its
+// embedding state, cancelling its embedding in progress, as when the
 // agent is deleted. (Changes to the files need no Forget: the next use
-// sees them.)
+// sees them.) Its stored vectors are the caller's to remove
+// (VectorStore.RemoveVectors).
 func (r *Retriever) Forget(agentID string) {
+	r.qmu.Lock()
+	if r.queued[agentID] {
+		delete(r.queued, agentID)
+		r.queue = slices.DeleteFunc(r.queue, func(id string) bool { return id == agentID })
+	}
+	r.qmu.Unlock()
 	r.mu.Lock()
 	delete(r.byID, agentID)
+	if st := r.embed[agentID]; st != nil && st.cancel != nil {
+		st.cancel()
+	}
+	delete(r.embed, agentID)
 	r.mu.Unlock()
 }
 
 // view returns the current view of an agent's knowledge base, building it
-// when the files changed; nil when the base is empty.
+// when the files changed; nil when the base is empty. With an embedding
+// model, a view just built starts the embedding of its chunks.
 func (r *Retriever) view(agentID string) (*snapshot, error) {
 	version, err := r.opts.KB.Version(agentID)
 	if err != nil || version == "" {
@@ -147,15 +252,22 @@ func (r *Retriever) view(agentID string) (*snapshot, error) {
 // the budget.
 func (r *Retriever) build(docs []kb.Document, version string) *snapshot {
 	snap := &snapshot{version: version, index: NewIndex(docs)}
-	var whole strings.Builder
+	// The whole base's length, known before it is assembled: a base that
+	// cannot fit is never copied.
+	size := -2
 	for _, d := range docs {
-		whole.WriteString("### ")
-		whole.WriteString(d.Name)
-		whole.WriteString("\n\n")
-		whole.WriteString(strings.TrimSpace(d.Text))
-		whole.WriteString("\n\n")
+		size += len("### ") + len(d.Name) + len("\n\n") + len(strings.TrimSpace(d.Text)) + len("\n\n")
 	}
-	if Tokens(whole.String()) <= r.opts.BudgetTokens {
+	if len(docs) > 0 && (size+3)/4 <= r.opts.BudgetTokens {
+		var whole strings.Builder
+		whole.Grow(size + 2)
+		for _, d := range docs {
+			whole.WriteString("### ")
+			whole.WriteString(d.Name)
+			whole.WriteString("\n\n")
+			whole.WriteString(strings.TrimSpace(d.Text))
+			whole.WriteString("\n\n")
+		}
 		snap.whole = strings.TrimSpace(whole.String())
 	}
 	r.log.Debug("knowledge base indexed", slog.Int("files", len(docs)), slog.Int("chunks", snap.index.Len()))
@@ -177,7 +289,14 @@ type Result struct {
 	// that document, from 0.
 	File  string `json:"file"`
 	Chunk int    `json:"chunk"`
-	// Text is the chunk's text.
+	// Headings is the heading path of the chunk's section, outermost
+	// first; empty before a file's first heading.
+	Headings []string `json:"headings,omitempty"`
+	// Page is the PDF page the chunk is on, from 1; 0 for other formats.
+	Page int `json:"page,omitempty"`
+	// Offset is the byte offset of Text in the file's (extracted) text.
+	Offset int `json:"offset"`
+	// Text is the chunk's text (without its heading path).
 	Text string `json:"text"`
 	// Score is the chunk's score for the query, higher is better: its
 	// BM25 score, or its fused score when the search is hybrid.
@@ -199,18 +318,103 @@ type SearchResult struct {
 	Fallback string `json:"fallback,omitempty"`
 }
 
+// ranked is a chunk of a ranking, with its places in the rankings fused.
+type ranked struct {
+	hit
+	bm25, vector int // places from 1; 0 when not placed
+}
+
+// rank ranks the chunks of a snapshot for a query, up to depth of them:
+// by BM25, fused with the embeddings' ranking when every chunk has a
+// vector and the query could be embedded. fallback says why a search
+// meant to be hybrid is not.
+func (r *Retriever) rank(ctx context.Context, agentID string, snap *snapshot, query string, depth int) (out []ranked, mode, fallback string) {
+	bm := snap.index.search(query, depth)
+	bm25Only := func() []ranked {
+		out := make([]ranked, len(bm))
+		for i, h := range bm {
+			out[i] = ranked{hit: h, bm25: i + 1}
+		}
+		return out
+	}
+	if r.opts.EmbeddingModel == "" {
+		return bm25Only(), ModeBM25, ""
+	}
+	vs := snap.vecs.Load()
+	if vs == nil {
+		st := r.status(agentID, snap)
+		fallback = fmt.Sprintf("embeddings being built: %d of %d chunks", st.Embedded, st.Chunks)
+		if st.LastError != "" {
+			fallback = fmt.Sprintf("embeddings incomplete (%d of %d chunks), the last attempt failed: %s", st.Embedded, st.Chunks, st.LastError)
+		}
+		r.log.Info("knowledge base search is BM25 only", slog.String("agent", agentID), slog.String("reason", fallback))
+		return bm25Only(), ModeBM25, fallback
+	}
+	q, err := r.queryVector(ctx, query, vs.dims)
+	if err != nil {
+		fallback = "embedding endpoint failed: " + err.Error()
+		r.log.Warn("knowledge base search fell back to BM25", slog.String("agent", agentID), slog.String("reason", fallback))
+		return bm25Only(), ModeBM25, fallback
+	}
+	vec := vs.nearest(q, depth)
+	byDoc := make(map[int32]*ranked, len(bm)+len(vec))
+	out = make([]ranked, 0, len(bm)+len(vec))
+	get := func(doc int32) *ranked {
+		if x := byDoc[doc]; x != nil {
+			return x
+		}
+		out = append(out, ranked{hit: hit{doc: doc}})
+		return &out[len(out)-1]
+	}
+	// Pointers into out stay valid: it never grows past its capacity.
+	for i, h := range bm {
+		x := get(h.doc)
+		x.bm25 = i + 1
+		x.score += 1 / float64(rrfK+i+1)
+		byDoc[h.doc] = x
+	}
+	for i, h := range vec {
+		x := get(h.doc)
+		x.vector = i + 1
+		x.score += 1 / float64(rrfK+i+1)
+		byDoc[h.doc] = x
+	}
+	slices.SortFunc(out, func(a, b ranked) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.doc, b.doc)
+	})
+	if len(out) > depth {
+		out = out[:depth]
+	}
+	return out, ModeHybrid, ""
+}
+
 // Search returns the k chunks of an agent's knowledge base that best
-// match query, best first, with their ranks. An empty base, or a query
-// that matches nothing, gives no result. The agent is not looked up.
-func (r *Retriever) Search(_ context.Context, agentID, query string, k int) (SearchResult, error) {
+// match query, best first, with their ranks: by BM25, or hybrid when an
+// embedding model is configured and every chunk has its vector (else
+// BM25 with Fallback saying why). An empty base, or a query that matches
+// nothing, gives no result. The agent is not looked up.
+func (r *Retriever) Search(ctx context.Context, agentID, query string, k int) (SearchResult, error) {
 	res := SearchResult{Results: []Result{}, Mode: ModeBM25}
 	snap, err := r.view(agentID)
 	if err != nil || snap == nil {
 		return res, err
 	}
-	for i, h := range snap.index.Search(query, k) {
-		rank := i + 1
-		res.Results = append(res.Results, Result{File: h.File, Chunk: h.Chunk, Text: h.Text, Score: h.Score, BM25Rank: &rank})
+	hits, mode, fallback := r.rank(ctx, agentID, snap, query, max(k, 0))
+	res.Mode, res.Fallback = mode, fallback
+	for _, h := range hits {
+		c := &snap.index.chunks[h.doc]
+		x := Result{File: c.file, Chunk: c.part, Headings: c.headings, Page: c.page, Offset: c.offset,
+			Text: c.text, Score: h.score}
+		if h.bm25 > 0 {
+			x.BM25Rank = &h.bm25
+		}
+		if h.vector > 0 {
+			x.VectorRank = &h.vector
+		}
+		res.Results = append(res.Results, x)
 	}
 	return res, nil
 }
@@ -233,25 +437,28 @@ type Retrieved struct {
 
 // Retrieve returns what a model is given of an agent's knowledge base for
 // a user's message (query): the whole base when it fits the budget, else
-// the chunks that best match the query, best first, as many as fit, each
-// headed by its file name and part number; and which chunks those are.
-// The agent is not looked up: its id only names a directory of the store.
+// the chunks that rank best for the query (as Search ranks them), best
+// first, as many as fit, each headed by its file name and part number
+// and starting with its heading path; and which chunks those are, with
+// their scores (fused scores when the search is hybrid). The agent is not
+// looked up: its id only names a directory of the store.
 func (r *Retriever) Retrieve(ctx context.Context, agentID, query string) (Retrieved, error) {
 	snap, err := r.view(agentID)
 	if err != nil || snap == nil {
 		return Retrieved{}, err
 	}
-	out := Retrieved{Sources: []harness.Source{}, Mode: ModeBM25}
-	hits := snap.index.Search(query, 64)
+	hits, mode, fallback := r.rank(ctx, agentID, snap, query, rankDepth)
+	out := Retrieved{Sources: []harness.Source{}, Mode: mode, Fallback: fallback}
 	if snap.whole != "" {
 		out.Text = "Knowledge base:\n\n" + snap.whole
-		seen := make(map[int]bool, len(hits))
+		seen := make(map[int32]bool, len(hits))
 		for _, h := range hits {
-			out.Sources = append(out.Sources, harness.Source{File: h.File, Chunk: h.Chunk, Score: h.Score})
+			c := &snap.index.chunks[h.doc]
+			out.Sources = append(out.Sources, harness.Source{File: c.file, Chunk: c.part, Score: h.score})
 			seen[h.doc] = true
 		}
 		for i, c := range snap.index.chunks {
-			if !seen[i] {
+			if !seen[int32(i)] {
 				out.Sources = append(out.Sources, harness.Source{File: c.file, Chunk: c.part})
 			}
 		}
@@ -262,15 +469,16 @@ func (r *Retriever) Retrieve(ctx context.Context, agentID, query string) (Retrie
 	b.WriteString("Knowledge base excerpts (the parts most relevant to the user's message):")
 	used := 0
 	for _, h := range hits {
-		text := strings.TrimSpace(h.Text)
-		head := fmt.Sprintf("\n\n### %s (part %d)\n\n", h.File, h.Chunk+1)
+		c := &snap.index.chunks[h.doc]
+		text := strings.TrimSpace(c.indexed())
+		head := fmt.Sprintf("\n\n### %s (part %d)\n\n", c.file, c.part+1)
 		if used+len(head)+len(text) > budget {
 			continue
 		}
 		used += len(head) + len(text)
 		b.WriteString(head)
 		b.WriteString(text)
-		out.Sources = append(out.Sources, harness.Source{File: h.File, Chunk: h.Chunk, Score: h.Score})
+		out.Sources = append(out.Sources, harness.Source{File: c.file, Chunk: c.part, Score: h.score})
 	}
 	if used > 0 {
 		out.Text = b.String()
@@ -283,345 +491,4 @@ func (r *Retriever) Retrieve(ctx context.Context, agentID, query string) (Retrie
 func (r *Retriever) Context(ctx context.Context, agentID, query string) (string, error) {
 	got, err := r.Retrieve(ctx, agentID, query)
 	return got.Text, err
-}
-
-// chunk is a part of a knowledge-base file.
-type chunk struct {
-	file string
-	part int
-	text string // a substring of the file's content
-}
-
-type posting struct {
-	doc int32
-	tf  int32
-}
-
-// Index is a BM25 index of the chunks of a set of documents. It is
-// immutable once built, so safe for concurrent searches.
-type Index struct {
-	chunks   []chunk
-	lens     []float32 // tokens per chunk
-	avgLen   float64
-	terms    map[string]int32
-	postings [][]posting // by term id
-}
-
-// Hit is a chunk that matches a query.
-type Hit struct {
-	doc int // the chunk's index in the Index
-	// File names the document the chunk is from; Chunk is its number in
-	// that document, from 0.
-	File  string
-	Chunk int
-	// Text is the chunk's text, a part of the document's.
-	Text string
-	// Score is the chunk's BM25 score for the query: higher is better.
-	Score float64
-}
-
-// NewIndex cuts documents into chunks (about 800 bytes each, on paragraph,
-// then line, then word boundaries, each repeating up to 160 bytes of the
-// previous one) and indexes them.
-func NewIndex(docs []kb.Document) *Index {
-	b := newIndexBuilder()
-	for _, d := range docs {
-		b.add(d.Name, d.Text)
-	}
-	return b.finish()
-}
-
-// Len returns the number of chunks indexed.
-func (ix *Index) Len() int { return len(ix.chunks) }
-
-// Search returns up to k chunks that match the query (any of its words,
-// case-insensitive), best first; ties in document order.
-func (ix *Index) Search(query string, k int) []Hit {
-	hits := ix.search(query, k)
-	out := make([]Hit, len(hits))
-	for i, h := range hits {
-		c := ix.chunks[h.doc]
-		out[i] = Hit{doc: int(h.doc), File: c.file, Chunk: c.part, Text: c.text, Score: h.score}
-	}
-	return out
-}
-
-type indexBuilder struct {
-	ix     *Index
-	counts map[int32]int32
-	buf    []byte
-	total  int64
-}
-
-func newIndexBuilder() *indexBuilder {
-	return &indexBuilder{ix: &Index{terms: map[string]int32{}}, counts: map[int32]int32{}}
-}
-
-func (b *indexBuilder) add(file, text string) {
-	for i, sp := range chunkSpans(text, chunkSize, chunkOverlap) {
-		doc := int32(len(b.ix.chunks))
-		b.ix.chunks = append(b.ix.chunks, chunk{file: file, part: i, text: text[sp.start:sp.end]})
-		clear(b.counts)
-		n := 0
-		b.buf = eachTerm(text[sp.start:sp.end], b.buf, func(term []byte) {
-			id, ok := b.ix.terms[string(term)]
-			if !ok {
-				id = int32(len(b.ix.postings))
-				b.ix.terms[string(term)] = id
-				b.ix.postings = append(b.ix.postings, nil)
-			}
-			b.counts[id]++
-			n++
-		})
-		for id, tf := range b.counts {
-			b.ix.postings[id] = append(b.ix.postings[id], posting{doc: doc, tf: tf})
-		}
-		b.ix.lens = append(b.ix.lens, float32(n))
-		b.total += int64(n)
-	}
-}
-
-func (b *indexBuilder) finish() *Index {
-	if len(b.ix.chunks) > 0 {
-		b.ix.avgLen = float64(b.total) / float64(len(b.ix.chunks))
-	}
-	if b.ix.avgLen == 0 {
-		b.ix.avgLen = 1
-	}
-	return b.ix
-}
-
-type hit struct {
-	doc   int32
-	score float64
-}
-
-// search returns up to k chunks that match the query, best first (ties in
-// document order).
-func (ix *Index) search(query string, k int) []hit {
-	n := float64(len(ix.chunks))
-	if n == 0 {
-		return nil
-	}
-	seen := map[int32]bool{}
-	scores := make([]float64, len(ix.chunks))
-	eachTerm(query, nil, func(term []byte) {
-		id, ok := ix.terms[string(term)]
-		if !ok || seen[id] {
-			return
-		}
-		seen[id] = true
-		ps := ix.postings[id]
-		df := float64(len(ps))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		for _, p := range ps {
-			tf := float64(p.tf)
-			norm := 1 - bm25B + bm25B*float64(ix.lens[p.doc])/ix.avgLen
-			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + bm25K1*norm)
-		}
-	})
-	return topK(scores, k)
-}
-
-// better orders hits: higher score first, then earlier document.
-func better(a, b hit) bool {
-	return a.score > b.score || a.score == b.score && a.doc < b.doc
-}
-
-// topK returns the k best positive scores, best first, keeping a min-heap
-// of the best so far: O(n log k) rather than sorting every match.
-func topK(scores []float64, k int) []hit {
-	h := make([]hit, 0, k)
-	down := func(i int) {
-		for {
-			l, m := 2*i+1, i
-			if l < len(h) && better(h[m], h[l]) {
-				m = l
-			}
-			if r := l + 1; r < len(h) && better(h[m], h[r]) {
-				m = r
-			}
-			if m == i {
-				return
-			}
-			h[i], h[m] = h[m], h[i]
-			i = m
-		}
-	}
-	for d, sc := range scores {
-		if sc <= 0 {
-			continue
-		}
-		x := hit{int32(d), sc}
-		if len(h) < k {
-			h = append(h, x)
-			for i := len(h) - 1; i > 0; { // up
-				p := (i - 1) / 2
-				if !better(h[p], h[i]) {
-					break
-				}
-				h[i], h[p] = h[p], h[i]
-				i = p
-			}
-			continue
-		}
-		if k > 0 && better(x, h[0]) {
-			h[0] = x
-			down(0)
-		}
-	}
-	slices.SortFunc(h, func(a, b hit) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.doc, b.doc)
-	})
-	return h
-}
-
-// eachTerm calls fn with each term of text: a run of letters and digits,
-// lower-cased. The slice fn gets is only valid during the call; buf is
-// reused and returned.
-func eachTerm(text string, buf []byte, fn func([]byte)) []byte {
-	buf = buf[:0]
-	flush := func() {
-		if len(buf) > 0 {
-			fn(buf)
-			buf = buf[:0]
-		}
-	}
-	for i := 0; i < len(text); {
-		c := text[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-				buf = append(buf, c)
-			case 'A' <= c && c <= 'Z':
-				buf = append(buf, c+'a'-'A')
-			default:
-				flush()
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			buf = utf8.AppendRune(buf, unicode.ToLower(r))
-		} else {
-			flush()
-		}
-		i += size
-	}
-	flush()
-	return buf
-}
-
-type span struct{ start, end int }
-
-// chunkSpans cuts text into chunks of at most size bytes, made of whole
-// segments (paragraphs; lines of a paragraph too long; words of a line too
-// long; bytes of a word too long, on rune boundaries), each chunk
-// repeating the last segments of the previous one up to overlap bytes.
-func chunkSpans(text string, size, overlap int) []span {
-	segs := segments(text, size)
-	var out []span
-	for i := 0; i < len(segs); {
-		first, last := i, i
-		for last+1 < len(segs) && segs[last+1].end-segs[first].start <= size {
-			last++
-		}
-		out = append(out, span{segs[first].start, segs[last].end})
-		if last+1 >= len(segs) {
-			break
-		}
-		next := last + 1
-		for next-1 > first && segs[last].end-segs[next-1].start <= overlap &&
-			segs[last+1].end-segs[next-1].start <= size {
-			next--
-		}
-		i = next
-	}
-	return out
-}
-
-// segments splits text into non-blank pieces of at most size bytes.
-func segments(text string, size int) []span {
-	var out []span
-	for _, p := range splitOn(text, 0, len(text), "\n\n") {
-		if p.end-p.start <= size {
-			out = append(out, p)
-			continue
-		}
-		for _, l := range splitOn(text, p.start, p.end, "\n") {
-			if l.end-l.start <= size {
-				out = append(out, l)
-				continue
-			}
-			out = append(out, splitLong(text, l, size)...)
-		}
-	}
-	return out
-}
-
-// splitOn splits text[start:end] on sep, trimming blank space around the
-// pieces and dropping blank ones.
-func splitOn(text string, start, end int, sep string) []span {
-	var out []span
-	for start < end {
-		i := strings.Index(text[start:end], sep)
-		stop := end
-		if i >= 0 {
-			stop = start + i
-		}
-		if sp, ok := trimSpan(text, start, stop); ok {
-			out = append(out, sp)
-		}
-		if i < 0 {
-			break
-		}
-		start = stop + len(sep)
-	}
-	return out
-}
-
-func trimSpan(text string, start, end int) (span, bool) {
-	for start < end && isSpace(text[start]) {
-		start++
-	}
-	for end > start && isSpace(text[end-1]) {
-		end--
-	}
-	return span{start, end}, start < end
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// splitLong cuts a line longer than size at the last space before the
-// limit, else at a rune boundary.
-func splitLong(text string, l span, size int) []span {
-	var out []span
-	for l.end-l.start > size {
-		cut := l.start + size
-		if sp := strings.LastIndexByte(text[l.start:cut], ' '); sp > 0 {
-			cut = l.start + sp
-		} else {
-			for cut > l.start && !utf8.RuneStart(text[cut]) {
-				cut--
-			}
-			if cut == l.start {
-				cut = l.start + size
-			}
-		}
-		if sp, ok := trimSpan(text, l.start, cut); ok {
-			out = append(out, sp)
-		}
-		l.start = cut
-		for l.start < l.end && isSpace(text[l.start]) {
-			l.start++
-		}
-	}
-	if sp, ok := trimSpan(text, l.start, l.end); ok {
-		out = append(out, sp)
-	}
-	return out
 }
