@@ -222,6 +222,25 @@ func TestReembedOnModelChange(t *testing.T) {
 	}
 	before := e.srv.Stats().EmbeddedTexts
 
+	// A process that just started over the embedded base (a server, a
+	// "gauntlet run --agent"): its first search is hybrid already, from
+	// the stored vectors, before any background job ran.
+	e.reopen()
+	if res, err := e.svc.SearchKB(e.ctx, "a", "installing", 3); err != nil || res.Mode != retrieval.ModeHybrid || res.Fallback != "" {
+		t.Errorf("first search after a restart = %+v, %v; want hybrid from the stored vectors", res, err)
+	}
+	// So is the first after a file is removed: every remaining chunk has
+	// its vector.
+	if err := e.svc.KB().Delete(e.ctx, "a", "support.md"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.svc.SearchKB(e.ctx, "a", "installing", 3); err != nil || res.Mode != retrieval.ModeHybrid {
+		t.Errorf("first search after a removal = %+v, %v; want hybrid", res, err)
+	}
+	e.writeKB("a", "support.md", "# Support\n\nOur helpdesk answers tickets within a day.")
+	e.waitEmbedded("a")
+	before = e.srv.Stats().EmbeddedTexts
+
 	// The same model after a restart: the vectors are loaded, not made.
 	e.reopen()
 	if err := e.svc.EmbedAll(e.ctx); err != nil {

@@ -126,6 +126,9 @@ type snapshot struct {
 	hashOnce sync.Once
 	hashList []string
 	vecs     atomic.Pointer[vectorSet]
+	// storedOnce guards the one look at the stored vectors a search makes
+	// before the background job has run (see fromStore).
+	storedOnce sync.Once
 }
 
 // New returns a Retriever over opts.KB. With an embedding model it starts
@@ -341,6 +344,9 @@ func (r *Retriever) rank(ctx context.Context, agentID string, snap *snapshot, qu
 		return bm25Only(), ModeBM25, ""
 	}
 	vs := snap.vecs.Load()
+	if vs == nil {
+		vs = r.fromStore(ctx, agentID, snap)
+	}
 	if vs == nil {
 		st := r.status(agentID, snap)
 		fallback = fmt.Sprintf("embeddings being built: %d of %d chunks", st.Embedded, st.Chunks)

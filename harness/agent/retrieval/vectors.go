@@ -377,6 +377,47 @@ func (r *Retriever) embedAgent(ctx context.Context, agentID string) error {
 	}
 }
 
+// fromStore gives a snapshot its vectors from the store when every chunk
+// has one there already, as in a process that just started (a server, or
+// a "gauntlet run --agent") over a knowledge base embedded before, or
+// after a file was removed: the search is hybrid at once instead of
+// waiting for the background job to load them. It looks once per
+// snapshot; nil when some chunk lacks a vector (the background job then
+// embeds it) or the store cannot be read.
+func (r *Retriever) fromStore(ctx context.Context, agentID string, snap *snapshot) *vectorSet {
+	snap.storedOnce.Do(func() {
+		model := r.opts.EmbeddingModel
+		stored, err := r.vectors.Vectors(ctx, agentID, model)
+		if err != nil || len(stored) == 0 {
+			return
+		}
+		hashes := snap.hashes()
+		dims := 0
+		for _, h := range hashes {
+			v, ok := stored[h]
+			if !ok || dims != 0 && len(v) != dims {
+				return
+			}
+			dims = len(v)
+		}
+		if dims == 0 {
+			return
+		}
+		set := &vectorSet{model: model, dims: dims, data: make([]float32, len(hashes)*dims)}
+		for i, h := range hashes {
+			copy(set.data[i*dims:(i+1)*dims], stored[h])
+		}
+		snap.vecs.CompareAndSwap(nil, set)
+		r.setProgress(agentID, snap.version, len(hashes), len(hashes))
+		r.mu.Lock()
+		if st := r.embedStateLocked(agentID); st.state == StateEmbedding && st.cancel == nil {
+			st.state = StateIdle // queued only: the job will find nothing to do
+		}
+		r.mu.Unlock()
+	})
+	return snap.vecs.Load()
+}
+
 // hashes returns the hash of each chunk's indexed text, in chunk order;
 // computed once per snapshot.
 func (s *snapshot) hashes() []string {
