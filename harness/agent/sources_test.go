@@ -4,6 +4,11 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
@@ -90,4 +95,38 @@ func TestReplySourcesStored(t *testing.T) {
 		}
 	})
 
+}
+
+// TestChannelReplySources checks that a running channel gets a reply's
+// sources from the agent: a Telegram channel with show_sources, on the
+// fake Bot API, ends its reply with them.
+func TestChannelReplySources(t *testing.T) {
+	const token = "4242:sources-channel"
+	e := newEnv(t)
+	registerRealChannels(t, e.reg)
+	e.createAgent("a", "Answer from the knowledge base.")
+	e.writeKB("a", "pets.md", "# Pets\n\nThe office cat is called Biscuit.")
+	e.writeKB("a", "hours.md", "# Opening hours\n\nThe shop opens at nine.")
+	e.setRespond(func(*llmtest.Request) *llmtest.Reply { return &llmtest.Reply{Content: "Biscuit."} })
+	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+	defer cancel()
+	tg := telegramtest.NewServer(token)
+	t.Cleanup(tg.Close)
+	sv := e.svc.Supervisor()
+	c, err := sv.Create(ctx, "a", harness.ChannelConfig{Type: "telegram",
+		Config: map[string]any{"bot_token": token, "api_url": tg.URL, "show_sources": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sv.Start(ctx, "a", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	tg.SendUserMessage(42, 42, "Biscuit cat?")
+	sent, err := tg.WaitSent(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Biscuit.\n\nSources: pets.md (part 1)"; sent[0].Text != want {
+		t.Errorf("sent %q, want %q", sent[0].Text, want)
+	}
 }
