@@ -156,3 +156,29 @@ func TestBrowserKBSearch(t *testing.T) {
 		b.wait("the error on the question", `document.querySelector('#kb-search-q[aria-invalid="true"]') !== null`)
 	})
 }
+
+// TestBrowserTelegramShowSources sets a Telegram channel's show_sources
+// with the channel form, and reads it back there.
+func TestBrowserTelegramShowSources(t *testing.T) {
+	e := newAgentEnv(t, agentConfig{})
+	e.createAgent("bot", "")
+	b := newBrowser(t, e.url, 1280, 900)
+	b.open("#/agents/bot")
+	b.click(`section[aria-labelledby="channels-heading"] .card-head button`)
+	b.wait("the channel form", `document.getElementById('channel-form') !== null`)
+	b.typeInto(`#channel-form [name="config.bot_token"]`, "123:abc")
+	b.click(`#channel-form [name="config.show_sources"]`)
+	b.click(`#channel-form button[type="submit"]`)
+	b.wait("the channel listed", `document.querySelector('tr[data-channel]') !== null`)
+	var list struct {
+		Channels []struct {
+			Config map[string]any `json:"config"`
+		} `json:"channels"`
+	}
+	must(t, e.get("/api/agents/bot/channels"), http.StatusOK).decode(t, &list)
+	if len(list.Channels) != 1 || list.Channels[0].Config["show_sources"] != true {
+		t.Fatalf("channels %+v, want one with show_sources true", list.Channels)
+	}
+	b.click(`tr[data-channel] .row-actions button:nth-child(2)`)
+	b.wait("the edit form", `document.querySelector('#channel-form [name="config.show_sources"]')?.checked === true`)
+}

@@ -226,9 +226,10 @@ function kbCard(a) {
 
 // ---- Channels ----
 
-/** @type {Record<string, [name: string, label: string, type: 'password' | 'text'][]>} */
+/** @type {Record<string, [name: string, label: string, type: 'password' | 'text' | 'checkbox'][]>} */
 const CHANNEL_FIELDS = {
-  telegram: [['config.bot_token', 'Bot token', 'password'], ['config.api_url', 'Bot API server URL (optional)', 'text']],
+  telegram: [['config.bot_token', 'Bot token', 'password'], ['config.api_url', 'Bot API server URL (optional)', 'text'],
+    ['config.show_sources', 'End replies with their knowledge-base sources', 'checkbox']],
   webhook: [['config.secret', 'Signing secret', 'password'], ['config.callback_url', 'Callback URL (optional)', 'text']],
 };
 
