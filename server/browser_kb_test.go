@@ -1,12 +1,33 @@
 package server_test
 
 import (
+	"database/sql"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/uptrace/bun/driver/sqliteshim"
 )
+
+// execSQL runs a statement on the test server's database, beside the
+// server: to store a record as another configuration would have.
+func (e *testEnv) execSQL(query string, args ...any) {
+	e.t.Helper()
+	u := databaseURL(e.t, e.dataDir)
+	driver, dsn := "pgx", u
+	if path, ok := strings.CutPrefix(u, "sqlite://"); ok {
+		driver, dsn = sqliteshim.ShimName, "file:"+path+"?_pragma=busy_timeout(5000)"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(query, args...); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+}
 
 // kbWithMarkup is a knowledge base whose text holds markup: the page must
 // show it as text, never parse it.
@@ -85,6 +106,23 @@ func TestBrowserChatSources(t *testing.T) {
 	t.Run("the conversations view shows the stored sources", func(t *testing.T) {
 		b.click(`#conv-refresh`)
 		checkTranscript(t)
+	})
+
+	t.Run("a reply whose retrieval fell back to BM25 says why", func(t *testing.T) {
+		// As hybrid retrieval stores a reply when the embedding endpoint
+		// fails: BM25 sources, and the reason.
+		e.chat("bot", "fb", "Biscuit cat?")
+		e.execSQL(`UPDATE chat_messages SET retrieval = '{"mode":"bm25","fallback":"embedding endpoint: <b>503</b>"}' WHERE user_id = 'fb' AND role = 'assistant'`)
+		b.click(`#conv-refresh`)
+		b.wait("fb's conversation", `document.querySelector('#conversations tr[data-user="fb"]') !== null`)
+		b.click(`#conversations tr[data-user="fb"] button`)
+		b.wait("the fallback note", `document.querySelector('#conv-transcript .sources-fallback') !== null`)
+		if got := b.text(`#conv-transcript .sources-fallback`); got != "⚠ Retrieval fell back to BM25: embedding endpoint: <b>503</b>" {
+			t.Errorf("fallback note %q", got)
+		}
+		if n := evalJS[int](b, `document.querySelectorAll('#conv-transcript .sources-fallback b').length`); n != 0 {
+			t.Error("the reason was parsed as HTML")
+		}
 	})
 
 	t.Run("after a reload", func(t *testing.T) {
