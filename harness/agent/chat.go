@@ -74,7 +74,8 @@ func checkUserID(ve *harness.ValidationError, userID string) {
 //
 // The user's message is stored first, so that it stays in the history when
 // the model fails; the reply and the tool messages are stored when the turn
-// succeeds. Turns of one conversation run one at a time; those of
+// succeeds, the reply with the knowledge-base chunks the model was given
+// (ChatResult.Sources, Retrieval; see StoredMessage). Turns of one conversation run one at a time; those of
 // different users run in parallel.
 //
 // An empty message or user id, or one holding a NUL or invalid UTF-8, gives
