@@ -17,6 +17,11 @@ type InboundMessage struct {
 // Reply is an agent's answer to an InboundMessage.
 type Reply struct {
 	Text string
+	// Sources are the knowledge-base chunks the agent was given with the
+	// message, best first; empty when its knowledge base gave nothing (or
+	// the host does not report them, as a plugin channel's host does not).
+	// A channel may show them with the reply.
+	Sources []Source
 }
 
 // ChannelHost is what a running channel calls back into: the agent it

@@ -114,8 +114,9 @@ type apiWebhookMessage struct {
 // apiWebhookReply is the webhook's answer when the channel has no
 // callback_url.
 type apiWebhookReply struct {
-	Success  bool   `json:"success" doc:"True."`
-	Response string `json:"response" doc:"The agent's reply."`
+	Success  bool        `json:"success" doc:"True."`
+	Response string      `json:"response" doc:"The agent's reply."`
+	Sources  []apiSource `json:"sources" doc:"The knowledge-base chunks the agent was given, best first, as in a chat answer; empty when its knowledge base gave nothing."`
 }
 
 // apiWebhookQueued is the webhook's answer when the channel has a

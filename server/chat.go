@@ -40,12 +40,47 @@ type apiTokenUsage struct {
 
 // apiChatReply is the answer of chat.
 type apiChatReply struct {
-	Success            bool             `json:"success" doc:"True: the agent answered."`
-	Response           string           `json:"response" doc:"The agent's reply."`
-	SessionID          string           `json:"session_id" doc:"Names the conversation of the agent and the user."`
-	ToolCalls          []map[string]any `json:"tool_calls" doc:"The turn's tool calls, in order, each {name, arguments, output} (arguments and output as JSON when they are JSON, else as text)."`
-	Usage              apiTokenUsage    `json:"usage"`
-	ToolRoundsExceeded bool             `json:"tool_rounds_exceeded,omitempty" doc:"True when the model used every round of tool calls and was then asked for its answer without tools; absent otherwise."`
+	Success            bool                 `json:"success" doc:"True: the agent answered."`
+	Response           string               `json:"response" doc:"The agent's reply."`
+	SessionID          string               `json:"session_id" doc:"Names the conversation of the agent and the user."`
+	ToolCalls          []map[string]any     `json:"tool_calls" doc:"The turn's tool calls, in order, each {name, arguments, output} (arguments and output as JSON when they are JSON, else as text)."`
+	Usage              apiTokenUsage        `json:"usage"`
+	ToolRoundsExceeded bool                 `json:"tool_rounds_exceeded,omitempty" doc:"True when the model used every round of tool calls and was then asked for its answer without tools; absent otherwise."`
+	Sources            []apiSource          `json:"sources" doc:"The knowledge-base chunks given to the model with the message, best first; empty when the agent's knowledge base gave nothing."`
+	Retrieval          orNull[apiRetrieval] `json:"retrieval" doc:"How sources were found; null when the knowledge base gave nothing (the agent has none, or it could not be read)."`
+}
+
+// apiSource is a knowledge-base chunk given to the model for a reply.
+type apiSource struct {
+	File  string  `json:"file" doc:"The knowledge-base file the chunk is from."`
+	Chunk int     `json:"chunk" doc:"The chunk's number in that file, from 0 (the model sees it as part chunk+1)."`
+	Score float64 `json:"score" doc:"How well the chunk matched the message, higher is better: its BM25 score, or its fused score when retrieval is hybrid; 0 for a chunk given only because the whole knowledge base fits the model's budget."`
+}
+
+// apiRetrieval says how a reply's sources were found.
+type apiRetrieval struct {
+	Mode     string `json:"mode" enum:"bm25,hybrid" doc:"bm25: keyword search only. hybrid: keyword search and embeddings, fused by reciprocal rank."`
+	Fallback string `json:"fallback,omitempty" doc:"Why retrieval meant to be hybrid was BM25 only (the embedding endpoint failed, say); absent when it was not."`
+}
+
+// toAPISources converts sources; nil stays nil (a message without any).
+func toAPISources(src []harness.Source) []apiSource {
+	if src == nil {
+		return nil
+	}
+	out := make([]apiSource, len(src))
+	for i, s := range src {
+		out[i] = apiSource{File: s.File, Chunk: s.Chunk, Score: s.Score}
+	}
+	return out
+}
+
+// toAPIRetrieval converts how sources were found; nil is null.
+func toAPIRetrieval(r *agent.RetrievalInfo) orNull[apiRetrieval] {
+	if r == nil {
+		return orNull[apiRetrieval]{}
+	}
+	return orNull[apiRetrieval]{V: &apiRetrieval{Mode: r.Mode, Fallback: r.Fallback}}
 }
 
 // apiChatClear is the body of clear-chat.
@@ -75,7 +110,8 @@ func registerChat(api huma.API, chat chatService, log *slog.Logger) {
 		OperationID: "chat", Method: http.MethodPost, Path: "/api/agents/{agent_id}/chat",
 		Summary: "Send a message to an agent", Tags: tags,
 		Description: "One conversation per (agent, user_id), kept across restarts. When the model endpoint fails, " +
-			"the answer is a 502 with success false and the reason; the user's message stays in the history.",
+			"the answer is a 502 with success false and the reason; the user's message stays in the history. " +
+			"sources lists the knowledge-base chunks the model was given, and retrieval how they were found.",
 		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusBadGateway},
 	}, h.chatTurn)
 	register(api, huma.Operation{
@@ -106,6 +142,7 @@ func toAPIChatReply(res *agent.ChatResult) apiChatReply {
 		Success: true, Response: res.Response, SessionID: res.SessionID, ToolCalls: calls,
 		Usage:              apiTokenUsage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens},
 		ToolRoundsExceeded: res.ToolRoundsExceeded,
+		Sources:            nonNil(toAPISources(res.Sources)), Retrieval: toAPIRetrieval(res.Retrieval),
 	}
 }
 

@@ -63,6 +63,8 @@ type apiConversationMessage struct {
 	CreatedAt  string               `json:"created_at" doc:"When it was stored: YYYY-MM-DD HH:MM:SS, UTC."`
 	Channel    *string              `json:"channel" doc:"The type of the channel the message came through; null for a chat through the API. Every message of a turn has the channel of the user's message. Messages stored before Gauntlet recorded channels: as in a conversation list."`
 	ChannelID  *string              `json:"channel_id" doc:"The id of that channel's record; null for a chat through the API or when not recorded."`
+	Sources    []apiSource          `json:"sources" nullable:"true" doc:"On the reply of a turn (the assistant message that ends it): the knowledge-base chunks the model was given, best first, as the chat answer listed them; empty when the knowledge base gave nothing. null on every other message, and on replies stored before Gauntlet recorded sources."`
+	Retrieval  orNull[apiRetrieval] `json:"retrieval" doc:"On a reply: how its sources were found; null when the knowledge base gave nothing, and on every other message."`
 }
 
 // apiConversation is the answer of get-conversation.
@@ -161,7 +163,8 @@ func (h *conversationHandler) get(ctx context.Context, in *conversationInput) (*
 	}
 	for i, m := range c.Messages {
 		am := apiConversationMessage{ID: m.ID, Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt,
-			Channel: stringOrNull(m.Channel), ChannelID: stringOrNull(m.ChannelID)}
+			Channel: stringOrNull(m.Channel), ChannelID: stringOrNull(m.ChannelID),
+			Sources: toAPISources(m.Sources), Retrieval: toAPIRetrieval(m.Retrieval)}
 		for _, tc := range m.ToolCalls {
 			am.ToolCalls = append(am.ToolCalls, apiMessageToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}

@@ -62,6 +62,7 @@ var specEndpoints = []string{
 
 	"GET /api/agents/{agent_id}/kb",
 	"GET /api/agents/{agent_id}/kb/{filename}",
+	"GET /api/agents/{agent_id}/kb/search",
 	"POST /api/agents/{agent_id}/kb",
 	"PUT /api/agents/{agent_id}/kb/{filename}",
 	"DELETE /api/agents/{agent_id}/kb/{filename}",

@@ -103,6 +103,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Agents != nil {
 		registerAgents(s.api, opts.Agents, s.log)
 		registerKB(s.api, s.mux, opts.Agents.KB(), opts.Agents.KBStatus, s.log)
+		registerKBSearch(s.api, opts.Agents, s.log)
 		registerChannels(s.api, s.mux, opts.Agents.Supervisor(), s.log)
 		registerChat(s.api, opts.Agents, s.log)
 		registerConversations(s.api, opts.Agents, s.log)

@@ -13,6 +13,9 @@
 //   - api_url (optional): the base URL of a self-hosted Bot API server, or
 //     of a fake such as package telegramtest; default
 //     https://api.telegram.org.
+//   - show_sources (optional, default false): end each reply with the
+//     knowledge-base chunks it drew on, such as "Sources: faq.md (part 2),
+//     guide.pdf (part 5)" (see SourcesLine).
 //
 // Config declares these. ValidateChannelConfig decodes a record's config
 // into it with harness.DecodeConfig before the record is stored, so a key

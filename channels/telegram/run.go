@@ -242,6 +242,11 @@ func (r *runner) handle(ctx context.Context, msg *models.Message) {
 	if strings.TrimSpace(text) == "" {
 		text = emptyReplyText
 	}
+	if r.cfg.showSources && reply != nil {
+		if line := SourcesLine(reply.Sources); line != "" {
+			text += "\n\n" + line
+		}
+	}
 	for _, part := range splitText(text, MaxMessageLength) {
 		if !r.send(ctx, log, chat, part) {
 			return

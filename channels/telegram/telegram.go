@@ -114,9 +114,10 @@ func New(opts Options) *Channel {
 
 // ValidateChannelConfig checks a telegram channel's config before it is
 // stored: it decodes into a Config with harness.DecodeConfig, so bot_token
-// is required, api_url, when set, must be an http or https URL, and any
-// other key is an error. Errors are *harness.ValidationError naming
-// "config.bot_token", "config.api_url" or the unknown key; they never
+// is required, api_url, when set, must be an http or https URL,
+// show_sources, when set, a boolean, and any other key is an error. Errors
+// are *harness.ValidationError naming "config.bot_token",
+// "config.api_url", "config.show_sources" or the unknown key; they never
 // quote the token.
 func (c *Channel) ValidateChannelConfig(config map[string]any) error {
 	_, err := parseConfig(config, true)
@@ -149,6 +150,9 @@ type Config struct {
 	// http or https URL without query or fragment. Empty means
 	// DefaultAPIURL.
 	APIURL string `json:"api_url,omitempty"`
+	// ShowSources, when true, ends each reply with the knowledge-base
+	// chunks it drew on (see SourcesLine). Default false.
+	ShowSources bool `json:"show_sources,omitempty"`
 }
 
 // Validate checks the settings' values: BotToken is set and holds no
@@ -183,8 +187,9 @@ func (c *Config) Validate() error {
 
 // config is a channel's Config, ready to run.
 type config struct {
-	token  string
-	apiURL string
+	token       string
+	apiURL      string
+	showSources bool
 }
 
 // parseConfig reads a channel record's config: strict (an unknown key is
@@ -196,7 +201,7 @@ func parseConfig(m map[string]any, strict bool) (config, error) {
 	if err := (harness.ConfigDecoder{IgnoreUnknown: !strict}).Decode(m, &c); err != nil {
 		return config{}, err
 	}
-	cfg := config{token: c.BotToken, apiURL: DefaultAPIURL}
+	cfg := config{token: c.BotToken, apiURL: DefaultAPIURL, showSources: c.ShowSources}
 	if v := strings.TrimSpace(c.APIURL); v != "" {
 		cfg.apiURL = strings.TrimRight(v, "/")
 	}

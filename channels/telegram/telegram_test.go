@@ -111,6 +111,12 @@ func (r *running) wait(t *testing.T, within time.Duration) error {
 
 func start(t *testing.T, apiURL, token string, host harness.ChannelHost, opts telegram.Options) *running {
 	t.Helper()
+	return startWith(t, map[string]any{"bot_token": token, "api_url": apiURL}, host, opts)
+}
+
+// startWith is start with a channel config of the test's own.
+func startWith(t *testing.T, config map[string]any, host harness.ChannelHost, opts telegram.Options) *running {
+	t.Helper()
 	logs := &syncBuffer{}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if opts.PollTimeout == 0 {
@@ -125,7 +131,7 @@ func start(t *testing.T, apiURL, token string, host harness.ChannelHost, opts te
 	run := &harness.ChannelRun{
 		Channel: harness.ChannelConfig{
 			ID: "tg1", AgentID: "helper", Type: "telegram", Name: "Helper Bot",
-			Config: map[string]any{"bot_token": token, "api_url": apiURL},
+			Config: config,
 		},
 		Host: host,
 	}
@@ -606,6 +612,10 @@ func TestValidateChannelConfig(t *testing.T) {
 		{"api_url relative", map[string]any{"bot_token": testToken, "api_url": "api.example.com"}, "config.api_url"},
 		{"api_url ftp", map[string]any{"bot_token": testToken, "api_url": "ftp://example.com"}, "config.api_url"},
 		{"api_url not a string", map[string]any{"bot_token": testToken, "api_url": true}, "config.api_url"},
+		{"show_sources", map[string]any{"bot_token": testToken, "show_sources": true}, ""},
+		{"show_sources false", map[string]any{"bot_token": testToken, "show_sources": false}, ""},
+		{"show_sources not a boolean", map[string]any{"bot_token": testToken, "show_sources": "yes"}, "config.show_sources"},
+		{"show_sources a number", map[string]any{"bot_token": testToken, "show_sources": 1}, "config.show_sources"},
 		{"unknown key", map[string]any{"bot_token": testToken, "chat_id": 7}, "config.chat_id"},
 		{"key in another case", map[string]any{"bot_token": testToken, "API_URL": "http://x"}, "config.API_URL"},
 	} {

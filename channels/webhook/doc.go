@@ -38,8 +38,12 @@
 //
 // Without callback_url the reply is in the response:
 //
-//	200 {"success": true, "response": "Hi!"}
+//	200 {"success": true, "response": "Hi!", "sources": [{"file": "faq.md", "chunk": 1, "score": 2.4}]}
 //	502 {"success": false, "error": "<why the agent failed>"}
+//
+// sources lists the knowledge-base chunks the agent was given with the
+// message, best first (chunk numbers from 0); [] when its knowledge base
+// gave nothing.
 //
 // With callback_url the response comes at once,
 //
@@ -49,7 +53,7 @@
 // (X-Gauntlet-Signature over the callback body, with the same secret;
 // check it with Verify):
 //
-//	{"channel_id": "…", "request_id": "…", "user_id": "alice", "success": true, "response": "Hi!"}
+//	{"channel_id": "…", "request_id": "…", "user_id": "alice", "success": true, "response": "Hi!", "sources": […]}
 //	{"channel_id": "…", "request_id": "…", "user_id": "alice", "success": false, "error": "…"}
 //
 // Each delivery attempt has a timeout (Options.CallbackTimeout); a network

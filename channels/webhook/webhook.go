@@ -81,7 +81,10 @@ type Callback struct {
 	UserID    string `json:"user_id"`            // as in the request
 	Success   bool   `json:"success"`            // whether the agent answered
 	Response  string `json:"response,omitempty"` // the agent's reply, on success
-	Error     string `json:"error,omitempty"`    // why there is no reply, on failure
+	// Sources are the knowledge-base chunks the agent was given, best
+	// first, on success ([] when its knowledge base gave nothing).
+	Sources []harness.Source `json:"sources,omitempty"`
+	Error   string           `json:"error,omitempty"` // why there is no reply, on failure
 }
 
 // Options configures a Channel. The zero value is ready to use.
@@ -317,7 +320,7 @@ func (c *Channel) Receive(ctx context.Context, run *harness.ChannelRun, req *har
 	}
 	return &harness.InboundResponse{
 		Status: http.StatusOK,
-		Body:   map[string]any{"success": true, "response": replyText(reply)},
+		Body:   map[string]any{"success": true, "response": replyText(reply), "sources": replySources(reply)},
 	}, nil
 }
 
@@ -412,6 +415,7 @@ func (c *Channel) answer(ctx context.Context, run *harness.ChannelRun, cfg confi
 	default:
 		payload["success"] = true
 		payload["response"] = replyText(reply)
+		payload["sources"] = replySources(reply)
 	}
 	body, err := json.Marshal(payload)
 	if err != nil {
@@ -493,6 +497,14 @@ func replyText(r *harness.Reply) string {
 		return ""
 	}
 	return r.Text
+}
+
+// replySources are a reply's sources, [] when it has none.
+func replySources(r *harness.Reply) []harness.Source {
+	if r == nil || r.Sources == nil {
+		return []harness.Source{}
+	}
+	return r.Sources
 }
 
 func newRequestID() string {

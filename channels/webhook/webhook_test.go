@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,8 +207,8 @@ func TestReceiveReply(t *testing.T) {
 	if resp.Status != 200 {
 		t.Errorf("status %d", resp.Status)
 	}
-	if b := body(t, resp); b["success"] != true || b["response"] != "echo: hello" {
-		t.Errorf("body %v", b)
+	if b := body(t, resp); b["success"] != true || b["response"] != "echo: hello" || fmt.Sprint(b["sources"]) != "[]" {
+		t.Errorf("body %v, want success, the response and no sources ([])", b)
 	}
 	// A numeric user id is taken as its digits.
 	if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":42,"message":"hi"}`)); err != nil {
@@ -399,8 +401,9 @@ func TestCallback(t *testing.T) {
 	if !webhook.Verify(secret, raw, sig) {
 		t.Errorf("callback signature %q does not verify", sig)
 	}
-	want := webhook.Callback{ChannelID: "hook1", RequestID: b["request_id"].(string), UserID: "bob", Success: true, Response: "echo: ping"}
-	if cb != want {
+	want := webhook.Callback{ChannelID: "hook1", RequestID: b["request_id"].(string), UserID: "bob", Success: true, Response: "echo: ping",
+		Sources: []harness.Source{}}
+	if !reflect.DeepEqual(cb, want) {
 		t.Errorf("callback %+v, want %+v", cb, want)
 	}
 }
@@ -653,4 +656,61 @@ func TestValidateChannelConfigMessages(t *testing.T) {
 			t.Errorf("ValidateChannelConfig(%v) = %v, want %q", tc.config, err, tc.want)
 		}
 	}
+}
+
+// sourcedHost answers with a reply that has sources, as an agent with a
+// knowledge base does.
+func sourcedHost() *fakeHost {
+	return &fakeHost{reply: func(_ context.Context, m *harness.InboundMessage) (*harness.Reply, error) {
+		return &harness.Reply{Text: "from the docs: " + m.Text, Sources: []harness.Source{{File: "faq.md", Chunk: 1, Score: 2.5}, {File: "guide.pdf", Chunk: 0, Score: 1}}}, nil
+	}}
+}
+
+func TestReplySources(t *testing.T) {
+	want := `[{"chunk":1,"file":"faq.md","score":2.5},{"chunk":0,"file":"guide.pdf","score":1}]`
+	t.Run("in the response", func(t *testing.T) {
+		ch := newChannel(t, webhook.Options{})
+		run := channelRun(sourcedHost(), map[string]any{"secret": secret})
+		startRun(t, ch, run)
+		resp, err := ch.Receive(context.Background(), run, signed(`{"user_id":"alice","message":"hours?"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := body(t, resp)
+		got, _ := json.Marshal(b["sources"])
+		if resp.Status != http.StatusOK || b["response"] != "from the docs: hours?" || string(got) != want {
+			t.Errorf("got %d %v; want the sources %s", resp.Status, b, want)
+		}
+	})
+	t.Run("in the callback", func(t *testing.T) {
+		cs := newCallbackServer(t, nil)
+		ch := newChannel(t, webhook.Options{})
+		run := channelRun(sourcedHost(), map[string]any{"secret": secret, "callback_url": cs.URL})
+		startRun(t, ch, run)
+		if _, err := ch.Receive(context.Background(), run, signed(`{"user_id":"bob","message":"hours?"}`)); err != nil {
+			t.Fatal(err)
+		}
+		cb, raw, _ := cs.wait(t)
+		var m map[string]any
+		json.Unmarshal(raw, &m)
+		got, _ := json.Marshal(m["sources"])
+		if string(got) != want || len(cb.Sources) != 2 || cb.Sources[0].File != "faq.md" {
+			t.Errorf("callback %s; want the sources %s", raw, want)
+		}
+	})
+	t.Run("not on failure", func(t *testing.T) {
+		ch := newChannel(t, webhook.Options{})
+		host := &fakeHost{reply: func(context.Context, *harness.InboundMessage) (*harness.Reply, error) {
+			return nil, errors.New("model down")
+		}}
+		run := channelRun(host, map[string]any{"secret": secret})
+		startRun(t, ch, run)
+		resp, err := ch.Receive(context.Background(), run, signed(`{"user_id":"alice","message":"hours?"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := body(t, resp); resp.Status != http.StatusBadGateway || b["sources"] != nil {
+			t.Errorf("got %d %v", resp.Status, b)
+		}
+	})
 }

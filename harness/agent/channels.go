@@ -109,7 +109,7 @@ func (h *host) Chat(ctx context.Context, msg *harness.InboundMessage) (*harness.
 	if err != nil {
 		return nil, err
 	}
-	return &harness.Reply{Text: res.Response}, nil
+	return &harness.Reply{Text: res.Response, Sources: res.Sources}, nil
 }
 
 // Clear forgets a user's conversation with the channel's agent.

@@ -74,7 +74,8 @@ func checkUserID(ve *harness.ValidationError, userID string) {
 //
 // The user's message is stored first, so that it stays in the history when
 // the model fails; the reply and the tool messages are stored when the turn
-// succeeds. Turns of one conversation run one at a time; those of
+// succeeds, the reply with the knowledge-base chunks the model was given
+// (ChatResult.Sources, Retrieval; see StoredMessage). Turns of one conversation run one at a time; those of
 // different users run in parallel.
 //
 // An empty message or user id, or one holding a NUL or invalid UTF-8, gives
@@ -148,6 +149,13 @@ func (s *Service) chat(ctx context.Context, agentID, userID, message string, ch 
 	for i, m := range added {
 		rows[i] = messageRow{AgentID: agentID, UserID: userID, SessionID: sid, Role: m.Role, Content: m.Content,
 			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, CreatedAt: now(), ChannelType: &ch.typ, ChannelID: &ch.id}
+	}
+	// The reply (the turn's last message) keeps the sources it was given:
+	// an empty list when the knowledge base gave nothing, so that it reads
+	// apart from the other messages and from replies stored before
+	// sources were recorded, which have none (NULL).
+	if n := len(rows); n > 0 {
+		rows[n-1].Sources, rows[n-1].Retrieval = res.Sources, res.Retrieval
 	}
 	// The reply is stored even when the caller has gone: the model's work
 	// is done, and the history should hold it. (Should the agent have been

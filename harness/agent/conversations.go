@@ -99,6 +99,15 @@ type StoredMessage struct {
 	// channel's "telegram:<id>", and ChannelID is "", as it is unknown.
 	Channel   string
 	ChannelID string
+	// Sources are, on the reply of a turn (the assistant message that
+	// ends it), the knowledge-base chunks the model was given, best first:
+	// empty (not nil) when the knowledge base gave nothing. They are nil on
+	// every other message, and on replies stored before sources were
+	// recorded (agent schema 3).
+	Sources []harness.Source
+	// Retrieval says how a reply's Sources were found; nil when the
+	// knowledge base gave nothing, and on other messages.
+	Retrieval *RetrievalInfo
 }
 
 // MessagesQuery selects the messages of a conversation: the Limit most
@@ -352,7 +361,8 @@ func (s *Service) Conversation(ctx context.Context, agentID, userID string, q Me
 	slices.Reverse(rows)
 	c.Messages = make([]StoredMessage, len(rows))
 	for i := range rows {
-		m := StoredMessage{ID: rows[i].ID, Message: rows[i].message(), CreatedAt: rows[i].CreatedAt}
+		m := StoredMessage{ID: rows[i].ID, Message: rows[i].message(), CreatedAt: rows[i].CreatedAt,
+			Sources: rows[i].Sources, Retrieval: rows[i].Retrieval}
 		m.Channel, m.ChannelID = s.messageChannel(userID, rows[i].ChannelType, rows[i].ChannelID)
 		c.Messages[i] = m
 	}

@@ -516,6 +516,46 @@ export interface ChatReply {
   tool_calls: ToolCallRecord[] | null;
   usage: Usage;
   tool_rounds_exceeded?: boolean;
+  /** The knowledge-base chunks given to the model, best first; [] when the base gave nothing. */
+  sources: Source[];
+  /** How sources were found; null when the knowledge base gave nothing. */
+  retrieval: RetrievalInfo | null;
+}
+
+/** A knowledge-base chunk given to the model for a reply. */
+export interface Source {
+  file: string;
+  /** The chunk's number in its file, from 0 (the model sees part chunk+1). */
+  chunk: number;
+  /** BM25 or fused score; 0 for a chunk given only because the whole base fits. */
+  score: number;
+}
+
+/** How a reply's sources were found. */
+export interface RetrievalInfo {
+  mode: 'bm25' | 'hybrid';
+  /** Why retrieval meant to be hybrid was BM25 only; absent when it was not. */
+  fallback?: string;
+}
+
+/** A chunk found by GET /api/agents/{id}/kb/search. */
+export interface KBSearchHit {
+  file: string;
+  chunk: number;
+  /** The chunk's text: untrusted, shown as text. */
+  text: string;
+  score: number;
+  /** Place in the BM25 ranking, from 1; null when unranked there. */
+  bm25_rank: number | null;
+  /** Place in the embeddings' ranking, from 1; null without embeddings. */
+  vector_rank: number | null;
+}
+
+/** GET /api/agents/{id}/kb/search. */
+export interface KBSearch {
+  results: KBSearchHit[];
+  mode: 'bm25' | 'hybrid';
+  fallback?: string;
 }
 
 /** One entry of GET /api/agents/{id}/conversations. */
@@ -565,6 +605,10 @@ export interface ConversationMessage {
   /** The channel the message came through, as in ConversationSummary. */
   channel: string | null;
   channel_id: string | null;
+  /** On a turn's reply: the chunks the model was given ([] for none); null on other messages and older replies. */
+  sources: Source[] | null;
+  /** On a reply: how its sources were found; null otherwise. */
+  retrieval: RetrievalInfo | null;
 }
 
 /** GET /api/agents/{id}/conversations/{user_id}. */

@@ -1,5 +1,5 @@
 // @ts-check
-/** @import { Agent, AgentDetail, Channel, ChannelAction, ChatReply, KBContent, KBFile, Tool, ToolCallRecord, Usage } from '../../../types/api' */
+/** @import { Agent, AgentDetail, Channel, ChannelAction, ChatReply, KBContent, KBFile, RetrievalInfo, Source, Tool, ToolCallRecord, Usage } from '../../../types/api' */
 /** @import { Route } from '../../../types/views' */
 
 // Agents: list, create and edit; tools, knowledge-base files, channels
@@ -9,13 +9,16 @@ import { get, post, put, del, seg, APIError } from './api.js';
 import { h, field, formValues, showErrors, clearErrors, busy, confirmDialog, toast, errorText, fmtBytes, fmtTime, pre, fill,
   FieldError } from './ui.js';
 import { conversationsCard } from './conversations.js';
+import { kbSearchCard } from './kbsearch.js';
+import { sourcesView } from './sources.js';
 
 /** @type {HTMLElement} */
 let section;
 const USER_KEY = 'gauntlet.chatUser';
 /**
  * A message of the chat box.
- * @typedef {{role: 'user' | 'agent' | 'error', text: string, tools?: ToolCallRecord[], usage?: Usage}} ChatMessage
+ * @typedef {{role: 'user' | 'agent' | 'error', text: string, tools?: ToolCallRecord[], usage?: Usage,
+ *   sources?: Source[], retrieval?: RetrievalInfo | null}} ChatMessage
  */
 // Messages exchanged from this page, per agent and user (the server keeps
 // the whole conversation: see the Conversations card, conversations.js).
@@ -132,6 +135,7 @@ async function showAgent(main, id) {
     agentForm(a),
     toolsCard(a, tools),
     kbCard(a),
+    kbSearchCard(a),
     channelsCard(a));
 }
 
@@ -222,9 +226,10 @@ function kbCard(a) {
 
 // ---- Channels ----
 
-/** @type {Record<string, [name: string, label: string, type: 'password' | 'text'][]>} */
+/** @type {Record<string, [name: string, label: string, type: 'password' | 'text' | 'checkbox'][]>} */
 const CHANNEL_FIELDS = {
-  telegram: [['config.bot_token', 'Bot token', 'password'], ['config.api_url', 'Bot API server URL (optional)', 'text']],
+  telegram: [['config.bot_token', 'Bot token', 'password'], ['config.api_url', 'Bot API server URL (optional)', 'text'],
+    ['config.show_sources', 'End replies with their knowledge-base sources', 'checkbox']],
   webhook: [['config.secret', 'Signing secret', 'password'], ['config.callback_url', 'Callback URL (optional)', 'text']],
 };
 
@@ -381,7 +386,8 @@ function chatCard(a) {
       try {
         /** @type {ChatReply} */
         const res = await post(`/api/agents/${seg(a.id)}/chat`, { user_id: uid, message: text });
-        push({ role: 'agent', text: res.response, tools: res.tool_calls || [], usage: res.usage });
+        push({ role: 'agent', text: res.response, tools: res.tool_calls || [], usage: res.usage,
+          sources: res.sources || [], retrieval: res.retrieval });
       } catch (err) {
         push({ role: 'error', text: errorText(err) });
       }
@@ -410,5 +416,6 @@ function renderMsg(m) {
   const usage = m.usage && (m.usage.prompt_tokens || m.usage.completion_tokens)
     ? h('div', { class: 'hint' }, `${m.usage.prompt_tokens || 0} prompt + ${m.usage.completion_tokens || 0} completion tokens`) : null;
   return h('li', { class: `msg msg-${m.role}` }, h('div', { class: 'msg-who' }, who), h('div', { class: 'msg-text' }, m.text),
-    tools.length ? h('details', null, h('summary', null, `${tools.length} tool call${tools.length === 1 ? '' : 's'}`), h('ul', null, tools)) : null, usage);
+    tools.length ? h('details', null, h('summary', null, `${tools.length} tool call${tools.length === 1 ? '' : 's'}`), h('ul', null, tools)) : null,
+    m.role === 'agent' ? sourcesView(m.sources, m.retrieval) : null, usage);
 }

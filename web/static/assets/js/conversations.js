@@ -6,11 +6,13 @@
 // transcript of one, with its tool calls, which can be cleared. Each
 // conversation shows the channel its latest message came through, named
 // after the agent's channel record while it exists; a message that came
-// through another channel says so. Every text from the server is
+// through another channel says so. A reply shows the knowledge-base
+// chunks its model was given (sources.js). Every text from the server is
 // inserted as text.
 
 import { get, del, seg } from './api.js';
 import { h, fill, fmtTime, fmtNumber, confirmDialog, toast, errorText, pre } from './ui.js';
+import { sourcesView } from './sources.js';
 
 /** Conversations per page of the list. */
 const PAGE = 25;
@@ -205,7 +207,8 @@ function message(m, calls, via) {
       via && m.role === 'user' ? h('span', { class: 'hint conv-via' }, ` · via ${via}`) : null),
       m.content ? h('div', { class: 'msg-text' }, m.content) : null,
       toolCalls.length ? h('ul', { class: 'conv-calls' }, toolCalls.map((tc) => h('li', null,
-        'Calls ', h('code', null, `${tc.name}(${tc.arguments})`)))) : null];
+        'Calls ', h('code', null, `${tc.name}(${tc.arguments})`)))) : null,
+      m.role === 'assistant' ? sourcesView(m.sources, m.retrieval) : null];
   }
   return h('li', { class: `msg msg-${role}`, dataset: { role: m.role, id: String(m.id) } },
     ...content, h('div', { class: 'hint conv-time' }, fmtTime(m.created_at)));
