@@ -44,12 +44,14 @@ type kbSearchInput struct {
 
 // apiKBSearchHit is a chunk a knowledge-base search found.
 type apiKBSearchHit struct {
-	File       string  `json:"file" doc:"The knowledge-base file the chunk is from."`
-	Chunk      int     `json:"chunk" doc:"The chunk's number in that file, from 0 (the model sees it as part chunk+1)."`
-	Text       string  `json:"text" doc:"The chunk's text, as the model would be given it (plain text, never markup to render)."`
-	Score      float64 `json:"score" doc:"The chunk's score, higher is better: its BM25 score, or its fused score when mode is hybrid."`
-	BM25Rank   *int    `json:"bm25_rank" doc:"The chunk's place in the keyword (BM25) ranking, from 1; null when no word of the query is in it."`
-	VectorRank *int    `json:"vector_rank" doc:"The chunk's place in the embeddings' ranking, from 1; null when the search used no embeddings (mode bm25)."`
+	File       string   `json:"file" doc:"The knowledge-base file the chunk is from."`
+	Chunk      int      `json:"chunk" doc:"The chunk's number in that file, from 0 (the model sees it as part chunk+1)."`
+	Headings   []string `json:"headings" doc:"The heading path of the chunk's section, outermost first; empty before a file's first heading."`
+	Page       int      `json:"page,omitempty" doc:"The PDF page the chunk is on, from 1; absent for other formats."`
+	Text       string   `json:"text" doc:"The chunk's text, as the model would be given it (plain text, never markup to render)."`
+	Score      float64  `json:"score" doc:"The chunk's score, higher is better: its BM25 score, or its fused score when mode is hybrid."`
+	BM25Rank   *int     `json:"bm25_rank" doc:"The chunk's place in the keyword (BM25) ranking, from 1; null when no word of the query is in it."`
+	VectorRank *int     `json:"vector_rank" doc:"The chunk's place in the embeddings' ranking, from 1; null when the search used no embeddings (mode bm25)."`
 }
 
 // apiKBSearch is the answer of search-kb.
@@ -104,7 +106,11 @@ func (h *kbSearchHandler) search(ctx context.Context, in *kbSearchInput) (*kbSea
 		out.Body.Mode = retrieval.ModeBM25
 	}
 	for i, r := range res.Results {
-		out.Body.Results[i] = apiKBSearchHit{File: r.File, Chunk: r.Chunk, Text: r.Text, Score: r.Score,
+		headings := r.Headings
+		if headings == nil {
+			headings = []string{}
+		}
+		out.Body.Results[i] = apiKBSearchHit{File: r.File, Chunk: r.Chunk, Headings: headings, Page: r.Page, Text: r.Text, Score: r.Score,
 			BM25Rank: r.BM25Rank, VectorRank: r.VectorRank}
 	}
 	return out, nil

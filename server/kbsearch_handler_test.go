@@ -37,7 +37,7 @@ func TestKBSearchHandler(t *testing.T) {
 	one, two := 1, 2
 	f := &fakeSearcher{res: retrieval.SearchResult{Mode: retrieval.ModeHybrid, Results: []retrieval.Result{
 		{File: "a.md", Chunk: 3, Text: "alpha", Score: 0.03, BM25Rank: &two, VectorRank: &one},
-		{File: "b.pdf", Chunk: 0, Text: "beta", Score: 0.02, VectorRank: &two},
+		{File: "b.pdf", Chunk: 0, Headings: []string{"Guide", "Setup"}, Page: 4, Text: "beta", Score: 0.02, VectorRank: &two},
 	}}}
 	api := newTestAPI(t)
 	registerKBSearch(api, f, slog.New(slog.DiscardHandler))
@@ -53,8 +53,8 @@ func TestKBSearchHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := `{"mode":"hybrid","results":[` +
-			`{"bm25_rank":2,"chunk":3,"file":"a.md","score":0.03,"text":"alpha","vector_rank":1},` +
-			`{"bm25_rank":null,"chunk":0,"file":"b.pdf","score":0.02,"text":"beta","vector_rank":2}]}`
+			`{"bm25_rank":2,"chunk":3,"file":"a.md","headings":[],"score":0.03,"text":"alpha","vector_rank":1},` +
+			`{"bm25_rank":null,"chunk":0,"file":"b.pdf","headings":["Guide","Setup"],"page":4,"score":0.02,"text":"beta","vector_rank":2}]}`
 		delete(got, "$schema")
 		if b, _ := json.Marshal(got); string(b) != want {
 			t.Errorf("answer\n%s\nwant\n%s", b, want)
