@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
 	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -52,13 +54,16 @@ type kbResult struct {
 	Response string  `json:"response"`
 	Status   string  `json:"status"`
 	Score    float64 `json:"score"`
-	Expected struct {
-		Answer  string   `json:"answer"`
-		Sources []string `json:"sources"`
-	} `json:"expected"`
-	Details struct {
+	Details  struct {
 		Retrieval *kbRetrieval `json:"retrieval"`
 	} `json:"details"`
+}
+
+// kbSearchHit is the part of a search result the test reads.
+type kbSearchHit struct {
+	File       string `json:"file"`
+	BM25Rank   *int   `json:"bm25_rank"`
+	VectorRank *int   `json:"vector_rank"`
 }
 
 // kbCell is the part of a matrix cell the test reads.
@@ -94,9 +99,13 @@ func TestKnowledgeExampleEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two servers and three evaluations")
 	}
-	model := llmtest.NewServer(llmtest.Options{})
+	// 1,024 dimensions rather than the default 256: the hashed bags of
+	// words then collide too seldom to bury the words a question shares
+	// with its answer.
+	model := llmtest.NewServer(llmtest.Options{EmbeddingDims: 1024})
 	t.Cleanup(model.Close)
 	texts := kbExampleTexts(t)
+	sources := kbExampleSources(t)
 
 	bm25, _ := runKBExample(t, model, "")
 	hybrid, srv := runKBExample(t, model, kbExampleEmbedder)
@@ -105,7 +114,7 @@ func TestKnowledgeExampleEndToEnd(t *testing.T) {
 	}
 
 	for name, r := range map[string]kbRun{"bm25": bm25, "hybrid": hybrid} {
-		checkKBRun(t, name, r, texts)
+		checkKBRun(t, name, r, texts, sources)
 	}
 	for _, level := range []string{"1", "2"} {
 		b, h := bm25.cells[level], hybrid.cells[level]
@@ -136,12 +145,13 @@ func TestKnowledgeExampleEndToEnd(t *testing.T) {
 	// source is not found; the others are as they were.
 	const gone = "kestrel-plans-and-billing.docx"
 	srv.callStatus(t, http.MethodDelete, "/api/agents/"+kbExampleAgent+"/kb/"+gone, http.StatusOK, http.StatusNoContent)
+	waitKBHybrid(t, srv, kbExampleEmbedder)
 	without := startKBRun(t, srv)
-	checkKBRun(t, "hybrid without "+gone, without, texts)
+	checkKBRun(t, "hybrid without "+gone, without, texts, sources)
 	lost := 0
 	for id, r := range without.results {
 		before := hybrid.results[id]
-		if slices.Contains(r.Expected.Sources, gone) {
+		if slices.Contains(sources[id], gone) {
 			lost++
 			if r.Status != "failed" || *r.Details.Retrieval.RecallAtK != 0 || *r.Details.Retrieval.Hit {
 				t.Errorf("%s: without its source, status %s, retrieval %+v; want failed, nothing found", id, r.Status, *r.Details.Retrieval)
@@ -156,7 +166,10 @@ func TestKnowledgeExampleEndToEnd(t *testing.T) {
 		t.Errorf("no test names %s as its source", gone)
 	}
 	for _, level := range []string{"1", "2"} {
-		if w, h := without.cells[level], hybrid.cells[level]; *w.Score >= *h.Score || *w.Retrieval.RecallAtK >= *h.Retrieval.RecallAtK {
+		w := without.cells[level]
+		t.Logf("level %s, hybrid without %s: recall@k %.3f, hit rate %.3f, score %.3f", level, gone,
+			*w.Retrieval.RecallAtK, *w.Retrieval.HitRate, *w.Score)
+		if h := hybrid.cells[level]; *w.Score >= *h.Score || *w.Retrieval.RecallAtK >= *h.Retrieval.RecallAtK {
 			t.Errorf("level %s: without %s, score %.3f and recall@k %.3f; with it %.3f and %.3f: want both lower", level, gone,
 				*w.Score, *w.Retrieval.RecallAtK, *h.Score, *h.Retrieval.RecallAtK)
 		}
@@ -181,6 +194,33 @@ func kbExampleTexts(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 		out[e.Name()] = d.Text()
+	}
+	return out
+}
+
+// kbExampleSources reads the suite's expected sources, by test id.
+func kbExampleSources(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, level := range []string{"level-1.yaml", "level-2.yaml"} {
+		b, err := os.ReadFile(filepath.Join(kbExampleDir, "definitions", "domains", kbExampleDomain, level))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var file struct {
+			Tests []struct {
+				ID       string `yaml:"id"`
+				Expected struct {
+					Sources []string `yaml:"sources"`
+				} `yaml:"expected"`
+			} `yaml:"tests"`
+		}
+		if err := yaml.Unmarshal(b, &file); err != nil {
+			t.Fatalf("%s: %v", level, err)
+		}
+		for _, tc := range file.Tests {
+			out[tc.ID] = tc.Expected.Sources
+		}
 	}
 	return out
 }
@@ -210,19 +250,48 @@ func runKBExample(t *testing.T, model *llmtest.Server, embedder string) (kbRun, 
 		srv.upload(t, kbExampleAgent, filepath.Join(kbExampleDir, "kb", e.Name()))
 	}
 	if embedder != "" {
-		// Chunks are embedded after the upload; the run waits until the
-		// search ranks them by their vectors.
-		harnesstest.Eventually(t, 60*time.Second, "the knowledge base embedded", func() bool {
-			var res struct {
-				Results []struct {
-					VectorRank *int `json:"vector_rank"`
-				} `json:"results"`
-			}
-			srv.call(t, http.MethodGet, "/api/agents/"+kbExampleAgent+"/kb/search?k=3&q="+url.QueryEscape("Kestrel files"), nil, http.StatusOK, &res)
-			return len(res.Results) > 0 && res.Results[0].VectorRank != nil
-		})
+		waitKBHybrid(t, srv, embedder)
+	}
+	// What the agent would retrieve for a question of each level: ranked
+	// by words, and by vectors too when hybrid.
+	for _, q := range []string{"Which port does LAN sync listen on?", "What cipher encrypts stored files?"} {
+		var found struct {
+			Results []kbSearchHit `json:"results"`
+		}
+		srv.call(t, http.MethodGet, "/api/agents/"+kbExampleAgent+"/kb/search?k=3&q="+url.QueryEscape(q), nil, http.StatusOK, &found)
+		byVector := slices.ContainsFunc(found.Results, func(r kbSearchHit) bool { return r.VectorRank != nil })
+		byWords := slices.ContainsFunc(found.Results, func(r kbSearchHit) bool { return r.BM25Rank != nil })
+		if len(found.Results) == 0 || !byWords || byVector != (embedder != "") {
+			t.Errorf("search %q (embeddings %q): %+v", q, embedder, found.Results)
+		}
 	}
 	return startKBRun(t, srv), srv
+}
+
+// waitKBHybrid waits until the agent's retrieval is hybrid: chunks are
+// embedded in the background after a change of the knowledge base, and
+// retrieval is BM25 until every chunk has its vector.
+func waitKBHybrid(t *testing.T, srv *serveProcess, embedder string) {
+	t.Helper()
+	harnesstest.Eventually(t, 60*time.Second, "the knowledge base embedded", func() bool {
+		var list struct {
+			Embedding *struct {
+				Model    string `json:"model"`
+				Chunks   int    `json:"chunks"`
+				Embedded int    `json:"embedded"`
+			} `json:"embedding"`
+		}
+		srv.call(t, http.MethodGet, "/api/agents/"+kbExampleAgent+"/kb", nil, http.StatusOK, &list)
+		e := list.Embedding
+		if e == nil || e.Model != embedder || e.Chunks == 0 || e.Embedded != e.Chunks {
+			return false
+		}
+		var found struct {
+			Mode string `json:"mode"`
+		}
+		srv.call(t, http.MethodGet, "/api/agents/"+kbExampleAgent+"/kb/search?k=1&q=Kestrel", nil, http.StatusOK, &found)
+		return found.Mode == "hybrid"
+	})
 }
 
 // startKBRun runs the suite against the agent and reads its matrix and
@@ -262,7 +331,7 @@ func startKBRun(t *testing.T, srv *serveProcess) kbRun {
 // checkKBRun checks a run's retrieval figures against its results, and
 // its answers against the knowledge base: a passed answer is a sentence
 // of the test's expected source.
-func checkKBRun(t *testing.T, name string, r kbRun, texts map[string]string) {
+func checkKBRun(t *testing.T, name string, r kbRun, texts map[string]string, sources map[string][]string) {
 	t.Helper()
 	type sums struct {
 		recall float64
@@ -276,8 +345,9 @@ func checkKBRun(t *testing.T, name string, r kbRun, texts map[string]string) {
 			t.Errorf("%s, %s: details.retrieval %+v; want recall_at_k and hit", name, id, ret)
 			continue
 		}
-		if !slices.Equal(ret.Expected, res.Expected.Sources) || ret.K < 1 || ret.K > 5 {
-			t.Errorf("%s, %s: retrieval %+v for expected sources %q", name, id, *ret, res.Expected.Sources)
+		if len(sources[id]) == 0 || !slices.Equal(ret.Expected, sources[id]) || ret.K < 1 || ret.K > 5 {
+			t.Errorf("%s, %s: retrieval %+v for expected sources %q", name, id, *ret, sources[id])
+			continue
 		}
 		wantMode := "hybrid"
 		if strings.HasPrefix(name, "bm25") {
@@ -297,9 +367,9 @@ func checkKBRun(t *testing.T, name string, r kbRun, texts map[string]string) {
 				found, ret.Expected, ret.Retrieved)
 		}
 		if res.Status == "passed" {
-			src := strings.Join(strings.Fields(texts[res.Expected.Sources[0]]), " ")
+			src := strings.Join(strings.Fields(texts[sources[id][0]]), " ")
 			if !strings.Contains(src, strings.Join(strings.Fields(strings.TrimPrefix(res.Response, "- ")), " ")) {
-				t.Errorf("%s, %s: passed with %q, which is not from %s", name, id, res.Response, res.Expected.Sources[0])
+				t.Errorf("%s, %s: passed with %q, which is not from %s", name, id, res.Response, sources[id][0])
 			}
 		}
 		level := fmt.Sprint(res.Level)
@@ -407,12 +477,12 @@ func TestREADMEKnowledgePath(t *testing.T) {
 		case strings.HasPrefix(line, "gauntlet mockllm") && strings.HasSuffix(line, "&"):
 			line = strings.Replace(strings.TrimSuffix(line, "&"), "127.0.0.1:8081", "127.0.0.1:0", 1)
 			lines = append(lines, line+" > mock.out 2> mock.err &", "mock=$!",
-				"until grep -q '^http://' mock.out; do kill -0 $mock || { cat mock.err; exit 1; }; done",
+				"until grep -q '^http://' mock.out 2>/dev/null; do kill -0 $mock || { cat mock.err; exit 1; }; done",
 				"mockurl=$(head -n 1 mock.out)")
 		case strings.HasPrefix(line, "gauntlet serve") && strings.HasSuffix(line, "&"):
 			line = strings.Replace(strings.TrimSuffix(line, "&"), "127.0.0.1:8090", "127.0.0.1:0", 1)
 			lines = append(lines, strings.ReplaceAll(line, "http://127.0.0.1:8081/v1", "$mockurl")+" > serve.out 2> serve.err &", "srv=$!",
-				"until grep -q 'listening on' serve.out; do kill -0 $srv || { cat serve.err; exit 1; }; done",
+				"until grep -q 'listening on' serve.out 2>/dev/null; do kill -0 $srv || { cat serve.err; exit 1; }; done",
 				`addr=$(sed -n 's/.*listening on http:\/\/\([^ ]*\).*/\1/p' serve.out)`)
 		default:
 			lines = append(lines, strings.ReplaceAll(line, "localhost:8090", "$addr"))
