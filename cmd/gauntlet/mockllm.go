@@ -30,10 +30,12 @@ func mockllm(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprint(fs.Output(), `Usage: gauntlet mockllm [flags]
 
 Serves a deterministic OpenAI-compatible endpoint (GET /v1/models, POST
-/v1/chat/completions) for demos and tests: "What is A + B?" is answered
-"The answer is <sum>.", a request to restate the final answer gets its bare
-value, a prompt naming an offered tool gets a tool call, anything else is
-echoed. The first line printed is the base URL.
+/v1/chat/completions, POST /v1/embeddings) for demos and tests: "What is
+A + B?" is answered "The answer is <sum>.", a request to restate the final
+answer gets its bare value, a prompt naming an offered tool gets a tool
+call, a question after an agent's knowledge base gets the sentence of it
+that shares the most words with the question, anything else is echoed.
+Embeddings are hashed bags of words. The first line printed is the base URL.
 
 Faults, for manual and CI benchmarks of a client's bounds: each --*-rate
 picks that fraction of chat completions by a seeded hash of the request's

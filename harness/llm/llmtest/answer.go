@@ -64,6 +64,11 @@ func (h *Handler) answer(req *Request) *Reply {
 	if v, ok := Arithmetic(prompt); ok {
 		return &Reply{Content: "The answer is " + v + "."}
 	}
+	if kb, ok := KnowledgeText(req.Messages); ok {
+		if s, ok := BestSentence(kb, prompt); ok {
+			return &Reply{Content: s}
+		}
+	}
 	return &Reply{Content: prompt}
 }
 

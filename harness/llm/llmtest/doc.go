@@ -38,7 +38,13 @@
 //  6. arithmetic, when the last user message asks "What is A + B?" (also
 //     -, *, /, negative and decimal numbers, more than two operands):
 //     "The answer is 42.";
-//  7. otherwise the last user message, echoed.
+//  7. knowledge, when a system message holds knowledge-base text (after a
+//     line such as "Knowledge base:" or "Knowledge base excerpts (…):",
+//     as an agent's retrieval writes it): the sentence of that text that
+//     shares the most words with the last user message, the first of
+//     equals ([BestSentence]), so that an agent answers right when its
+//     retrieval gives the right text and wrong when it does not;
+//  8. otherwise the last user message, echoed.
 //
 // Usage is counted deterministically with [CountTokens] (a token per four
 // characters, rounded up), and max_tokens cuts an answer short with
