@@ -14,6 +14,7 @@ var schemaDocs = map[string]string{
 	"AgentToolsUpdate":    "The new list of an agent's tools; it replaces the current one.",
 	"AgentUpdate":         "Changes to an agent: the fields present change, the others stay; model null means the configured model.",
 	"CellResults":         "The results of one domain and level of a run, and each of its tests over its repeats.",
+	"CellRetrieval":       "Recall@k and hit rate of an agent's knowledge-base retrieval, over the cell's scored results that measured it (tests that list expected.sources, in a run that targets an agent); live while the run goes. A cell has none when no result measured retrieval.",
 	"Channel":             "A messaging channel an agent answers on. Secrets in config are masked.",
 	"ChannelCreate":       "A new channel; it is created stopped.",
 	"ChannelList":         "An agent's channels, oldest first.",
