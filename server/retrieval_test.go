@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -224,5 +225,33 @@ func TestRetrievalInResults(t *testing.T) {
 	r := must(t, e.get("/api/run/"+bare+"/tests/kb/1"), http.StatusOK)
 	if strings.Contains(string(r.body), `"retrieval"`) {
 		t.Errorf("bare-model run: results carry retrieval: %s", r.body)
+	}
+}
+
+// TestCompareRetrieval: the same suite against knowledge base v1 and v2
+// of the agent, compared: the cell says how recall and hit rate changed.
+func TestCompareRetrieval(t *testing.T) {
+	e := newKBEnv(t)
+	v1 := e.runToEnd(map[string]any{"agent_id": "kb", "domains": []string{"kb"}, "model_name": "kb v1"})
+	// v2's warranty file no longer says what the warranty test asks about.
+	must(t, e.put("/api/agents/kb/kb/warranty.md", map[string]any{"content": "Warranty: two years."}), http.StatusOK)
+	v2 := e.runToEnd(map[string]any{"agent_id": "kb", "domains": []string{"kb"}, "model_name": "kb v2"})
+	var c struct {
+		Cells map[string]map[string]struct {
+			Retrieval *struct {
+				BaseRecallAtK float64 `json:"base_recall_at_k"`
+				HeadRecallAtK float64 `json:"head_recall_at_k"`
+				Delta         float64 `json:"delta"`
+				BaseHitRate   float64 `json:"base_hit_rate"`
+				HeadHitRate   float64 `json:"head_hit_rate"`
+				Tests         int     `json:"tests"`
+			} `json:"retrieval"`
+		} `json:"cells"`
+	}
+	must(t, e.get("/api/compare?base="+v1+"&head="+v2), http.StatusOK).decode(t, &c)
+	r := c.Cells["kb"]["1"].Retrieval
+	if r == nil || r.Tests != 3 || r.BaseRecallAtK != 0.5 || math.Abs(r.HeadRecallAtK-1.0/3) > 1e-9 || math.Abs(r.Delta+1.0/6) > 1e-9 ||
+		r.BaseHitRate != 2.0/3 || r.HeadHitRate != 1.0/3 {
+		t.Errorf("compared retrieval %+v", r)
 	}
 }

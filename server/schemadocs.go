@@ -29,6 +29,7 @@ var schemaDocs = map[string]string{
 	"ConversationSummary": "An agent's conversation with one user, without its messages: their count and the start of the last.",
 	"MessageToolCall":     "A tool call of the agent in a conversation, as the model made it.",
 	"CompareCell":         "The paired comparison of one domain and level of two runs.",
+	"CompareRetrieval":    "How an agent's knowledge-base retrieval changed in a cell: recall@k and hit rate of the paired tests that measured it in both runs.",
 	"CompareSummary":      "Tests improved, regressed and unchanged over every compared cell, and the cells whose change is significant.",
 	"Comparison":          "Two runs compared test by test: per cell the change of score and whether it is significant, the flipped tests and a summary.",
 	"DatasetImport":       "Rows of a JSON Lines or CSV file to create tests from, in one domain and level.",
