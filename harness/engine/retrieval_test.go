@@ -443,3 +443,27 @@ func TestRetrievalQueued(t *testing.T) {
 		t.Errorf("queued warranty: %+v", got)
 	}
 }
+
+// TestRetrievalCached: with the response cache, retrieval still runs for
+// every test (only the model's answer comes from the cache), so a cached
+// run measures what its own retrieval gave.
+func TestRetrievalCached(t *testing.T) {
+	kf := newKBFixture(t, false)
+	ctx := context.Background()
+	first, _ := kf.wait(t, kf.start(t, engine.StartRequest{AgentID: "kb", Domains: []string{"kb"}, Cache: true}))
+	second, _ := kf.wait(t, kf.start(t, engine.StartRequest{AgentID: "kb", Domains: []string{"kb"}, Cache: true}))
+	if second.CacheHits == 0 {
+		t.Fatalf("the second run used no cache: %+v", second)
+	}
+	a, b := resultByID(t, kf.fixture, first.RunID), resultByID(t, kf.fixture, second.RunID)
+	for _, id := range []string{"refund", "warranty", "miss", "gate"} {
+		if got, want := retrievalOf(t, b[id]), retrievalOf(t, a[id]); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: cached run's retrieval %+v, first run's %+v", id, got, want)
+		}
+	}
+	m1, _ := kf.runs.Matrix(ctx, first.RunID)
+	m2, _ := kf.runs.Matrix(ctx, second.RunID)
+	if !reflect.DeepEqual(m1["kb"]["1"].Retrieval, m2["kb"]["1"].Retrieval) || m2["kb"]["1"].Retrieval == nil {
+		t.Errorf("cells: %+v, then %+v", m1["kb"]["1"].Retrieval, m2["kb"]["1"].Retrieval)
+	}
+}
