@@ -205,13 +205,15 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 		details["cascade"] = CascadeJudged
 	}
 
-	msgs := messages(s.Rubric, req)
+	var msgs []harness.Message
 	if s.Faithfulness {
 		if err := hasRetrieval(req); err != nil {
 			return nil, err
 		}
 		msgs = faithfulnessMessages(s.Rubric, req)
 		details["faithfulness"] = true
+	} else {
+		msgs = messages(s.Rubric, req)
 	}
 	a, err := e.ask(ctx, model, name, s, req, msgs)
 	if err != nil {
