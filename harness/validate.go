@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -233,11 +234,72 @@ func (v Validator) Test(t *Test) error {
 		t.Expected.Type = "exact"
 	}
 	ve.Merge("expected", v.Expected(t.Expected))
+	checkSources(ve, "expected.sources", t.Expected.Sources)
 	if t.EvaluatorID != "" && v.Refs != nil && !v.Refs.HasEvaluator(t.EvaluatorID) {
 		ve.Add("evaluator_id", "unknown evaluator %q", t.EvaluatorID)
 	}
 	v.checkTools(ve, "tools", t.Tools)
 	return ve.Err()
+}
+
+// Bounds of a test's expected.sources.
+const (
+	// MaxExpectedSources is how many files a test may expect.
+	MaxExpectedSources = 50
+	// MaxSourceNameBytes is the longest file name a test may expect, as
+	// the longest knowledge-base file name.
+	MaxSourceNameBytes = 255
+)
+
+// checkSources checks a test's expected.sources: at most
+// MaxExpectedSources knowledge-base file names, each listed once and
+// each a plain name as a knowledge base takes it (not empty, at most
+// MaxSourceNameBytes bytes, no "/", "\", "..", leading dot, leading or
+// trailing space or control character).
+func checkSources(ve *ValidationError, field string, names []string) {
+	if len(names) > MaxExpectedSources {
+		ve.Add(field, "lists %d files; at most %d", len(names), MaxExpectedSources)
+		return
+	}
+	seen := make(map[string]bool, len(names))
+	for i, name := range names {
+		f := field + "[" + itoa(i) + "]"
+		if TextProblem(name) != "" {
+			continue // CheckText says why
+		}
+		if why := sourceNameProblem(name); why != "" {
+			ve.Add(f, "%s", why)
+			continue
+		}
+		if seen[name] {
+			ve.Add(f, "file %q is listed twice", name)
+		}
+		seen[name] = true
+	}
+}
+
+// sourceNameProblem says why name cannot be a knowledge-base file name;
+// "" when it can.
+func sourceNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "is empty: name a knowledge-base file"
+	case len(name) > MaxSourceNameBytes:
+		return fmt.Sprintf("is longer than %d bytes", MaxSourceNameBytes)
+	case !utf8.ValidString(name):
+		return "is not valid UTF-8"
+	case strings.ContainsAny(name, `/\`):
+		return `must be a plain file name, without "/" or "\"`
+	case strings.Contains(name, ".."):
+		return `must not contain ".."`
+	case name[0] == '.':
+		return "must not start with a dot"
+	case strings.TrimSpace(name) != name:
+		return "must not start or end with a space"
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "must not contain control characters"
+	}
+	return ""
 }
 
 // Expected validates an expected answer against the checks of its type.

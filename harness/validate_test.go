@@ -245,6 +245,22 @@ func TestValidatorTest(t *testing.T) {
 		{"unknown evaluator", base(func(x *Test) { x.EvaluatorID = "ghost" }), "evaluator_id"},
 		{"unknown tool", base(func(x *Test) { x.Tools = []string{"ghost"} }), "tools[0]"},
 		{"tool twice", base(func(x *Test) { x.Tools = []string{"weather", "clock", "weather"} }), "tools[2]"},
+		{"expected sources", base(func(x *Test) { x.Expected.Sources = []string{"policy.md", "Handbook v2.pdf", "été.docx"} }), ""},
+		{"no expected sources", base(func(x *Test) { x.Expected.Sources = []string{} }), ""},
+		{"longest source name", base(func(x *Test) { x.Expected.Sources = []string{strings.Repeat("a", MaxSourceNameBytes)} }), ""},
+		{"most sources", base(func(x *Test) { x.Expected.Sources = manySources(MaxExpectedSources) }), ""},
+		{"empty source", base(func(x *Test) { x.Expected.Sources = []string{"a.md", ""} }), "expected.sources[1]"},
+		{"source with a slash", base(func(x *Test) { x.Expected.Sources = []string{"docs/a.md"} }), "expected.sources[0]"},
+		{"source with a backslash", base(func(x *Test) { x.Expected.Sources = []string{`docs\a.md`} }), "expected.sources[0]"},
+		{"source with dot dot", base(func(x *Test) { x.Expected.Sources = []string{".."} }), "expected.sources[0]"},
+		{"source with dot dot inside", base(func(x *Test) { x.Expected.Sources = []string{"a..md"} }), "expected.sources[0]"},
+		{"hidden source", base(func(x *Test) { x.Expected.Sources = []string{".env"} }), "expected.sources[0]"},
+		{"source with a tab", base(func(x *Test) { x.Expected.Sources = []string{"a\tb.md"} }), "expected.sources[0]"},
+		{"source with a NUL", base(func(x *Test) { x.Expected.Sources = []string{"a\x00b.md"} }), "expected.sources[0]"},
+		{"padded source", base(func(x *Test) { x.Expected.Sources = []string{" a.md"} }), "expected.sources[0]"},
+		{"source too long", base(func(x *Test) { x.Expected.Sources = []string{strings.Repeat("a", MaxSourceNameBytes+1)} }), "expected.sources[0]"},
+		{"source twice", base(func(x *Test) { x.Expected.Sources = []string{"a.md", "b.md", "a.md"} }), "expected.sources[2]"},
+		{"too many sources", base(func(x *Test) { x.Expected.Sources = manySources(MaxExpectedSources + 1) }), "expected.sources"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -512,4 +528,13 @@ func TestTextProblem(t *testing.T) {
 			t.Errorf("TextProblem(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// manySources returns n distinct file names.
+func manySources(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "doc" + itoa(i) + ".md"
+	}
+	return out
 }

@@ -26,6 +26,19 @@ type apiCompareCell struct {
 	PValue      float64    `json:"p_value" doc:"Two-sided p-value of \"both runs score the same\" (paired sign-flip test; exact McNemar for pass/fail scores)."`
 	Significant bool       `json:"significant" doc:"p_value below 0.05."`
 	Tests       int        `json:"tests" doc:"Tests paired: present in both runs in this domain and level, in error in neither."`
+	// Retrieval: absent when no paired test measured retrieval in both
+	// runs (schemaDocs describes it).
+	Retrieval *apiCompareRetrieval `json:"retrieval,omitempty"`
+}
+
+// apiCompareRetrieval is how an agent's retrieval changed in a cell.
+type apiCompareRetrieval struct {
+	BaseRecallAtK float64 `json:"base_recall_at_k" doc:"Mean recall@k of those tests in the base run."`
+	HeadRecallAtK float64 `json:"head_recall_at_k" doc:"Mean recall@k of those tests in the head run."`
+	Delta         float64 `json:"delta" doc:"head_recall_at_k − base_recall_at_k."`
+	BaseHitRate   float64 `json:"base_hit_rate" doc:"Share of those tests that retrieved an expected file in the base run."`
+	HeadHitRate   float64 `json:"head_hit_rate" doc:"Share of those tests that retrieved an expected file in the head run."`
+	Tests         int     `json:"tests" doc:"Paired tests (by test id and repeat) that measured retrieval in both runs, scored in both."`
 }
 
 // apiFlip is a test whose pass/fail outcome changed.
@@ -64,6 +77,11 @@ func toAPIComparison(r *compare.Report) apiComparison {
 		for l, c := range levels {
 			m[strconv.Itoa(l)] = apiCompareCell{BaseScore: c.BaseScore, HeadScore: c.HeadScore, Delta: c.Delta,
 				CI95: [2]float64{c.CI95.Low, c.CI95.High}, PValue: c.PValue, Significant: c.Significant, Tests: c.Tests}
+			if r := c.Retrieval; r != nil {
+				cell := m[strconv.Itoa(l)]
+				cell.Retrieval = (*apiCompareRetrieval)(r)
+				m[strconv.Itoa(l)] = cell
+			}
 		}
 		out.Cells[d] = m
 	}

@@ -117,6 +117,16 @@ type apiMatrixCell struct {
 	Errors     int       `json:"errors" doc:"Tests that ended in error: not scored, never counted as failed."`
 	StdErr     *float64  `json:"stderr" doc:"Standard error of the score, over tests (a test's repeats are averaged first); null until the cell is finished or when nothing was scored."`
 	CI95       []float64 `json:"ci95" minItems:"2" maxItems:"2" nullable:"true" doc:"95% interval of the score, [low, high], over tests (a test's repeats are averaged first); null until the cell is finished or when nothing was scored."`
+	// Retrieval: absent when no result of the cell measured retrieval
+	// (schemaDocs describes it; a reference takes no description).
+	Retrieval *apiCellRetrieval `json:"retrieval,omitempty"`
+}
+
+// apiCellRetrieval is a cell's retrieval figures.
+type apiCellRetrieval struct {
+	RecallAtK float64 `json:"recall_at_k" minimum:"0" maximum:"1" doc:"Mean of the results' details.retrieval.recall_at_k: the share of a test's expected files found among the distinct files of the best k chunks retrieved (k = 5, or fewer when fewer were retrieved)."`
+	HitRate   float64 `json:"hit_rate" minimum:"0" maximum:"1" doc:"Share of those results that retrieved at least one expected file."`
+	Tests     int     `json:"tests" doc:"Results the means are over: scored (passed or failed) results with details.retrieval; results in error are left out."`
 }
 
 // apiMatrix is a run's domain × level matrix: the live one, or a stored
@@ -144,6 +154,11 @@ func toAPICells(m runs.Matrix) map[string]map[string]apiMatrixCell {
 			if c.CI95 != nil {
 				cell := row[level]
 				cell.CI95 = []float64{c.CI95.Low, c.CI95.High}
+				row[level] = cell
+			}
+			if r := c.Retrieval; r != nil {
+				cell := row[level]
+				cell.Retrieval = &apiCellRetrieval{RecallAtK: r.RecallAtK, HitRate: r.HitRate, Tests: r.Tests}
 				row[level] = cell
 			}
 		}

@@ -33,10 +33,11 @@ type apiExpected struct {
 	Type      string         `json:"type" doc:"Comparison: exact, numeric, integer, choice, contains, regex, boolean, json, tool_call, or a type an evaluator registers."`
 	Tolerance *float64       `json:"tolerance,omitempty" doc:"Relative tolerance of numeric comparisons; absent means the default, 1e-6."`
 	Arguments map[string]any `json:"arguments,omitempty" doc:"For tool_call: arguments the call must include."`
+	Sources   []string       `json:"sources,omitempty" doc:"Knowledge-base file names the agent's retrieval should find for the prompt, in a run that targets an agent: results then carry details.retrieval (recall@k, hit). They do not change the score."`
 }
 
 func toAPIExpected(e harness.Expected) apiExpected {
-	return apiExpected{Answer: e.Answer, Type: e.Type, Tolerance: e.Tolerance, Arguments: e.Arguments}
+	return apiExpected{Answer: e.Answer, Type: e.Type, Tolerance: e.Tolerance, Arguments: e.Arguments, Sources: e.Sources}
 }
 
 // apiTest is a test as the API returns it.
@@ -80,6 +81,7 @@ type apiExpectedInput struct {
 	Type      *string                  `json:"type,omitempty" doc:"Comparison: exact (the default), numeric, integer, choice, contains, regex, boolean, json, tool_call, or a type an evaluator registers."`
 	Tolerance optional[float64]        `json:"tolerance,omitzero" doc:"Relative tolerance of numeric comparisons (default 1e-6). null clears it: back to the default."`
 	Arguments optional[map[string]any] `json:"arguments,omitzero" doc:"For tool_call: arguments the call must include. null clears them."`
+	Sources   optional[[]string]       `json:"sources,omitzero" doc:"Knowledge-base file names (at most 50, each once, plain names) the agent's retrieval should find, in a run that targets an agent. null clears them."`
 }
 
 func (f *apiExpectedInput) apply(e *harness.Expected) {
@@ -89,6 +91,7 @@ func (f *apiExpectedInput) apply(e *harness.Expected) {
 		e.Tolerance = f.Tolerance.Value
 	}
 	f.Arguments.apply(&e.Arguments)
+	f.Sources.apply(&e.Sources)
 }
 
 // apiTestCreate is the body of create-test, and a test of an import.

@@ -340,6 +340,10 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	if hasRetrieval(m) {
+		fmt.Fprintf(b, "R@%d: mean recall@%d of the agent's retrieval over the cell's scored tests that list expected sources\n",
+			runs.RetrievalK, runs.RetrievalK)
+	}
 
 	fmt.Fprintf(b, "\nrun %s (%s, model %s) %s: ", info.RunID, oneLine(info.ModelName, 80), oneLine(info.Model, 80), info.Status)
 	if why := incomplete(info); why != "" {
@@ -466,22 +470,38 @@ func aggregateText(a runs.TestAggregate) string {
 }
 
 // cellText is a cell in the text table: its score with its uncertainty
-// and its status word.
+// and its status word, then the recall@k of an agent's retrieval when the
+// cell measured it ("R@5 0.83").
 func cellText(c runs.Cell) string {
+	s := c.Status
 	switch c.Status {
 	case runs.CellPassed:
-		return scoreText(c) + " pass"
+		s = scoreText(c) + " pass"
 	case runs.CellFailed:
-		return scoreText(c) + " FAIL"
+		s = scoreText(c) + " FAIL"
 	case runs.CellPartial:
-		return fmt.Sprintf("%d/%d PART", c.Done, c.Tests)
+		s = fmt.Sprintf("%d/%d PART", c.Done, c.Tests)
 	case runs.CellError:
-		return "ERROR"
+		s = "ERROR"
 	case runs.CellSkipped:
-		return "skipped"
-	default:
-		return c.Status
+		s = "skipped"
 	}
+	if r := c.Retrieval; r != nil {
+		s += fmt.Sprintf(" R@%d %.2f", runs.RetrievalK, r.RecallAtK)
+	}
+	return s
+}
+
+// hasRetrieval reports whether a cell of m measured retrieval.
+func hasRetrieval(m runs.Matrix) bool {
+	for _, levels := range m {
+		for _, c := range levels {
+			if c.Retrieval != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // scoreText is a cell's score with ± its standard error and its 95 %
@@ -531,7 +551,8 @@ func truncate(s string, n int) string {
 }
 
 // writeJSON writes run_info (counts, completeness, config), the matrix
-// (counts per cell, each score's stderr and ci95), every test result,
+// (counts per cell, each score's stderr and ci95, the retrieval figures
+// of the cells that measured them), every test result,
 // each test's aggregate over its repeats (pass_rate, pass_at_k,
 // pass_all_k) and the verdict. The document is the one json.Encoder
 // writes of the whole report with a two-space indent, written a result at

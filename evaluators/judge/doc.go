@@ -33,10 +33,12 @@
 //	  cascade: true              # optional, default false
 //	  pass_score: 0.7            # optional, default 0.5
 //	  temperature: 0             # optional, default: the endpoint's
+//	  faithfulness: false        # optional, default false
 //
 // The settings:
 //
-//   - rubric (required): what a good response does. It goes to the judge
+//   - rubric (required unless faithfulness is set): what a good response
+//     does. It goes to the judge
 //     with the test's prompt, the expected answer and its type (or a note
 //     that there is none), the tool calls the model made, and the
 //     response.
@@ -51,6 +53,10 @@
 //   - pass_score: the judge score from which a test passes (0 to 1).
 //   - temperature: the judge requests' temperature (0 to 2). Unset, none is
 //     sent. 0 gives the most repeatable verdicts on most endpoints.
+//   - faithfulness: grade whether the response is supported by the
+//     knowledge-base text an agent's retrieval gave the model, rather
+//     than by the rubric (see Faithfulness below). It cannot be combined
+//     with cascade.
 //
 // Config declares these settings; its fields say the same. ValidateConfig
 // decodes a record's config into it with harness.DecodeConfig when the
@@ -67,6 +73,26 @@
 // Registry: a test of that type needs no expected answer and is graded by
 // the rubric alone; an answer it has is shown to the judge as a reference.
 // With cascade, rubric tests skip the regex evaluator.
+//
+// # Faithfulness
+//
+// In a run that targets an agent, the engine gives each evaluator the
+// knowledge-base text the agent's retrieval gave the model
+// (EvalRequest.Retrieval). With faithfulness set, the judge is shown that
+// text, the test's prompt, the rubric as further criteria when there is
+// one, and the response, and is asked how fully the response is supported
+// by the text (FaithfulnessSystemPrompt): a claim the text does not make
+// lowers the score even when it is true, so the score measures grounding,
+// not correctness (grade correctness with a second evaluator or the
+// expected answer). The score and the pass are the judge's as usual, and
+// details["faithfulness"] is true. A request without retrieved text (a run
+// of the bare model, or an agent whose knowledge base is empty or gave
+// nothing for the prompt) is an error wrapping ErrNoRetrieval: the engine
+// records the test as an error, never as passed. A rescore gives the
+// judge the knowledge-base text the source run's system message held. The
+// retrieved text reaches an Evaluator in the same process only: the
+// plugin form of the judge gets none, so faithfulness there is always an
+// ErrNoRetrieval error.
 //
 // # Verdicts
 //

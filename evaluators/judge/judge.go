@@ -42,6 +42,13 @@ const (
 	CascadeJudged = "judged"
 )
 
+// ErrNoRetrieval reports that a faithfulness judge (Config.Faithfulness)
+// was asked to grade a response with no retrieved text to grade it
+// against: the run does not target an agent, or the agent's knowledge
+// base gave no text for the prompt (it is empty, or nothing matched). The
+// engine records such a test as an error, never as passed.
+var ErrNoRetrieval = errors.New("no retrieved text to judge faithfulness against")
+
 // ErrVerdict reports that the judge's replies held no verdict ParseVerdict
 // could read, after the retry.
 var ErrVerdict = errors.New("no readable verdict from the judge")
@@ -97,8 +104,9 @@ func New(opts Options) *Evaluator {
 
 // ValidateConfig checks an evaluator record of this type: its config
 // decodes into a Config with harness.DecodeConfig (config.rubric is a
-// non-empty string; judge_model a string; cascade a boolean; pass_score a
-// number from 0 to 1; temperature a number from 0 to 2; no other key), and
+// non-empty string, optional with faithfulness; judge_model a string;
+// cascade and faithfulness booleans, not both true; pass_score a number
+// from 0 to 1; temperature a number from 0 to 2; no other key), and
 // extraction_regex, used when cascading, compiles. Errors are a
 // *harness.ValidationError naming fields such as "config.rubric". It
 // implements harness.ConfigValidator.
@@ -126,6 +134,14 @@ func (e *Evaluator) ValidateConfig(cfg harness.EvaluatorConfig) error {
 // stricter instruction (RetryPrompt); when that reply holds none either,
 // Evaluate returns an error wrapping ErrVerdict. The score is the judge's;
 // the test passes when it reaches pass_score.
+//
+// With faithfulness set, the judge is instead given the knowledge-base
+// text the agent's retrieval gave the model (req.Retrieval.Text), the
+// test's prompt, the rubric when there is one, and the response, and is
+// asked how fully the response is supported by that text
+// (FaithfulnessSystemPrompt); details["faithfulness"] is true. A request
+// without retrieved text (not an agent run, or nothing retrieved) is an
+// error wrapping ErrNoRetrieval: the judge is not asked.
 //
 // Details: judge_score, judge_reasoning, judge_model, judge_verdict (the
 // text the score was read from), judge_attempts, pass_score,
@@ -189,7 +205,17 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 		details["cascade"] = CascadeJudged
 	}
 
-	a, err := e.ask(ctx, model, name, s, req)
+	var msgs []harness.Message
+	if s.Faithfulness {
+		if err := hasRetrieval(req); err != nil {
+			return nil, err
+		}
+		msgs = faithfulnessMessages(s.Rubric, req)
+		details["faithfulness"] = true
+	} else {
+		msgs = messages(s.Rubric, req)
+	}
+	a, err := e.ask(ctx, model, name, s, req, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -210,9 +236,25 @@ func (e *Evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*ha
 	details["judge_attempts"] = a.attempts
 	res := &harness.EvalResult{Score: v.Score, Passed: v.Score >= s.PassScore, Details: details, Usage: usage}
 	if !res.Passed {
-		details["reason"] = fmt.Sprintf("judge score %v is below pass_score %v", v.Score, s.PassScore)
+		what := "judge score"
+		if s.Faithfulness {
+			what = "faithfulness score"
+		}
+		details["reason"] = fmt.Sprintf("%s %v is below pass_score %v", what, v.Score, s.PassScore)
 	}
 	return res, nil
+}
+
+// hasRetrieval checks that a faithfulness judge has retrieved text to
+// grade against: an error wrapping ErrNoRetrieval says why not.
+func hasRetrieval(req *harness.EvalRequest) error {
+	switch {
+	case req.Retrieval == nil:
+		return fmt.Errorf("judge: faithfulness: %w: the run does not target an agent, so nothing was retrieved", ErrNoRetrieval)
+	case strings.TrimSpace(req.Retrieval.Text) == "":
+		return fmt.Errorf("judge: faithfulness: %w: the agent's knowledge base gave no text for this prompt (it is empty, or nothing matched)", ErrNoRetrieval)
+	}
+	return nil
 }
 
 // target picks the judge model and the model name sent to it.
@@ -241,8 +283,7 @@ type answer struct {
 // ask asks the judge for a verdict, once more with RetryPrompt when the
 // first reply holds none.
 func (e *Evaluator) ask(ctx context.Context, model harness.ChatModel, name string, s Config,
-	req *harness.EvalRequest) (answer, error) {
-	msgs := messages(s.Rubric, req)
+	req *harness.EvalRequest, msgs []harness.Message) (answer, error) {
 	var (
 		a       answer
 		replies []string

@@ -604,7 +604,7 @@ func TestValidateConfigMessages(t *testing.T) {
 		ec   harness.EvaluatorConfig
 		want string
 	}{
-		{harness.EvaluatorConfig{}, "config.rubric: is required: say what a good response must do"},
+		{harness.EvaluatorConfig{}, "config.rubric: is required: say what a good response must do (or set faithfulness)"},
 		{cfg("rubric", 3), "config.rubric: must be a string, not a number"},
 		{cfg("cascade", "yes"), "config.cascade: must be true or false, not a string"},
 		{cfg("pass_score", "0.5"), "config.pass_score: must be a number, not a string"},
@@ -612,7 +612,7 @@ func TestValidateConfigMessages(t *testing.T) {
 		{cfg("temperature", 3), "config.temperature: must be between 0 and 2, not 3"},
 		{cfg("passscore", 0.5), `config.passscore: unknown setting (did you mean "pass_score"?)`},
 		{cfg("judge", "gpt-4o"), `config.judge: unknown setting (did you mean "judge_model"?)`},
-		{cfg("zzzz", 1), "config.zzzz: unknown setting (known: cascade, judge_model, pass_score, rubric, temperature)"},
+		{cfg("zzzz", 1), "config.zzzz: unknown setting (known: cascade, faithfulness, judge_model, pass_score, rubric, temperature)"},
 	}
 	for _, tt := range tests {
 		err := ev.ValidateConfig(tt.ec)

@@ -56,6 +56,29 @@ type Cell struct {
 	Improved  int `json:"improved"`
 	Regressed int `json:"regressed"`
 	Unchanged int `json:"unchanged"`
+	// Retrieval is how an agent's retrieval changed in the cell, over the
+	// paired tests that measured it in both runs; nil (absent) when none
+	// did.
+	Retrieval *RetrievalChange `json:"retrieval,omitempty"`
+}
+
+// RetrievalChange compares the retrieval of two runs that target agents
+// (details.retrieval, see runs.Retrieval) over the cell's paired tests
+// that measured it in both: scored in both, by test id and repeat. The
+// same suite against two versions of a knowledge base thus says which
+// retrieves the expected files better.
+type RetrievalChange struct {
+	// BaseRecallAtK and HeadRecallAtK are the mean recall@k of the tests
+	// in each run; Delta is HeadRecallAtK − BaseRecallAtK.
+	BaseRecallAtK float64 `json:"base_recall_at_k"`
+	HeadRecallAtK float64 `json:"head_recall_at_k"`
+	Delta         float64 `json:"delta"`
+	// BaseHitRate and HeadHitRate are the shares of those tests that
+	// retrieved at least one expected file.
+	BaseHitRate float64 `json:"base_hit_rate"`
+	HeadHitRate float64 `json:"head_hit_rate"`
+	// Tests is the number of tests compared.
+	Tests int `json:"tests"`
 }
 
 // SignificantRegression reports whether the cell got significantly worse.
@@ -151,6 +174,50 @@ func Runs(base, head string, baseResults, headResults []runs.Result) (*Report, e
 	}
 	bs, _ := group(baseResults)
 	hs, order := group(headResults)
+	type sampleKey struct {
+		key
+		test   string
+		repeat int
+	}
+	// The retrieval measured by each scored base result, for pairing.
+	baseRet := map[sampleKey]*runs.Retrieval{}
+	for _, r := range baseResults {
+		if m, ok := runs.RetrievalOf(r.Details); ok && r.Status != runs.TestError {
+			baseRet[sampleKey{key{r.Domain, r.Level}, r.TestID, r.Repeat}] = m
+		}
+	}
+	retOf := map[key]*RetrievalChange{}
+	for _, r := range headResults {
+		hm, ok := runs.RetrievalOf(r.Details)
+		if !ok || r.Status == runs.TestError {
+			continue
+		}
+		k := key{r.Domain, r.Level}
+		bm, ok := baseRet[sampleKey{k, r.TestID, r.Repeat}]
+		if !ok {
+			continue
+		}
+		c := retOf[k]
+		if c == nil {
+			c = &RetrievalChange{}
+			retOf[k] = c
+		}
+		c.Tests++
+		c.BaseRecallAtK += bm.RecallAtK
+		c.HeadRecallAtK += hm.RecallAtK
+		if bm.Hit {
+			c.BaseHitRate++
+		}
+		if hm.Hit {
+			c.HeadHitRate++
+		}
+	}
+	for _, c := range retOf {
+		n := float64(c.Tests)
+		c.BaseRecallAtK, c.HeadRecallAtK = c.BaseRecallAtK/n, c.HeadRecallAtK/n
+		c.BaseHitRate, c.HeadHitRate = c.BaseHitRate/n, c.HeadHitRate/n
+		c.Delta = c.HeadRecallAtK - c.BaseRecallAtK
+	}
 	slices.SortFunc(order, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.domain, b.domain), cmp.Compare(a.level, b.level))
 	})
@@ -165,7 +232,7 @@ func Runs(base, head string, baseResults, headResults []runs.Result) (*Report, e
 		cell := Cell{
 			BaseScore: c.BaseScore, HeadScore: c.HeadScore, Delta: c.Delta, CI95: c.CI95,
 			PValue: c.PValue, Significant: c.Significant, Tests: c.Tests,
-			Improved: c.Improved, Regressed: c.Regressed, Unchanged: c.Unchanged,
+			Improved: c.Improved, Regressed: c.Regressed, Unchanged: c.Unchanged, Retrieval: retOf[k],
 		}
 		if rep.Cells[k.domain] == nil {
 			rep.Cells[k.domain] = map[int]Cell{}

@@ -22,6 +22,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // fixture is an engine over a real catalog and store (SQLite in a
@@ -61,6 +62,11 @@ type fixtureOpts struct {
 	// agents, when set, gives the engine its agents, once the stores are
 	// open.
 	agents func(f *fixture) engine.Agents
+	// anyDB: the database is dbtest's (PostgreSQL when the tests run
+	// against it) rather than a SQLite file.
+	anyDB bool
+	// queue, when set, makes the engine's runs queued (Options.Queue).
+	queue engine.Queue
 }
 
 // openStores opens a database in dir with a catalog over dir/definitions
@@ -87,6 +93,13 @@ func openStores(tb testing.TB, dir, defs string, snap *harness.Snapshot, reg ...
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
+	return openStoresIn(tb, db, defsDir, snap, reg...)
+}
+
+// openStoresIn opens a catalog over defsDir and a runs store in db.
+func openStoresIn(tb testing.TB, db *store.DB, defsDir string, snap *harness.Snapshot, reg ...*harness.Registry) (*store.DB, *catalog.Catalog, *runs.Store) {
+	tb.Helper()
+	ctx := context.Background()
 	var registry *harness.Registry
 	if len(reg) > 0 {
 		registry = reg[0]
@@ -111,7 +124,11 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{dir: t.TempDir(), events: make(chan engine.Event, 100000)}
-	f.db, f.cat, f.runs = openStores(t, f.dir, o.defs, o.snap, o.registry)
+	if o.anyDB {
+		f.db, f.cat, f.runs = openStoresIn(t, dbtest.Open(t), filepath.Join(f.dir, "definitions"), o.snap, o.registry)
+	} else {
+		f.db, f.cat, f.runs = openStores(t, f.dir, o.defs, o.snap, o.registry)
+	}
 	f.mock = llmtest.NewServer(o.llm)
 	t.Cleanup(f.mock.Close)
 	if o.timeout == 0 {
@@ -138,7 +155,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		Definitions: f.cat, Runs: f.runs, Client: model, Model: "test-model",
 		Timeout: o.timeout, Retries: o.maxRetries, BaseURL: f.mock.URL, Version: "test",
 		Concurrency: o.concurrency, LogDir: f.logDir, Registry: o.registry,
-		LogQueue: o.logQueue, MaxToolRounds: o.maxToolRounds,
+		LogQueue: o.logQueue, MaxToolRounds: o.maxToolRounds, Queue: o.queue,
 		OnEvent: func(ev engine.Event) { f.events <- ev },
 	}
 	if o.onEvent != nil {

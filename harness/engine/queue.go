@@ -269,6 +269,7 @@ func (r *run) pollCells(ctx context.Context) error {
 			continue
 		}
 		c.done, c.passed, c.failed, c.errors = s.Done, s.Passed, s.Failed, s.Errors
+		c.ret = runs.TallyOf(s.Retrieval)
 		if s.Done > 0 && c.first.IsZero() {
 			c.first = time.Now()
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
@@ -34,6 +35,13 @@ import (
 //   - Tool calls are those the source recorded (details.tool_calls).
 //   - A result that ended in error with no response is copied as an
 //     error, saying so: there is nothing to score.
+//   - Retrieval is not run again. In a rescore of a run that targeted an
+//     agent, a result whose source measured retrieval (details.retrieval)
+//     is measured again from the files the source retrieved, against
+//     today's expected sources (none when the test lists none today);
+//     an evaluator is given the knowledge-base text the source's system
+//     message held as EvalRequest.Retrieval.Text (a faithfulness judge
+//     grades against it).
 //
 // Errors: harness.ErrConflict while any run is active (the engine runs
 // one at a time) or while the source is running in another process;
@@ -328,7 +336,7 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 	})
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: src.SystemPrompt, Response: src.Response,
-		Messages: msgs, ToolCalls: calls, Model: r.info.Model,
+		Messages: msgs, ToolCalls: calls, Model: r.info.Model, Retrieval: r.storedRetrieval(src),
 		Client: &evalModel{rec: rec, own: stored, judge: r.e.opts.Client, transcript: msgs, replay: true},
 	})
 	if err != nil {
@@ -343,6 +351,13 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 	}
 	if v, ok := src.Details["tool_rounds_exceeded"]; ok {
 		res.Details["tool_rounds_exceeded"] = v
+	}
+	// Retrieval is not run again: the files the source retrieved are
+	// measured against today's expected sources.
+	if was, ok := runs.RetrievalOf(src.Details); ok {
+		if m := was.Remeasure(j.test.Expected.Sources); m != nil {
+			res.Details["retrieval"] = m.Details()
+		}
 	}
 	scored(&res, verdict, usage, start)
 	_, res.Calls = rec.result(nil)
@@ -398,4 +413,27 @@ func transcriptOf(src *runs.Result, calls []harness.ToolCall, stored []any) []ha
 		}
 	}
 	return append(msgs, harness.Message{Role: harness.RoleAssistant, Content: src.Response})
+}
+
+// storedRetrieval is what an agent's retrieval gave a stored result, as
+// far as the result records it, for the evaluator of a rescore: the
+// knowledge-base text is the source's system message after the agent's
+// system prompt (the pipeline joins the two), mode and fallback those of
+// details.retrieval. Nil when the source run did not target an agent, or
+// the system message does not begin with the agent's prompt (the agent
+// changed while the run was resumed).
+func (r *run) storedRetrieval(src *runs.Result) *harness.Retrieval {
+	c := r.info.Config
+	if c == nil || c.AgentID == "" || c.Agent == nil {
+		return nil
+	}
+	prompt := strings.TrimSpace(c.Agent.SystemPrompt)
+	if !strings.HasPrefix(src.SystemPrompt, prompt) {
+		return nil
+	}
+	out := &harness.Retrieval{Sources: []harness.Source{}, Text: strings.TrimSpace(src.SystemPrompt[len(prompt):])}
+	if was, ok := runs.RetrievalOf(src.Details); ok {
+		out.Mode, out.Fallback = was.Mode, was.Fallback
+	}
+	return out
 }

@@ -54,8 +54,9 @@ func (c *counts) score() *float64 {
 // cell is the live state of one domain × level cell. Guarded by run.mu.
 type cell struct {
 	counts
-	samples   []stats.Sample // every finished sample, for the cell's interval
-	stderr    *float64       // set by settle and leave when a sample was scored
+	ret       runs.RetrievalTally // the retrieval figures of its scored results
+	samples   []stats.Sample      // every finished sample, for the cell's interval
+	stderr    *float64            // set by settle and leave when a sample was scored
 	ci95      *stats.Interval
 	domain    string
 	level     int
@@ -69,6 +70,7 @@ type cell struct {
 // add counts a finished sample of the cell.
 func (c *cell) add(res *runs.Result) {
 	c.counts.add(res)
+	c.ret.Add(res)
 	c.samples = append(c.samples, stats.Sample{TestID: res.TestID, Repeat: res.Repeat, Score: res.Score,
 		Passed: res.Status == runs.TestPassed, Error: res.Status == runs.TestError})
 }
@@ -91,7 +93,7 @@ func (c *cell) measure() {
 
 func (c *cell) state() runs.Cell {
 	out := runs.Cell{Status: c.status, Tests: c.tests, Done: c.done, Passed: c.passed, Failed: c.failed, Errors: c.errors,
-		StdErr: c.stderr, CI95: c.ci95}
+		StdErr: c.stderr, CI95: c.ci95, Retrieval: c.ret.Cell()}
 	switch c.status {
 	case runs.CellPassed, runs.CellFailed, runs.CellError, runs.CellPartial:
 		out.Score = c.score()
@@ -712,6 +714,13 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 		Prompt: j.test.Prompt, Expected: j.test.Expected, ModelName: r.info.ModelName, SystemPrompt: p.system,
 		Details: map[string]any{},
 	}
+	// The retrieval is measured as soon as it ran: a result that ends in
+	// error later still says what was retrieved (its cell does not count
+	// it).
+	measured := r.measure(j, p)
+	if measured != nil {
+		res.Details["retrieval"] = measured
+	}
 	var usage harness.Usage
 	rec := newRecorder(start)
 	conv := p.msgs // the conversation so far
@@ -773,6 +782,9 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 	usage = usage.Add(verdict.Usage)
 	for k, v := range verdict.Details {
 		res.Details[k] = v
+	}
+	if measured != nil {
+		res.Details["retrieval"] = measured // the engine's, whatever an evaluator said
 	}
 	if len(loop.ToolCalls) > 0 {
 		res.Details["tool_calls"] = loop.DetailsOfCalls()
@@ -852,4 +864,18 @@ func (r *run) prompt(ctx context.Context, j *job) prompt {
 	}
 	p.msgs = append(p.msgs, harness.Message{Role: harness.RoleUser, Content: j.test.Prompt})
 	return p
+}
+
+// measure is details.retrieval of a job (see runs.Retrieval): for a run
+// that targets an agent, when the test lists expected sources and the
+// agent's retrieval ran; nil otherwise. In a run of the bare model,
+// expected sources are ignored.
+func (r *run) measure(j *job, p prompt) map[string]any {
+	if r.agent == nil || p.retrieval == nil {
+		return nil
+	}
+	if m := runs.MeasureRetrieval(j.test.Expected.Sources, p.retrieval); m != nil {
+		return m.Details()
+	}
+	return nil
 }

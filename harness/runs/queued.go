@@ -33,7 +33,9 @@ type Sample struct {
 // already has a result for the same test and repeat (a job executed again
 // after its worker was lost), nothing changes and inserted is false.
 // Otherwise, in the same transaction, the result's cell and run counters
-// move by one (done, passed, failed or errors, tokens); when the result is
+// move by one (done, passed, failed or errors, tokens; the cell's
+// retrieval sums when the result measured retrieval, see
+// RetrievalTally); when the result is
 // its cell's last, settle is given the cell's samples and returns the
 // cell's final state, which is stored. A run that is no longer running
 // takes no result: ErrRunEnded, nothing stored.
@@ -51,6 +53,8 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 	default:
 		errs = 1
 	}
+	var ret RetrievalTally
+	ret.Add(&r)
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		inserted = false
 		n, err := sqldb.InsertNew(ctx, tx, []*resultRow{row}, `"run_id", "test_id", "repeat"`)
@@ -61,12 +65,17 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 			return nil // a result is already stored: a no-op
 		}
 		var done, tests int
+		var cellRet RetrievalTally
 		err = tx.NewUpdate().Model((*cellRow)(nil)).
 			Set("done = done + 1").Set("passed = passed + ?", passed).Set("failed = failed + ?", failed).
 			Set("errors = errors + ?", errs).
+			Set("retrieval_tests = retrieval_tests + ?", ret.Tests).
+			Set("retrieval_recall = retrieval_recall + ?", ret.RecallSum).
+			Set("retrieval_hits = retrieval_hits + ?", ret.Hits).
 			Set("status = CASE WHEN status = ? THEN ? ELSE status END", CellPending, CellRunning).
 			Where("run_id = ? AND domain = ? AND level = ?", r.RunID, r.Domain, r.Level).
-			Returning("done, tests").Scan(ctx, &done, &tests)
+			Returning("done, tests, retrieval_tests, retrieval_recall, retrieval_hits").
+			Scan(ctx, &done, &tests, &cellRet.Tests, &cellRet.RecallSum, &cellRet.Hits)
 		if err != nil {
 			return fmt.Errorf("count result %s in its cell: %w", r.TestID, err)
 		}
@@ -88,7 +97,11 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 				Order("id").Scan(ctx, &samples); err != nil {
 				return fmt.Errorf("read the samples of cell %s/%d: %w", r.Domain, r.Level, err)
 			}
-			if err := saveCell(ctx, tx, r.RunID, r.Domain, r.Level, settle(samples)); err != nil {
+			// The samples carry no details: the cell's retrieval figures
+			// are its counters'.
+			final := settle(samples)
+			final.Retrieval = cellRet.Cell()
+			if err := saveCell(ctx, tx, r.RunID, r.Domain, r.Level, final); err != nil {
 				return err
 			}
 		}

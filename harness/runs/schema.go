@@ -70,6 +70,20 @@ var migrations = []sqldb.Migration{
 			`CREATE INDEX "run_definition_tests_domain" ON "run_definition_tests" ("hash", "domain_id", "position")`,
 		)
 	}},
+	{Version: 9, Name: "cell retrieval figures: results with details.retrieval, their recall sum and hits", Up: func(ctx context.Context, tx bun.Tx) error {
+		// Cells stored before measured no retrieval: 0 tests, read as none.
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "run_cells" ADD COLUMN "retrieval_tests" INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE "run_cells" ADD COLUMN "retrieval_recall" DOUBLE PRECISION NOT NULL DEFAULT 0`,
+			`ALTER TABLE "run_cells" ADD COLUMN "retrieval_hits" INTEGER NOT NULL DEFAULT 0`,
+		)
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx,
+			`ALTER TABLE "run_cells" ADD COLUMN "retrieval_tests" BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE "run_cells" ADD COLUMN "retrieval_recall" DOUBLE PRECISION NOT NULL DEFAULT 0`,
+			`ALTER TABLE "run_cells" ADD COLUMN "retrieval_hits" BIGINT NOT NULL DEFAULT 0`,
+		)
+	}},
 }
 
 // pgBaseline creates the runs tables on PostgreSQL as they are at version

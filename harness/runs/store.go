@@ -86,6 +86,11 @@ type cellRow struct {
 	StdErr        *float64 `bun:"stderr"`
 	CI95Low       *float64 `bun:"ci95_low"`
 	CI95High      *float64 `bun:"ci95_high"`
+	// The sums of the cell's retrieval figures (RetrievalTally); 0 tests
+	// for a cell that measured none.
+	RetrievalTests  int     `bun:"retrieval_tests,notnull"`
+	RetrievalRecall float64 `bun:"retrieval_recall,notnull"`
+	RetrievalHits   int     `bun:"retrieval_hits,notnull"`
 }
 
 type definitionsRow struct {
@@ -270,6 +275,7 @@ func (s *Store) SaveCell(ctx context.Context, runID, domain string, level int, c
 
 func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, c Cell) error {
 	var low, high *float64
+	t := TallyOf(c.Retrieval)
 	if c.CI95 != nil {
 		low, high = &c.CI95.Low, &c.CI95.High
 	}
@@ -277,6 +283,7 @@ func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, 
 		Set("status = ?", c.Status).Set("score = ?", c.Score).Set("duration_ms = ?", c.DurationMS).
 		Set("done = ?", c.Done).Set("passed = ?", c.Passed).Set("failed = ?", c.Failed).Set("errors = ?", c.Errors).
 		Set("stderr = ?", c.StdErr).Set("ci95_low = ?", low).Set("ci95_high = ?", high).
+		Set("retrieval_tests = ?", t.Tests).Set("retrieval_recall = ?", t.RecallSum).Set("retrieval_hits = ?", t.Hits).
 		Where("run_id = ? AND domain = ? AND level = ?", runID, domain, level).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("save cell %s/%d: %w", domain, level, err)
@@ -444,6 +451,7 @@ func (s *Store) Matrix(ctx context.Context, id string) (Matrix, error) {
 		if r.CI95Low != nil && r.CI95High != nil {
 			c.CI95 = &stats.Interval{Low: *r.CI95Low, High: *r.CI95High}
 		}
+		c.Retrieval = RetrievalTally{Tests: r.RetrievalTests, RecallSum: r.RetrievalRecall, Hits: r.RetrievalHits}.Cell()
 		m[r.Domain][strconv.Itoa(r.Level)] = c
 	}
 	return m, nil

@@ -147,6 +147,11 @@ type Cell struct {
 	// never narrow the interval as new tests would (see package stats).
 	StdErr *float64        `json:"stderr"`
 	CI95   *stats.Interval `json:"ci95"` // [low, high], 95 %
+	// Retrieval is the cell's recall@k and hit rate, over its scored
+	// results that measured retrieval (see CellRetrieval); nil (absent)
+	// when none did: a run that does not target an agent, or tests that
+	// list no expected sources.
+	Retrieval *CellRetrieval `json:"retrieval,omitempty"`
 }
 
 // Stats summarises a run's results.

@@ -110,6 +110,27 @@ export interface Cell {
   stderr: number | null;
   /** 95 % interval of score, [low, high]; null as stderr is. */
   ci95: [number, number] | null;
+  /** Recall@k and hit rate of an agent's retrieval; absent when no result measured it. */
+  retrieval?: CellRetrieval;
+}
+
+/** A cell's retrieval figures, over its scored results with details.retrieval. */
+export interface CellRetrieval {
+  recall_at_k: number;
+  hit_rate: number;
+  tests: number;
+}
+
+/** A result's details.retrieval: how an agent's retrieval did on the test's expected sources. */
+export interface ResultRetrieval {
+  k: number;
+  expected: string[];
+  /** The distinct files of the best k chunks, best first. */
+  retrieved: string[];
+  recall_at_k: number;
+  hit: boolean;
+  mode: string;
+  fallback?: string;
 }
 
 /** Cells by domain id, then by level (a number as a key). */
@@ -151,6 +172,8 @@ export interface Expected {
   answer: string;
   tolerance?: number | null;
   arguments?: Record<string, unknown>;
+  /** Knowledge-base files an agent's retrieval should find. */
+  sources?: string[];
 }
 
 /** A function call the model made during a test (details.tool_calls). */
@@ -173,6 +196,7 @@ export interface ResultDetails {
   error?: unknown;
   expected_type?: string;
   reason?: unknown;
+  retrieval?: ResultRetrieval;
   [key: string]: unknown;
 }
 

@@ -4,7 +4,8 @@
 
 // The domain × level matrix: a table whose cells are buttons, coloured by
 // score and labelled with a symbol, a status word, the score with the
-// margin of its 95 % interval, and the duration. It updates in place, so a focused cell keeps its focus while
+// margin of its 95 % interval, the recall@5 of an agent's retrieval when
+// the cell's tests name their expected sources, and the duration. It updates in place, so a focused cell keeps its focus while
 // the live matrix is polled.
 
 import { h, STATUS, fmtScore, fmtDuration, scoreColor, fill } from './ui.js';
@@ -116,15 +117,18 @@ export class MatrixView {
     // never reads as "failed 0%".
     const score = cell.score === null || cell.score === undefined ? (cell.status === 'error' ? 'no score' : '') : fmtScore(cell.score);
     const ci = intervalOf(cell);
+    const rec = recallOf(cell);
     fill(b,
       h('span', { class: 'cell-top' }, h('span', { class: 'sym', 'aria-hidden': 'true' }, st.sym), h('span', { class: 'cell-status' }, st.label)),
       h('span', { class: 'cell-score' }, score, ci ? h('span', { class: 'cell-ci' }, ` ±${ci.margin}`) : null),
+      rec ? h('span', { class: 'cell-recall', title: rec.text }, rec.short) : null,
       h('span', { class: 'cell-meta' }, [counts, dur].filter(Boolean).join(' · '),
         errors ? h('span', { class: 'cell-errors' }, ` · ⚠ ${errors} error${errors === 1 ? '' : 's'}`) : null));
     const name = (this.names.get(d) || {}).name || d;
     const parts = [`${name}, level ${l}: ${st.label}`];
     if (cell.score !== null && cell.score !== undefined) parts.push(`score ${fmtScore(cell.score)}`);
     if (ci) parts.push(ci.text);
+    if (rec) parts.push(rec.text);
     if (cell.tests) {
       parts.push(`${cell.done ?? 0} of ${cell.tests} tests done, ${cell.passed ?? 0} passed, ${cell.failed ?? 0} failed, ${errors} ${errors === 1 ? 'error' : 'errors'}`);
     }
@@ -132,6 +136,29 @@ export class MatrixView {
     b.setAttribute('aria-label', `${parts.join(', ')}. Show tests.`);
     if (ci) b.title = `${fmtScore(cell.score)}: ${ci.text}`; else b.removeAttribute('title');
   }
+}
+
+/** The k of recall@k: the best chunks looked at for a test's expected files. */
+export const RECALL_K = 5;
+
+/**
+ * The retrieval figures of a cell, when its results measured an agent's
+ * retrieval (tests that list expected sources, in a run that targets an
+ * agent): short is the cell's label ("R@5 0.83"), text says what it
+ * means.
+ * @param {Cell} cell
+ * @returns {{short: string, text: string} | null}
+ */
+export function recallOf(cell) {
+  const r = cell.retrieval;
+  if (!r || !r.tests) return null;
+  const recall = r.recall_at_k.toFixed(2);
+  return {
+    short: `R@${RECALL_K} ${recall}`,
+    text: `retrieval: mean recall@${RECALL_K} ${recall} (the share of each test's expected files found among the files of the ` +
+      `${RECALL_K} best chunks retrieved), hit rate ${fmtScore(r.hit_rate)} (tests that retrieved at least one expected file), ` +
+      `over ${r.tests} test${r.tests === 1 ? '' : 's'}`,
+  };
 }
 
 /**
