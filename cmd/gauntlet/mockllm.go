@@ -68,6 +68,7 @@ Flags:
 	}
 	fs.StringVar(&addr, "addr", "127.0.0.1:8081", "listen address")
 	fs.StringVar(&opts.Model, "model", llmtest.DefaultModel, "model name listed by /v1/models")
+	fs.IntVar(&opts.EmbeddingDims, "embedding-dims", 1024, "length of the vectors of /v1/embeddings: hashed bags of words, whose words collide less the longer they are")
 	fs.DurationVar(&opts.Latency, "latency", 0, "delay of every chat completion, e.g. 50ms")
 	fs.DurationVar(&opts.Jitter, "jitter", 0, "random extra delay, up to this much")
 	fs.Float64Var(&opts.ServerErrors.Rate, "error-rate", 0, "fraction of chat completions answered 500, from 0 to 1")
