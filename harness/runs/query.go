@@ -240,7 +240,19 @@ const (
 	// instead, each row tested by the LIKE scan, which keeps exactly the
 	// rows the index finds and stops at the page's end.
 	planSearchIndex
+	// planLevels reads a domain's results of one status in storage order
+	// or by score through the index of cell and status: each level's
+	// range of it holds them in that order (run_results_cell_status by
+	// id, run_results_cell_score by score), so the page is the first rows
+	// of each level's range, merged. A run stores its results domain by
+	// domain, and most scores tie (1 or 0), so neither the status index
+	// in id order nor the score index finds a domain's rows early: they
+	// would walk the domains stored before it.
+	planLevels
 )
+
+// levelIndex is the index planLevels walks for each sort.
+var levelIndex = map[string]string{SortID: "run_results_cell_status", SortScore: "run_results_cell_score"}
 
 // choosePlan picks the plan of a query; selective says which index finds
 // its rows at once. The plans are SQLite's: PostgreSQL keeps statistics
@@ -252,6 +264,9 @@ func choosePlan(db bun.IDB, q ResultQuery, sort sortSpec, selective selectivity)
 	}
 	if selective.search && searchIndexed(db, q.Search) {
 		return planSearchIndex, ""
+	}
+	if q.Domain != "" && q.Status != "" && q.Search == "" && levelIndex[sort.col] != "" {
+		return planLevels, levelIndex[sort.col]
 	}
 	filterIndex := ""
 	switch {
@@ -280,6 +295,13 @@ func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sort
 	p, index := choosePlan(s.db, q, sort, selective)
 	if p == planRowid {
 		return s.pageByRowid(ctx, runID, q, sort, from, limit)
+	}
+	if p == planLevels {
+		levels, err := s.levelsOf(ctx, runID, q)
+		if err != nil || len(levels) == 0 {
+			return nil, err
+		}
+		return s.pageLevels(ctx, runID, q, sort, from, limit, levels)
 	}
 	src, ok, err := s.source(ctx, runID, q, p, index)
 	if err != nil || !ok {
@@ -314,6 +336,69 @@ func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sort
 	}
 	more, err := s.pageAfter(ctx, sort, src, limit-len(rows), func(sel *bun.SelectQuery) *bun.SelectQuery {
 		return sel.Where(col+" "+sort.cmp()+" ?", from.value)
+	})
+	return append(rows, more...), err
+}
+
+// levelsOf returns the levels of q's domain that hold results in the run
+// (q's level alone when it names one), each found by one seek into the
+// index of cell and status.
+func (s *Store) levelsOf(ctx context.Context, runID string, q ResultQuery) ([]int, error) {
+	if q.Level != nil {
+		return []int{*q.Level}, nil
+	}
+	var levels []int
+	for last := math.MinInt32; ; {
+		var next sql.NullInt64
+		if err := s.db.NewSelect().TableExpr("run_results INDEXED BY run_results_cell_status").ColumnExpr("MIN(level)").
+			Where("run_id = ? AND domain = ? AND level > ?", runID, q.Domain, last).Scan(ctx, &next); err != nil {
+			return nil, fmt.Errorf("read results of %q: %w", runID, err)
+		}
+		if !next.Valid {
+			return levels, nil
+		}
+		last = int(next.Int64)
+		levels = append(levels, last)
+	}
+}
+
+// pageLevels reads a page under planLevels: the first rows after the
+// position of each level's range of the index, merged in the sort's order.
+func (s *Store) pageLevels(ctx context.Context, runID string, q ResultQuery, sort sortSpec, from *position, limit int, levels []int) ([]resultRow, error) {
+	read := func(limit int, where func(*bun.SelectQuery) *bun.SelectQuery) ([]resultRow, error) {
+		var union *bun.SelectQuery
+		for i, level := range levels {
+			part := s.db.NewSelect().TableExpr("run_results INDEXED BY "+levelIndex[sort.col]).Column("id").
+				Where("run_id = ? AND domain = ? AND level = ? AND status = ?", runID, q.Domain, level, q.Status)
+			part = sort.order(where(part)).Limit(int64(limit))
+			part = s.db.NewSelect().TableExpr("(?) AS ?", part, bun.Ident(fmt.Sprintf("l%d", i))).Column("id")
+			if union == nil {
+				union = part
+			} else {
+				union = union.UnionAll(part)
+			}
+		}
+		var rows []resultRow
+		if err := sort.order(s.db.NewSelect().Model(&rows).Where("id IN (?)", union)).Limit(int64(limit)).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("read results of %q: %w", runID, err)
+		}
+		return rows, nil
+	}
+	if from == nil {
+		return read(limit, func(sel *bun.SelectQuery) *bun.SelectQuery { return sel })
+	}
+	if sort.col == SortID {
+		return read(limit, func(sel *bun.SelectQuery) *bun.SelectQuery { return sel.Where("id "+sort.cmp()+" ?", from.id) })
+	}
+	// As page: the rest of the ties on the value, then the rows past it.
+	rows, err := read(limit, func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where(sort.col+" = ?", from.value).Where("id "+sort.cmp()+" ?", from.id)
+	})
+	if err != nil || len(rows) == limit {
+		return rows, err
+	}
+	more, err := read(limit-len(rows), func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where(sort.col+" "+sort.cmp()+" ?", from.value)
 	})
 	return append(rows, more...), err
 }
