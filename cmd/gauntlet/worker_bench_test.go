@@ -20,6 +20,9 @@ import (
 // with every test stored exactly once. It reports the wall time and the
 // tests per second of each.
 //
+// GAUNTLET_BENCH_NO_SEARCH_INDEX=1 drops the results' search indexes
+// first: how much of PostgreSQL's work they are.
+//
 // It starts PostgreSQL and five processes and takes minutes, so it runs
 // only when GAUNTLET_SCALE_WORKERS is set:
 //
@@ -55,6 +58,14 @@ func BenchmarkWorkers(b *testing.B) {
 func workerRun(b *testing.B, n, workers int, kill bool) time.Duration {
 	b.StopTimer()
 	c := newCluster(b, n, 100*time.Millisecond)
+	if os.Getenv("GAUNTLET_BENCH_NO_SEARCH_INDEX") != "" {
+		// An experiment: what the results' trigram indexes cost PostgreSQL.
+		for _, col := range []string{"prompt", "response", "test_id"} {
+			if _, err := c.db.Exec(`DROP INDEX IF EXISTS "run_results_search_` + col + `"`); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	var ws []*proc
 	for range workers {
 		ws = append(ws, c.worker(b, 32, "--rescue-after", "10s"))
