@@ -128,8 +128,9 @@ func TestCellStatusIndexPlans(t *testing.T) {
 	uses := func(plan, want string) bool {
 		return strings.Contains(plan, want) || (want == index && strings.Contains(plan, scoreIndex))
 	}
+	// The store reads through a handle that logs its statements.
 	log := &queryLog{}
-	b.AddQueryHook(log)
+	s = &Store{db: b.WithQueryHook(log), cache: s.cache}
 	level := 3
 	for _, tc := range []struct {
 		name string
