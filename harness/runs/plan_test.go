@@ -130,7 +130,7 @@ func TestCellStatusIndexPlans(t *testing.T) {
 	}
 	// The store reads through a handle that logs its statements.
 	log := &queryLog{}
-	s = &Store{db: b.WithQueryHook(log), cache: s.cache}
+	s = &Store{db: b.WithQueryHook(log)}
 	level := 3
 	for _, tc := range []struct {
 		name string
