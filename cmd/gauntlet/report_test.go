@@ -193,6 +193,7 @@ func TestHelperGauntletMain(t *testing.T) {
 			break
 		}
 	}
+	profileHelper()
 	main()
 	os.Exit(0)
 }

@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,6 +19,9 @@ import (
 // kills one with SIGKILL a third of the way through: the run must complete
 // with every test stored exactly once. It reports the wall time and the
 // tests per second of each.
+//
+// GAUNTLET_BENCH_NO_SEARCH_INDEX=1 drops the results' search indexes
+// first: how much of PostgreSQL's work they are.
 //
 // It starts PostgreSQL and five processes and takes minutes, so it runs
 // only when GAUNTLET_SCALE_WORKERS is set:
@@ -32,6 +39,7 @@ func BenchmarkWorkers(b *testing.B) {
 				wall := workerRun(b, n, workers, false)
 				b.ReportMetric(wall.Seconds(), "wall-s")
 				b.ReportMetric(float64(n)/wall.Seconds(), "tests/s")
+				b.ReportMetric(loadAverage(), "load-avg")
 			}
 		})
 	}
@@ -50,11 +58,21 @@ func BenchmarkWorkers(b *testing.B) {
 func workerRun(b *testing.B, n, workers int, kill bool) time.Duration {
 	b.StopTimer()
 	c := newCluster(b, n, 100*time.Millisecond)
+	if os.Getenv("GAUNTLET_BENCH_NO_SEARCH_INDEX") != "" {
+		// An experiment: what the results' trigram indexes cost PostgreSQL.
+		for _, col := range []string{"prompt", "response", "test_id"} {
+			if _, err := c.db.Exec(`DROP INDEX IF EXISTS "run_results_search_` + col + `"`); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	var ws []*proc
 	for range workers {
 		ws = append(ws, c.worker(b, 32, "--rescue-after", "10s"))
 	}
 	b.StartTimer()
+	pgDir := pgDirOf(c.url)
+	cpu0, self0, pg0 := cpuOf(cpuGroups...), selfCPU(), postgresCPU(pgDir)
 	start := time.Now()
 	id := c.start(b)
 	if kill {
@@ -66,6 +84,14 @@ func workerRun(b *testing.B, n, workers int, kill bool) time.Duration {
 	p := c.waitFor(b, id, 20*time.Minute, func(p runProgress) bool { return p.status != "running" })
 	wall := time.Since(start)
 	b.StopTimer()
+	cpu1, self1, pg1 := cpuOf(cpuGroups...), selfCPU(), postgresCPU(pgDir)
+	// CPU seconds per 1,000 tests of each part: the workers, the server,
+	// PostgreSQL, and this process (the fake model).
+	for i, g := range cpuGroups {
+		b.ReportMetric((cpu1[g]-cpu0[g]).Seconds()*1000/float64(n), cpuNames[i]+"-cpu-s/1k")
+	}
+	b.ReportMetric((pg1-pg0).Seconds()*1000/float64(n), "postgres-cpu-s/1k")
+	b.ReportMetric((self1-self0).Seconds()*1000/float64(n), "model-cpu-s/1k")
 	if p.status != "completed" || p.done != n || p.results != n || p.distinct != n {
 		b.Fatalf("run ended %+v, want completed with %d results, each once", p, n)
 	}
@@ -74,4 +100,39 @@ func workerRun(b *testing.B, n, workers int, kill bool) time.Duration {
 	b.Logf("%d workers: %d tests in %v (%.0f tests/s), 0 lost, 0 duplicated, %d jobs executed again",
 		workers, n, wall.Round(10*time.Millisecond), float64(n)/wall.Seconds(), rescued)
 	return wall
+}
+
+// cpuGroups are the command-line marks of the processes whose CPU the
+// benchmark reports (cpuNames, in the same order).
+var (
+	cpuGroups = []string{"-- worker ", "-- serve "}
+	cpuNames  = []string{"workers", "server"}
+)
+
+// pgDirOf is the directory of the test PostgreSQL server of a
+// connection URL: its socket's (host=), which holds its data.
+func pgDirOf(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("host")
+}
+
+// selfCPU is the CPU time this process has used (the fake model).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the machine's load average over the last minute.
+func loadAverage() float64 {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

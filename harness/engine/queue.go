@@ -357,6 +357,10 @@ type workRun struct {
 	run  *run
 	plan *planned
 	hash string
+	// tests reads the run's tests, results stores its results, each
+	// for the jobs that reach it at once (coalesce).
+	tests   *coalescer[string, harness.Test]
+	results *coalescer[runs.Result, bool]
 
 	mu        sync.Mutex
 	stoppedAt time.Time // when Work first found the run stopped here
@@ -417,13 +421,9 @@ func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 	if err := w.stopped(); err != nil {
 		return err
 	}
-	tests, err := e.opts.Runs.DefinitionTests(ctx, w.hash, []string{q.TestID})
+	t, err := w.tests.do(ctx, q.TestID)
 	if err != nil {
 		return fmt.Errorf("read test %s of run %s: %w", q.TestID, q.RunID, err)
-	}
-	t, ok := tests[q.TestID]
-	if !ok {
-		return fmt.Errorf("run %s has no test %s: %w", q.RunID, q.TestID, harness.ErrNotFound)
 	}
 	c := w.plan.cellOf[cellKey{t.DomainID, t.Level}]
 	if c == nil {
@@ -438,11 +438,39 @@ func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 		}
 		return w.run.ctx.Err()
 	}
-	_, err = e.opts.Runs.RecordResult(context.WithoutCancel(ctx), res, func(samples []runs.Sample) runs.Cell {
-		return settleSamples(c, samples)
-	})
+	_, err = w.results.do(context.WithoutCancel(ctx), res)
 	w.run.flushCache()
 	return err
+}
+
+// batchJobs is the most jobs of one run whose tests a worker reads in one
+// query, or whose results it stores in one transaction.
+const batchJobs = 100
+
+// coalesce sets up the worker's batched reads of the run's tests and
+// writes of its results: the jobs that reach either at once share one
+// query or one transaction (see coalescer).
+func (w *workRun) coalesce(rs *runs.Store) {
+	w.tests = &coalescer[string, harness.Test]{max: batchJobs, fn: func(ctx context.Context, ids []string) ([]harness.Test, []error) {
+		out, errs := make([]harness.Test, len(ids)), make([]error, len(ids))
+		tests, err := rs.DefinitionTests(ctx, w.hash, ids)
+		for i, id := range ids {
+			t, ok := tests[id]
+			switch {
+			case err != nil:
+				errs[i] = err
+			case !ok:
+				errs[i] = fmt.Errorf("run %s has no test %s: %w", w.run.info.RunID, id, harness.ErrNotFound)
+			}
+			out[i] = t
+		}
+		return out, errs
+	}}
+	w.results = &coalescer[runs.Result, bool]{max: batchJobs, fn: func(ctx context.Context, results []runs.Result) ([]bool, []error) {
+		return rs.RecordResults(ctx, results, func(domain string, level int, samples []runs.Sample) runs.Cell {
+			return settleSamples(w.plan.cellOf[cellKey{domain, level}], samples)
+		})
+	}}
 }
 
 // settleSamples is the final state of a cell whose samples are all
@@ -519,6 +547,7 @@ func (e *Engine) workRun(ctx context.Context, runID string) (*workRun, error) {
 		e.work.runs = map[string]*workRun{}
 	}
 	w := &workRun{run: r, plan: p, hash: cfg.DefinitionsHash}
+	w.coalesce(e.opts.Runs)
 	e.work.runs[runID] = w
 	return w, nil
 }

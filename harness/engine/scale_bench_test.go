@@ -199,7 +199,8 @@ func benchScale(b *testing.B, domains, levels, perLevel int) {
 	}), "matrix-ms")
 	// Filtered pages of 100: one cell sorted by score (the explorer's
 	// first page of a cell), the failed results of the run (none here),
-	// and one domain's passed results sorted by score.
+	// one domain's passed results sorted by score and in storage order,
+	// and one cell's passed results sorted by score.
 	lvl := 3
 	for _, pg := range []struct {
 		name string
@@ -209,6 +210,8 @@ func benchScale(b *testing.B, domains, levels, perLevel int) {
 		{"page-cell-ms", runs.ResultQuery{Domain: "d05", Level: &lvl, Sort: "-score", Limit: 100}, perLevel},
 		{"page-failed-ms", runs.ResultQuery{Status: runs.TestFailed, Limit: 100}, 0},
 		{"page-domain-passed-ms", runs.ResultQuery{Domain: "d05", Status: runs.TestPassed, Sort: "-score", Limit: 100}, levels * perLevel},
+		{"page-domain-passed-id-ms", runs.ResultQuery{Domain: "d05", Status: runs.TestPassed, Limit: 100}, levels * perLevel},
+		{"page-cell-passed-ms", runs.ResultQuery{Domain: "d05", Level: &lvl, Status: runs.TestPassed, Sort: "-score", Limit: 100}, perLevel},
 	} {
 		b.ReportMetric(best(func() error {
 			p, err := rs.QueryResults(ctx, last.RunID, pg.q)

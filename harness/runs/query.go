@@ -226,8 +226,13 @@ const (
 	// that has it.
 	planRowid
 	// planFilterIndex finds the rows through the index of the filter
-	// (status, or domain and level) and sorts their ids by the sort
-	// column: a selective filter with a score or duration sort.
+	// (status, domain and level, or both) and sorts their ids by the sort
+	// column: a selective filter with a score or duration sort. When the
+	// filter keeps many rows all the same (a domain's passed results of
+	// a million), the sort's own index is walked first for a bounded
+	// number of rows (probeSort): reading the page there is cheaper than
+	// reading every kept row, unless the sort and the filter are
+	// correlated, which the bound catches.
 	planFilterIndex
 	// planSearchIndex finds the rows through the search index and sorts
 	// them: a selective search that the index answers (searchIndexed).
@@ -235,7 +240,19 @@ const (
 	// instead, each row tested by the LIKE scan, which keeps exactly the
 	// rows the index finds and stops at the page's end.
 	planSearchIndex
+	// planLevels reads a domain's results of one status in storage order
+	// or by score through the index of cell and status: each level's
+	// range of it holds them in that order (run_results_cell_status by
+	// id, run_results_cell_score by score), so the page is the first rows
+	// of each level's range, merged. A run stores its results domain by
+	// domain, and most scores tie (1 or 0), so neither the status index
+	// in id order nor the score index finds a domain's rows early: they
+	// would walk the domains stored before it.
+	planLevels
 )
+
+// levelIndex is the index planLevels walks for each sort.
+var levelIndex = map[string]string{SortID: "run_results_cell_status", SortScore: "run_results_cell_score"}
 
 // choosePlan picks the plan of a query; selective says which index finds
 // its rows at once. The plans are SQLite's: PostgreSQL keeps statistics
@@ -248,8 +265,13 @@ func choosePlan(db bun.IDB, q ResultQuery, sort sortSpec, selective selectivity)
 	if selective.search && searchIndexed(db, q.Search) {
 		return planSearchIndex, ""
 	}
+	if q.Domain != "" && q.Status != "" && q.Search == "" && levelIndex[sort.col] != "" {
+		return planLevels, levelIndex[sort.col]
+	}
 	filterIndex := ""
 	switch {
+	case q.Status != "" && q.Domain != "":
+		filterIndex = "run_results_cell_status"
 	case q.Status != "":
 		filterIndex = "run_results_status"
 	case q.Domain != "":
@@ -274,9 +296,19 @@ func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sort
 	if p == planRowid {
 		return s.pageByRowid(ctx, runID, q, sort, from, limit)
 	}
+	if p == planLevels {
+		levels, err := s.levelsOf(ctx, runID, q)
+		if err != nil || len(levels) == 0 {
+			return nil, err
+		}
+		return s.pageLevels(ctx, runID, q, sort, from, limit, levels)
+	}
 	src, ok, err := s.source(ctx, runID, q, p, index)
 	if err != nil || !ok {
 		return nil, err
+	}
+	if p == planFilterIndex {
+		src.probe = selective.probe(limit)
 	}
 	// Through the search index, the position must not lead SQLite to
 	// walk the table or an index from it: + keeps it a plain test.
@@ -308,6 +340,69 @@ func (s *Store) page(ctx context.Context, runID string, q ResultQuery, sort sort
 	return append(rows, more...), err
 }
 
+// levelsOf returns the levels of q's domain that hold results in the run
+// (q's level alone when it names one), each found by one seek into the
+// index of cell and status.
+func (s *Store) levelsOf(ctx context.Context, runID string, q ResultQuery) ([]int, error) {
+	if q.Level != nil {
+		return []int{*q.Level}, nil
+	}
+	var levels []int
+	for last := math.MinInt32; ; {
+		var next sql.NullInt64
+		if err := s.db.NewSelect().TableExpr("run_results INDEXED BY run_results_cell_status").ColumnExpr("MIN(level)").
+			Where("run_id = ? AND domain = ? AND level > ?", runID, q.Domain, last).Scan(ctx, &next); err != nil {
+			return nil, fmt.Errorf("read results of %q: %w", runID, err)
+		}
+		if !next.Valid {
+			return levels, nil
+		}
+		last = int(next.Int64)
+		levels = append(levels, last)
+	}
+}
+
+// pageLevels reads a page under planLevels: the first rows after the
+// position of each level's range of the index, merged in the sort's order.
+func (s *Store) pageLevels(ctx context.Context, runID string, q ResultQuery, sort sortSpec, from *position, limit int, levels []int) ([]resultRow, error) {
+	read := func(limit int, where func(*bun.SelectQuery) *bun.SelectQuery) ([]resultRow, error) {
+		var union *bun.SelectQuery
+		for i, level := range levels {
+			part := s.db.NewSelect().TableExpr("run_results INDEXED BY "+levelIndex[sort.col]).Column("id").
+				Where("run_id = ? AND domain = ? AND level = ? AND status = ?", runID, q.Domain, level, q.Status)
+			part = sort.order(where(part)).Limit(int64(limit))
+			part = s.db.NewSelect().TableExpr("(?) AS ?", part, bun.Ident(fmt.Sprintf("l%d", i))).Column("id")
+			if union == nil {
+				union = part
+			} else {
+				union = union.UnionAll(part)
+			}
+		}
+		var rows []resultRow
+		if err := sort.order(s.db.NewSelect().Model(&rows).Where("id IN (?)", union)).Limit(int64(limit)).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("read results of %q: %w", runID, err)
+		}
+		return rows, nil
+	}
+	if from == nil {
+		return read(limit, func(sel *bun.SelectQuery) *bun.SelectQuery { return sel })
+	}
+	if sort.col == SortID {
+		return read(limit, func(sel *bun.SelectQuery) *bun.SelectQuery { return sel.Where("id "+sort.cmp()+" ?", from.id) })
+	}
+	// As page: the rest of the ties on the value, then the rows past it.
+	rows, err := read(limit, func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where(sort.col+" = ?", from.value).Where("id "+sort.cmp()+" ?", from.id)
+	})
+	if err != nil || len(rows) == limit {
+		return rows, err
+	}
+	more, err := read(limit-len(rows), func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where(sort.col+" "+sort.cmp()+" ?", from.value)
+	})
+	return append(rows, more...), err
+}
+
 // rowSource says where a page's rows come from, filters included.
 type rowSource struct {
 	runID string
@@ -319,7 +414,13 @@ type rowSource struct {
 	// search index finds among lo to hi, the run's.
 	search bool
 	lo, hi int64
+	// probe, for planFilterIndex, is how many rows of the sort's index
+	// are walked before the filter's index is used; 0 for none.
+	probe int64
 }
+
+// sortIndex is the index of each sort column but id: (run_id, column, id).
+var sortIndex = map[string]string{SortScore: "run_results_score", SortDurationMS: "run_results_duration"}
 
 // source returns the source of the query's rows under a plan other than
 // planRowid; ok is false when the run has no results.
@@ -370,6 +471,22 @@ func (s *Store) pageAfter(ctx context.Context, sort sortSpec, src rowSource, lim
 	where func(*bun.SelectQuery) *bun.SelectQuery) ([]resultRow, error) {
 	var rows []resultRow
 	var sel *bun.SelectQuery
+	if src.index != "" && src.probe > 0 && src.q.Search == "" {
+		probe := s.db.NewSelect().TableExpr("run_results INDEXED BY "+sortIndex[sort.col]).
+			Column("id", sort.col, "domain", "level", "status").Where("run_id = ?", src.runID)
+		probe = sort.order(where(probe)).Limit(int64(src.probe))
+		ids := filterFields(s.db.NewSelect().TableExpr("(?) AS p", probe).Column("id"), src.q, "")
+		ids = sort.order(ids).Limit(int64(limit))
+		if err := sort.order(s.db.NewSelect().Model(&rows).Where("id IN (?)", ids)).Limit(int64(limit)).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("read results of %q: %w", src.runID, err)
+		}
+		// A whole page among the first rows of the sort is the page;
+		// otherwise the kept rows are read through the filter's index.
+		if len(rows) == limit {
+			return rows, nil
+		}
+		rows = nil
+	}
 	if src.index != "" {
 		ids := filter(s.db.NewSelect().TableExpr("run_results INDEXED BY "+src.index).Column("id"), src.runID, src.q)
 		ids = sort.order(where(ids)).Limit(int64(limit))
@@ -454,7 +571,26 @@ func (s *Store) idRange(ctx context.Context, runID string) (lo, hi int64, ok boo
 // walking the run in the sort's order.
 type selectivity struct {
 	search bool // the search index: it matches few of the run's results, fewer than the other filters keep
-	filter bool // the index of the filters (status, or domain and level): they keep few
+	filter bool // the index of the filters (status, domain and level, or both): they keep few
+	// kept is how many results the filters keep and of how many (the
+	// run's tests), when counted without a search; 0 otherwise.
+	kept, of int64
+}
+
+// probe is how many rows of the sort's index to walk before reading
+// every kept row through the filter's index, for a page of limit rows:
+// four times what a page is expected to need if the kept rows are spread
+// evenly over the sort's order, or 0 (no walk) when that is no fewer
+// than the kept rows themselves.
+func (sel selectivity) probe(limit int) int64 {
+	if sel.kept <= 0 || sel.of <= sel.kept {
+		return 0
+	}
+	n := 4 * int64(limit) * sel.of / sel.kept
+	if n >= sel.kept {
+		return 0
+	}
+	return n
 }
 
 // joinCount is how many matches of a search countSearch reads the rows
@@ -471,13 +607,29 @@ func (s *Store) count(ctx context.Context, runID string, q ResultQuery, info Inf
 	if searchIndexed(s.db, q.Search) {
 		n, sel, err = s.countSearch(ctx, runID, q, info)
 	} else {
-		n, err = filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
+		n, err = s.countFilter(ctx, runID, q)
 		sel.filter = isSelective(n, info)
+		if q.Search == "" {
+			sel.kept, sel.of = n, int64(info.TotalTests)
+		}
 	}
 	if err != nil {
 		return 0, sel, fmt.Errorf("count results of %q: %w", runID, err)
 	}
 	return int(n), sel, nil
+}
+
+// countFilter counts the results of a run that q's filters keep, with the
+// search as a LIKE scan. Domain and status together are counted through
+// the index that holds both, level included, without reading a row:
+// SQLite, keeping no statistics, could as well walk the status index and
+// read each row for its domain.
+func (s *Store) countFilter(ctx context.Context, runID string, q ResultQuery) (int64, error) {
+	table := "run_results"
+	if q.Domain != "" && q.Status != "" && q.Search == "" && !sqldb.IsPG(s.db) {
+		table += " INDEXED BY run_results_cell_status"
+	}
+	return filter(s.db.NewSelect().TableExpr(table), runID, q).Count(ctx)
 }
 
 // countSearch is count for a search the index answers. The index counts
@@ -599,7 +751,7 @@ func (s *Store) EachResult(ctx context.Context, runID string, q ResultQuery, fn 
 		return err
 	}
 	var selective selectivity
-	if p, _ := choosePlan(s.db, q, sort, selectivity{true, true}); p == planFilterIndex || p == planSearchIndex {
+	if p, _ := choosePlan(s.db, q, sort, selectivity{search: true, filter: true}); p == planFilterIndex || p == planSearchIndex {
 		if _, selective, err = s.count(ctx, runID, q, info); err != nil {
 			return err
 		}

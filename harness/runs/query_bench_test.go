@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -189,6 +190,10 @@ func BenchmarkQueryResults(b *testing.B) {
 		{"errors by duration", runs.ResultQuery{Status: runs.TestError, Sort: "duration_ms"}},
 		{"by score descending", runs.ResultQuery{Sort: "-score"}},
 		{"one cell by duration descending", runs.ResultQuery{Domain: "domain3", Level: new(2), Sort: "-duration_ms"}},
+		{"one domain's passed by score descending", runs.ResultQuery{Domain: "domain3", Status: runs.TestPassed, Sort: "-score"}},
+		{"one domain's failed", runs.ResultQuery{Domain: "domain3", Status: runs.TestFailed}},
+		{"one cell's passed by score descending", runs.ResultQuery{Domain: "domain3", Level: new(2), Status: runs.TestPassed, Sort: "-score"}},
+		{"one cell's errors", runs.ResultQuery{Domain: "domain3", Level: new(2), Status: runs.TestError}},
 		{"search a common word", runs.ResultQuery{Search: "Station"}},
 		{"search a rare word", runs.ResultQuery{Search: "zebra"}},
 		{"search and filter by status, by score", runs.ResultQuery{Search: "zebra", Status: runs.TestPassed, Sort: "-score"}},
@@ -230,6 +235,81 @@ func BenchmarkQueryResults(b *testing.B) {
 			if bc.q == (runs.ResultQuery{}) {
 				b.ReportMetric(dbMiB(filepath.Join(bigDir, "runs.db")), "db-MiB")
 			}
+		})
+	}
+}
+
+// BenchmarkQueryResults1M reads pages of a run of 1,000,000 results laid
+// out as the engine stores a run of the scale benchmark (harness/engine
+// BenchmarkScale): 10 domains × 10 levels × 10,000 tests, stored domain
+// by domain and level by level, every result passed with score 1, short
+// texts. The rows are written by one INSERT … SELECT (the search index
+// kept by its triggers as always), which is much quicker than running the
+// suite (GAUNTLET_SCALE_N sets another number of results). It runs only
+// with GAUNTLET_SCALE_1M set:
+//
+//	GAUNTLET_SCALE_1M=1 go test -run '^$' -bench QueryResults1M -benchtime 5x -timeout 30m ./harness/runs/
+func BenchmarkQueryResults1M(b *testing.B) {
+	if os.Getenv("GAUNTLET_SCALE_1M") == "" {
+		b.Skip("set GAUNTLET_SCALE_1M=1 to build and read a run of a million results")
+	}
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "runs.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := runs.Open(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("GAUNTLET_SCALE_N")); err == nil && v > 0 {
+		n = v
+	}
+	if err := s.CreateRun(ctx, runs.Info{RunID: "m", StartedAt: "2026-01-02 03:04:05", ModelName: "bench",
+		Model: "m", Status: runs.StatusCompleted, TotalTests: n}, nil); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := runs.FillRun(ctx, db, "m", n); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("stored %d results in %v", n, time.Since(start).Round(time.Second))
+	level := 3
+	for _, bc := range []struct {
+		name string
+		q    runs.ResultQuery
+		want int
+	}{
+		{"one domain's passed by score descending", runs.ResultQuery{Domain: "d05", Status: runs.TestPassed, Sort: "-score"}, n / 10},
+		{"one domain's passed", runs.ResultQuery{Domain: "d05", Status: runs.TestPassed}, n / 10},
+		{"one domain's passed by duration", runs.ResultQuery{Domain: "d05", Status: runs.TestPassed, Sort: "duration_ms"}, n / 10},
+		{"one cell's passed by score descending", runs.ResultQuery{Domain: "d05", Level: &level, Status: runs.TestPassed, Sort: "-score"}, n / 100},
+		{"one cell's passed", runs.ResultQuery{Domain: "d05", Level: &level, Status: runs.TestPassed}, n / 100},
+		{"one cell by score descending", runs.ResultQuery{Domain: "d05", Level: &level, Sort: "-score"}, n / 100},
+		{"the failed results", runs.ResultQuery{Status: runs.TestFailed}, 0},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			q := bc.q
+			q.Limit = 100
+			pages := 0
+			for b.Loop() {
+				p, err := s.QueryResults(ctx, "m", q)
+				if err != nil || p.Total != bc.want || len(p.Results) != min(100, bc.want) {
+					b.Fatalf("%d results of %d, %v; want %d", len(p.Results), p.Total, err, bc.want)
+				}
+				pages++
+				if p.NextCursor != "" {
+					pages++
+					q2 := q
+					q2.Cursor = p.NextCursor
+					if p2, err := s.QueryResults(ctx, "m", q2); err != nil || len(p2.Results) != 100 {
+						b.Fatalf("next page: %d results, %v", len(p2.Results), err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(pages)/1000, "ms/page")
 		})
 	}
 }

@@ -72,7 +72,7 @@ func pages(t *testing.T, s *runs.Store, q runs.ResultQuery, n int) ([]runs.Resul
 	q.Limit = n
 	var out []runs.Result
 	total := -1
-	for range 100 {
+	for range 1000 {
 		p, err := s.QueryResults(context.Background(), "q", q)
 		if err != nil {
 			t.Fatalf("query %+v: %v", q, err)
@@ -93,7 +93,7 @@ func pages(t *testing.T, s *runs.Store, q runs.ResultQuery, n int) ([]runs.Resul
 		}
 		q.Cursor = p.NextCursor
 	}
-	t.Fatal("more than 100 pages")
+	t.Fatal("more than 1000 pages")
 	return nil, 0
 }
 
@@ -258,4 +258,111 @@ func TestQueryResultsErrors(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(s.QueryResults(ctx, "q", runs.ResultQuery{Sort: "-score", Cursor: scoreCursor})), "sort") {
 		t.Error("the error of a cursor of another sort does not say so")
 	}
+}
+
+// TestQueryResultsCommonFilters reads a run of 2,000 results whose
+// filters keep hundreds: pages of a domain's or a cell's results of one
+// status, and of one status alone, in every order, against the same
+// results filtered and sorted here. Small pages of a filter that keeps
+// many rows are looked for among the first rows of the sort's index
+// first; the passed results score above every other, so ascending by
+// score they are not there, and a few failed results take longest, so
+// the longest rows hold part of a page of them: the rows are then read
+// through the filter's index instead. Both ways give the same pages.
+func TestQueryResultsCommonFilters(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	const n = 2000
+	info := newInfo("q")
+	info.TotalTests = n
+	if err := s.CreateRun(ctx, info, nil); err != nil {
+		t.Fatal(err)
+	}
+	var all []runs.Result
+	for i := range n {
+		status, score := runs.TestPassed, 0.5+float64(i%5)/10
+		switch i / 4 % 10 {
+		case 7, 8:
+			status, score = runs.TestFailed, float64(i%4)/10
+		case 9:
+			status, score = runs.TestError, 0
+		}
+		r := result("q", fmt.Sprintf("d%d", i%4), 1+i/40%5, fmt.Sprintf("t%04d", i), score, status)
+		r.DurationMS = int64(i * 37 % 101)
+		if status == runs.TestFailed {
+			// A few failed results take longest, the others are quick:
+			// the longest rows hold a part of a page only.
+			r.DurationMS = int64(i % 50)
+			if i%8 == 0 {
+				r.DurationMS = int64(1000 + i)
+			}
+		}
+		all = append(all, r)
+	}
+	for i := 0; i < n; i += 500 {
+		if err := s.SaveResults(ctx, all[i:i+500]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	level := 2
+	for _, q := range []runs.ResultQuery{
+		{Domain: "d1", Status: runs.TestPassed, Sort: "-score"},
+		{Domain: "d1", Status: runs.TestPassed, Sort: "score"},
+		{Domain: "d2", Status: runs.TestPassed, Sort: "-duration_ms"},
+		{Domain: "d3", Status: runs.TestFailed, Sort: "duration_ms"},
+		{Domain: "d0", Status: runs.TestPassed},
+		{Domain: "d0", Status: runs.TestError, Sort: "-id"},
+		{Domain: "d1", Level: &level, Status: runs.TestPassed, Sort: "-score"},
+		{Domain: "d1", Level: &level, Status: runs.TestFailed},
+		{Status: runs.TestPassed, Sort: "-duration_ms"},
+		{Status: runs.TestFailed, Sort: "-score"},
+		{Status: runs.TestFailed, Sort: "score"},
+		{Status: runs.TestFailed, Sort: "-duration_ms"},
+	} {
+		var want []runs.Result
+		for _, r := range all {
+			if (q.Domain == "" || r.Domain == q.Domain) && (q.Level == nil || r.Level == *q.Level) && r.Status == q.Status {
+				want = append(want, r)
+			}
+		}
+		desc := strings.HasPrefix(q.Sort, "-")
+		key := func(r runs.Result) float64 {
+			switch strings.TrimPrefix(q.Sort, "-") {
+			case "score":
+				return r.Score
+			case "duration_ms":
+				return float64(r.DurationMS)
+			}
+			return 0
+		}
+		slices.SortStableFunc(want, func(a, b runs.Result) int { return cmpFloat(key(a), key(b)) })
+		if desc {
+			slices.Reverse(want)
+		}
+		name := fmt.Sprintf("%s/%v/%s/%s", q.Domain, q.Level != nil, q.Status, q.Sort)
+		for _, size := range []int{3, 7, 1000} {
+			got, total := pages(t, s, q, size)
+			if !slices.Equal(ids(got), ids(want)) || total != len(want) {
+				t.Errorf("%s, pages of %d: %d results of %d, want %d (%v…)", name, size, len(got), total, len(want), ids(got)[:min(5, len(got))])
+			}
+		}
+		var each []runs.Result
+		if err := s.EachResult(ctx, "q", q, func(r runs.Result) error { each = append(each, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids(each), ids(want)) {
+			t.Errorf("%s, EachResult: %d results, want %d", name, len(each), len(want))
+		}
+	}
+}
+
+// cmpFloat orders two numbers.
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

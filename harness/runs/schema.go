@@ -84,6 +84,20 @@ var migrations = []sqldb.Migration{
 			`ALTER TABLE "run_cells" ADD COLUMN "retrieval_hits" BIGINT NOT NULL DEFAULT 0`,
 		)
 	}},
+	{Version: 10, Name: "indexes of results by cell and status", Up: migrateCellStatus, Postgres: migrateCellStatus},
+}
+
+// migrateCellStatus adds the indexes that a run's results filtered by
+// domain and status (and level) are counted and read through: (run_id,
+// domain, level, status, id) and the same with the score before the id.
+// A domain's results of one status are counted from a range of the
+// first, checked entry by entry, never a row read; a cell's of one
+// status are one range of each, in storage order and by score. The
+// statements are the same on both databases.
+func migrateCellStatus(ctx context.Context, tx bun.Tx) error {
+	return sqldb.ExecAll(ctx, tx,
+		`CREATE INDEX "run_results_cell_status" ON "run_results" ("run_id", "domain", "level", "status", "id")`,
+		`CREATE INDEX "run_results_cell_score" ON "run_results" ("run_id", "domain", "level", "status", "score", "id")`)
 }
 
 // pgBaseline creates the runs tables on PostgreSQL as they are at version
