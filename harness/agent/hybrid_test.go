@@ -220,7 +220,6 @@ func TestReembedOnModelChange(t *testing.T) {
 	if got := e.vectorModels("a"); got["embed-a"] != 5 || len(got) != 1 {
 		t.Fatalf("stored vectors = %v", got)
 	}
-	before := e.srv.Stats().EmbeddedTexts
 
 	// A process that just started over the embedded base (a server, a
 	// "gauntlet run --agent"): its first search is hybrid already, from
@@ -239,7 +238,7 @@ func TestReembedOnModelChange(t *testing.T) {
 	}
 	e.writeKB("a", "support.md", "# Support\n\nOur helpdesk answers tickets within a day.")
 	e.waitEmbedded("a")
-	before = e.srv.Stats().EmbeddedTexts
+	before := e.srv.Stats().EmbeddedTexts
 
 	// The same model after a restart: the vectors are loaded, not made.
 	e.reopen()
