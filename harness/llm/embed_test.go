@@ -1,8 +1,12 @@
 package llm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -128,4 +132,86 @@ func TestEmbedOrder(t *testing.T) {
 	if v[0][0] != 1 || v[1][1] != 1 {
 		t.Errorf("vectors not in input order: %v", v)
 	}
+}
+
+// TestEmbedEncodings: vectors are asked for in base64; an endpoint that
+// answers numbers anyway is read, and one that refuses base64 is asked
+// again for numbers, then only for numbers.
+func TestEmbedEncodings(t *testing.T) {
+	t.Run("base64 asked, and read", func(t *testing.T) {
+		var formats []string
+		h := llmtest.NewHandler(llmtest.Options{EmbeddingDims: 8})
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body struct {
+				EncodingFormat string `json:"encoding_format"`
+			}
+			b, _ := io.ReadAll(r.Body)
+			json.Unmarshal(b, &body)
+			formats = append(formats, body.EncodingFormat)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			h.ServeHTTP(w, r)
+		}))
+		defer ts.Close()
+		c := newClient(t, ts.URL+"/v1", Options{})
+		v, err := c.Embed(context.Background(), "m", []string{"hello world"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := llmtest.Embedding("m", "hello world", 8)
+		if fmt.Sprint(v[0]) != fmt.Sprint(want) || fmt.Sprint(formats) != "[base64]" {
+			t.Errorf("vector %v (want %v), formats asked %v", v[0], want, formats)
+		}
+	})
+	t.Run("numbers answered to base64", func(t *testing.T) {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"object":"list","model":"m","data":[{"object":"embedding","index":0,"embedding":[0.5,-0.25]}],"usage":{}}`))
+		}))
+		defer ts.Close()
+		c := newClient(t, ts.URL, Options{})
+		v, err := c.Embed(context.Background(), "m", []string{"a"})
+		if err != nil || fmt.Sprint(v) != "[[0.5 -0.25]]" {
+			t.Errorf("got %v, %v", v, err)
+		}
+	})
+	t.Run("base64 refused", func(t *testing.T) {
+		var formats []string
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body struct {
+				EncodingFormat string `json:"encoding_format"`
+			}
+			json.NewDecoder(r.Body).Decode(&body)
+			formats = append(formats, body.EncodingFormat)
+			w.Header().Set("Content-Type", "application/json")
+			if body.EncodingFormat == "base64" {
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write([]byte(`{"error":{"message":"unsupported encoding_format","type":"invalid_request_error"}}`))
+				return
+			}
+			w.Write([]byte(`{"object":"list","model":"m","data":[{"object":"embedding","index":0,"embedding":[1,0]}],"usage":{}}`))
+		}))
+		defer ts.Close()
+		c := newClient(t, ts.URL, Options{})
+		for range 2 {
+			if v, err := c.Embed(context.Background(), "m", []string{"a"}); err != nil || fmt.Sprint(v) != "[[1 0]]" {
+				t.Fatalf("got %v, %v", v, err)
+			}
+		}
+		if fmt.Sprint(formats) != "[base64 float float]" {
+			t.Errorf("formats asked %v; want base64 once, then float", formats)
+		}
+	})
+	t.Run("bad base64", func(t *testing.T) {
+		for name, vec := range map[string]string{"not base64": `"%%%"`, "not float32s": `"AAA="`} {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(`{"object":"list","model":"m","data":[{"object":"embedding","index":0,"embedding":` + vec + `}],"usage":{}}`))
+			}))
+			c := newClient(t, ts.URL, Options{MaxRetries: -1})
+			if _, err := c.Embed(context.Background(), "m", []string{"a"}); !errors.Is(err, ErrMalformedResponse) {
+				t.Errorf("%s: err = %v; want ErrMalformedResponse", name, err)
+			}
+			ts.Close()
+		}
+	})
 }

@@ -127,9 +127,11 @@ type Client struct {
 	opts   Options
 	chat   openai.ChatCompletionService
 	models openai.ModelService
-	// embeddings serves Embed.
-	embeddings openai.EmbeddingService
-	stats      struct {
+	// embeddings serves Embed; floatEmbeddings is set once the endpoint
+	// refused base64-encoded vectors.
+	embeddings      openai.EmbeddingService
+	floatEmbeddings atomic.Bool
+	stats           struct {
 		calls, attempts, retries, failures atomic.Int64
 	}
 }

@@ -1,6 +1,8 @@
 package llmtest
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -86,8 +88,10 @@ func Embedding(model, text string, dims int) []float32 {
 // back. Chat completions are not affected.
 func (h *Handler) SetEmbeddingsDown(down bool) { h.embeddingsDown.Store(down) }
 
-// serveEmbeddings answers POST /v1/embeddings: {"model", "input"} with
-// input a string or an array of strings.
+// serveEmbeddings answers POST /v1/embeddings: {"model", "input",
+// "encoding_format"} with input a string or an array of strings, and the
+// vectors as JSON numbers ("float", the default) or base64 strings of
+// little-endian float32 values ("base64"), as the OpenAI API sends them.
 func (h *Handler) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 	h.embeddings.Add(1)
 	if h.embeddingsDown.Load() {
@@ -116,9 +120,9 @@ func (h *Handler) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("The model `%s` does not exist.", req.Model))
 		return
 	}
-	if req.EncodingFormat != "" && req.EncodingFormat != "float" {
+	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
 		writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "unsupported_value", "encoding_format",
-			"llmtest answers encoding_format \"float\" only.")
+			"encoding_format must be \"float\" or \"base64\".")
 		return
 	}
 	var inputs []string
@@ -137,9 +141,11 @@ func (h *Handler) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	h.embeddedTexts.Add(int64(len(inputs)))
 	type datum struct {
-		Object    string    `json:"object"`
-		Index     int       `json:"index"`
-		Embedding []float32 `json:"embedding"`
+		Object string `json:"object"`
+		Index  int    `json:"index"`
+		// Embedding is the vector: []float32, or a base64 string of its
+		// little-endian float32 values.
+		Embedding any `json:"embedding"`
 	}
 	out := struct {
 		Object string  `json:"object"`
@@ -151,7 +157,15 @@ func (h *Handler) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		} `json:"usage"`
 	}{Object: "list", Model: req.Model, Data: make([]datum, len(inputs))}
 	for i, text := range inputs {
-		out.Data[i] = datum{Object: "embedding", Index: i, Embedding: Embedding(req.Model, text, h.opts.EmbeddingDims)}
+		v := Embedding(req.Model, text, h.opts.EmbeddingDims)
+		out.Data[i] = datum{Object: "embedding", Index: i, Embedding: v}
+		if req.EncodingFormat == "base64" {
+			b := make([]byte, 4*len(v))
+			for j, x := range v {
+				binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(x))
+			}
+			out.Data[i].Embedding = base64.StdEncoding.EncodeToString(b)
+		}
 		out.Usage.PromptTokens += CountTokens(text)
 	}
 	out.Usage.TotalTokens = out.Usage.PromptTokens
