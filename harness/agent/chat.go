@@ -180,9 +180,6 @@ func (s *Service) systemMessage(ctx context.Context, a harness.Agent, message st
 		s.log.Warn("knowledge base unavailable", slog.String("agent", a.ID), slog.Any("error", err))
 		return system, harness.Retrieval{Sources: []harness.Source{}}
 	}
-	if got.Fallback != "" {
-		s.log.Warn("knowledge base search fell back to BM25", slog.String("agent", a.ID), slog.String("reason", got.Fallback))
-	}
 	if got.Text != "" {
 		system = strings.TrimSpace(system + "\n\n" + got.Text)
 	}
