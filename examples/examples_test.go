@@ -14,23 +14,7 @@ import (
 // single refused file and has what the README promises.
 func TestDefinitionsLoad(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	defs := filepath.Join(dir, "definitions")
-	if err := os.CopyFS(defs, os.DirFS("definitions")); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(ctx, filepath.Join(dir, "g.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c, res, err := catalog.Open(ctx, catalog.Options{Dir: defs, DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fe := range res.Errors {
-		t.Errorf("%s: %s", fe.File, fe.Error)
-	}
+	defs, c, res := openCopy(t, "definitions")
 	if res.Loaded.Domains < 2 || res.Loaded.Evaluators < 1 || res.Loaded.Tools < 1 {
 		t.Errorf("loaded %+v, want at least 2 domains, 1 evaluator, 1 tool", res.Loaded)
 	}
@@ -90,4 +74,30 @@ func readTree(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// openCopy copies a directory of definitions to a temporary directory
+// and opens a catalog over the copy (in a fresh database), failing the
+// test on any file the catalog cannot load. It returns the copy's path.
+func openCopy(t *testing.T, src string) (string, *catalog.Catalog, *catalog.SyncResult) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	defs := filepath.Join(dir, "definitions")
+	if err := os.CopyFS(defs, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, filepath.Join(dir, "g.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c, res, err := catalog.Open(ctx, catalog.Options{Dir: defs, DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fe := range res.Errors {
+		t.Errorf("%s: %s", fe.File, fe.Error)
+	}
+	return defs, c, res
 }

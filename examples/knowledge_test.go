@@ -13,7 +13,6 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/agent/retrieval"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // knowledgeFiles are the sample knowledge base's files, with the headings
@@ -129,23 +128,7 @@ func TestKnowledgeBaseExtracts(t *testing.T) {
 // is in that file and in no other, where the demo's model finds it.
 func TestKnowledgeSuite(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	defs := filepath.Join(dir, "definitions")
-	if err := os.CopyFS(defs, os.DirFS(filepath.Join("knowledge", "definitions"))); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(ctx, filepath.Join(dir, "g.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c, res, err := catalog.Open(ctx, catalog.Options{Dir: defs, DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fe := range res.Errors {
-		t.Errorf("%s: %s", fe.File, fe.Error)
-	}
+	defs, c, _ := openCopy(t, filepath.Join("knowledge", "definitions"))
 	before := readTree(t, defs)
 	snap, err := c.Export(ctx)
 	if err != nil {

@@ -490,20 +490,7 @@ func TestREADMEKnowledgePath(t *testing.T) {
 	}
 	script = "set -e\ntrap 'kill $srv $mock 2>/dev/null; wait' EXIT\n" + strings.Join(lines, "\n") + "\n"
 
-	dir := t.TempDir()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(dir, "examples")); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "bin")
-	os.Mkdir(bin, 0o755)
-	wrapper := "#!/bin/sh\nGAUNTLET_HELPER_MAIN=1 exec '" + os.Args[0] + "' -test.run='^TestHelperGauntletMain$' -- \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "gauntlet"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := readmeSandbox(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", script)

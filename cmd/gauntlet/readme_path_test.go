@@ -55,20 +55,7 @@ func TestREADMEDatasetPath(t *testing.T) {
 	}
 	script, want := blocks[0], blocks[1]
 
-	dir := t.TempDir()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(dir, "examples")); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "bin")
-	os.Mkdir(bin, 0o755)
-	wrapper := "#!/bin/sh\nGAUNTLET_HELPER_MAIN=1 exec '" + os.Args[0] + "' -test.run='^TestHelperGauntletMain$' -- \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "gauntlet"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := readmeSandbox(t)
 	// The mock listens on a free port and prints its URL to a file; the
 	// run waits until it serves and uses that URL; the mock is stopped
 	// when the script ends.
@@ -98,4 +85,27 @@ func TestREADMEDatasetPath(t *testing.T) {
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("the README shows\n%s\nthe commands print\n%s", want, out)
 	}
+}
+
+// readmeSandbox is a directory to run README commands in, as a user would
+// from the repository's root: examples/ is there (a link to the
+// repository's), and bin/ holds a gauntlet command that runs this test
+// binary's main.
+func readmeSandbox(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	wrapper := "#!/bin/sh\nGAUNTLET_HELPER_MAIN=1 exec '" + os.Args[0] + "' -test.run='^TestHelperGauntletMain$' -- \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "gauntlet"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
 }
