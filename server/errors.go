@@ -134,13 +134,7 @@ func (p problems) problem(ctx context.Context, err error) error {
 		// (a precondition checked under the catalog's lock).
 		return err
 	case errors.As(err, &ve):
-		details := make([]error, len(ve.Fields))
-		msgs := make([]string, len(ve.Fields))
-		for i, f := range ve.Fields {
-			details[i] = &huma.ErrorDetail{Location: "body." + f.Field, Message: f.Message, Value: f.Value}
-			msgs[i] = f.Error()
-		}
-		return huma.Error422UnprocessableEntity("validation failed: "+strings.Join(msgs, "; "), details...)
+		return validationProblem(ve, "body.", "")
 	case errors.Is(err, harness.ErrInvalid):
 		return huma.Error422UnprocessableEntity(err.Error())
 	case errors.Is(err, harness.ErrNotFound):
@@ -159,6 +153,29 @@ func (p problems) problem(ctx context.Context, err error) error {
 		p.logger().ErrorContext(ctx, "request failed", slog.Any("error", err))
 		return huma.Error500InternalServerError("internal error; the server log has the details")
 	}
+}
+
+// queryProblem is problem for an operation whose validated fields are
+// query parameters: each invalid field is located at query.<name>.
+func (p problems) queryProblem(ctx context.Context, err error) error {
+	var ve *harness.ValidationError
+	if errors.As(err, &ve) {
+		return validationProblem(ve, "query.", "query.")
+	}
+	return p.problem(ctx, err)
+}
+
+// validationProblem is the 422 of a validation error: one detail per
+// field, located at where + the field's name; each field's message in the
+// title is prefixed with named + the field's name.
+func validationProblem(ve *harness.ValidationError, where, named string) error {
+	details := make([]error, len(ve.Fields))
+	msgs := make([]string, len(ve.Fields))
+	for i, f := range ve.Fields {
+		details[i] = &huma.ErrorDetail{Location: where + f.Field, Message: f.Message, Value: f.Value}
+		msgs[i] = named + f.Error()
+	}
+	return huma.Error422UnprocessableEntity("validation failed: "+strings.Join(msgs, "; "), details...)
 }
 
 func (p problems) logger() *slog.Logger {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -92,14 +91,11 @@ func (h *kbSearchHandler) search(ctx context.Context, in *kbSearchInput) (*kbSea
 		harness.CheckText(ve, "q", in.Q)
 	}
 	if err := ve.Err(); err != nil {
-		return nil, queryProblem(err)
+		return nil, h.queryProblem(ctx, err)
 	}
 	res, err := h.kb.SearchKB(ctx, in.AgentID, in.Q, in.K)
 	if err != nil {
-		if errors.Is(err, harness.ErrInvalid) {
-			return nil, queryProblem(err)
-		}
-		return nil, h.problem(ctx, err)
+		return nil, h.queryProblem(ctx, err)
 	}
 	out := &kbSearchOutput{Body: apiKBSearch{Results: make([]apiKBSearchHit, len(res.Results)), Mode: res.Mode, Fallback: res.Fallback}}
 	if out.Body.Mode == "" {
@@ -114,20 +110,4 @@ func (h *kbSearchHandler) search(ctx context.Context, in *kbSearchInput) (*kbSea
 			BM25Rank: r.BM25Rank, VectorRank: r.VectorRank}
 	}
 	return out, nil
-}
-
-// queryProblem is a 422 whose invalid fields are query parameters
-// (query.<name>), for an operation that has no body.
-func queryProblem(err error) error {
-	var ve *harness.ValidationError
-	if !errors.As(err, &ve) {
-		return huma.Error422UnprocessableEntity(err.Error())
-	}
-	details := make([]error, len(ve.Fields))
-	msgs := make([]string, len(ve.Fields))
-	for i, f := range ve.Fields {
-		details[i] = &huma.ErrorDetail{Location: "query." + f.Field, Message: f.Message}
-		msgs[i] = f.Error()
-	}
-	return huma.Error422UnprocessableEntity("validation failed: "+strings.Join(msgs, "; "), details...)
 }

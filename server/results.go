@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
@@ -138,22 +136,6 @@ func registerResults(api huma.API, store resultQuerier, log *slog.Logger) {
 			},
 		}},
 	}, h.export)
-}
-
-// queryProblem maps a store error; validation errors name the query
-// parameter at fault.
-func (h *resultsHandler) queryProblem(ctx context.Context, err error) error {
-	var ve *harness.ValidationError
-	if !errors.As(err, &ve) {
-		return h.problem(ctx, err)
-	}
-	details := make([]error, len(ve.Fields))
-	msgs := make([]string, len(ve.Fields))
-	for i, f := range ve.Fields {
-		details[i] = &huma.ErrorDetail{Location: "query." + f.Field, Message: f.Message, Value: f.Value}
-		msgs[i] = "query." + f.Field + ": " + f.Message
-	}
-	return huma.Error422UnprocessableEntity("validation failed: "+strings.Join(msgs, "; "), details...)
 }
 
 func (h *resultsHandler) list(ctx context.Context, in *resultsInput) (*resultsOutput, error) {
