@@ -5,10 +5,9 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/gauntlet-eval/gauntlet/internal/benchmem"
 )
 
 // BenchmarkRunDetails reads get-run of a stored run of 100,000 results
@@ -29,7 +28,7 @@ func BenchmarkRunDetails(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			runtime.GC()
 			debug.FreeOSMemory()
-			stop := sampleHeapInuse()
+			stop := benchmem.SampleHeapInuse()
 			var size int64
 			b.ResetTimer()
 			for range b.N {
@@ -49,34 +48,5 @@ func BenchmarkRunDetails(b *testing.B) {
 			b.ReportMetric(stop(), "peak-heap-MiB")
 			b.ReportMetric(float64(size)/(1<<20), "body-MiB")
 		})
-	}
-}
-
-// sampleHeapInuse samples HeapInuse every 5 ms until the returned
-// function is called, which returns the peak in MiB.
-func sampleHeapInuse() func() float64 {
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return func() float64 {
-		close(done)
-		wg.Wait()
-		return float64(peak.Load()) / (1 << 20)
 	}
 }

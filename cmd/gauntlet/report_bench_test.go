@@ -7,14 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/benchmem"
 )
 
 // BenchmarkReport writes the JSON and JUnit reports of a stored run of
@@ -82,7 +80,7 @@ func BenchmarkReport(b *testing.B) {
 			var size int64
 			for b.Loop() {
 				runtime.GC()
-				stop := sampleHeap()
+				stop := benchmem.SampleHeapInuse()
 				if err := writeReport(rs, info, format, out, 0, io.Discard, io.Discard); err != nil {
 					b.Fatal(err)
 				}
@@ -96,36 +94,5 @@ func BenchmarkReport(b *testing.B) {
 			b.ReportMetric(peak, "peak-heap-MiB")
 			b.ReportMetric(float64(size)/(1<<20), "file-MiB")
 		})
-	}
-}
-
-// sampleHeap samples HeapInuse every 5 ms until the returned function is
-// called, which returns the peak in MiB.
-func sampleHeap() func() float64 {
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() float64 {
-		close(done)
-		wg.Wait()
-		return float64(peak.Load()) / (1 << 20)
 	}
 }
