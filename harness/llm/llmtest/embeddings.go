@@ -115,9 +115,7 @@ func (h *Handler) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model", "You must provide a model parameter.")
 		return
 	}
-	if h.opts.StrictModels && !contains(h.models(), req.Model) {
-		writeErrorParam(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("The model `%s` does not exist.", req.Model))
+	if h.refuseModel(w, req.Model) {
 		return
 	}
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {

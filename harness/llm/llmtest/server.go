@@ -392,6 +392,18 @@ func (h *Handler) models() []string {
 	return append([]string{h.opts.Model}, h.opts.Models...)
 }
 
+// refuseModel answers 404 model_not_found, as real endpoints do, when
+// Options.StrictModels is set and model is named but not listed; it
+// reports whether it did.
+func (h *Handler) refuseModel(w http.ResponseWriter, model string) bool {
+	if !h.opts.StrictModels || model == "" || contains(h.models(), model) {
+		return false
+	}
+	writeErrorParam(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
+		fmt.Sprintf("The model `%s` does not exist.", model))
+	return true
+}
+
 func (h *Handler) serveModels(w http.ResponseWriter) {
 	type model struct {
 		ID      string `json:"id"`
@@ -427,9 +439,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
 			"llmtest does not stream: send \"stream\": false.")
 		return false
 	}
-	if h.opts.StrictModels && req.Model != "" && !contains(h.models(), req.Model) {
-		writeErrorParam(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("The model `%s` does not exist.", req.Model))
+	if h.refuseModel(w, req.Model) {
 		return false
 	}
 
