@@ -103,16 +103,7 @@ func newAgentFixture(t *testing.T) *agentFixture {
 			}
 			return refundDays(req)
 		})},
-		agents: func(f *fixture) engine.Agents {
-			svc, err := agent.Open(context.Background(), agent.Options{DB: f.db, DataDir: f.dir, Tools: f.cat,
-				Registry: reg, Model: "configured-model"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(svc.Close)
-			af.svc = svc
-			return svc
-		}})
+		agents: openAgents(t, reg, &af.svc)})
 	ctx := context.Background()
 	model := "agent-model"
 	if _, err := af.svc.Create(ctx, harness.Agent{ID: "helpdesk", Name: "Help desk", SystemPrompt: "AGENT PROMPT", Model: &model}); err != nil {
@@ -313,4 +304,20 @@ func logText(t *testing.T, f *fixture, runID string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// openAgents is a fixture's agents: the agent service over the fixture's
+// database, catalog and data directory, with reg's tools and the model
+// "configured-model", kept in *svc and closed when the test ends.
+func openAgents(t *testing.T, reg *harness.Registry, svc **agent.Service) func(*fixture) engine.Agents {
+	return func(f *fixture) engine.Agents {
+		s, err := agent.Open(context.Background(), agent.Options{DB: f.db, DataDir: f.dir, Tools: f.cat,
+			Registry: reg, Model: "configured-model"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		*svc = s
+		return s
+	}
 }

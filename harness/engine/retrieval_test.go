@@ -135,16 +135,7 @@ func newKBFixture(t *testing.T, gated bool, queue ...engine.Queue) *kbFixture {
 			}
 			return kbAnswer(req)
 		}},
-		agents: func(f *fixture) engine.Agents {
-			svc, err := agent.Open(context.Background(), agent.Options{DB: f.db, DataDir: f.dir, Tools: f.cat,
-				Registry: reg, Model: "configured-model"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(svc.Close)
-			kf.svc = svc
-			return svc
-		}})
+		agents: openAgents(t, reg, &kf.svc)})
 	ctx := context.Background()
 	if _, err := kf.svc.Create(ctx, harness.Agent{ID: "kb", Name: "Knowledge", SystemPrompt: "Answer from the knowledge base."}); err != nil {
 		t.Fatal(err)
