@@ -71,6 +71,19 @@ type toolRow struct {
 	MockResponse  string              `bun:"mock_response,notnull"`
 }
 
+// fileRow is a definitions file the cache holds: the hash of the content
+// it holds, and for a level file the context it was checked in (see
+// syncContext) and how many tests it holds. A sync that finds a level
+// file with the same hash, checked in the same context, keeps its rows
+// instead of decoding it again.
+type fileRow struct {
+	bun.BaseModel `bun:"table:def_files"`
+	Path          string `bun:"path,pk"`
+	Hash          string `bun:"hash,notnull"`
+	Context       string `bun:"context,notnull"`
+	Tests         int    `bun:"tests,notnull"`
+}
+
 var cacheModels = []any{(*domainRow)(nil), (*levelRow)(nil), (*testRow)(nil), (*evaluatorRow)(nil), (*toolRow)(nil)}
 
 // migrations are the cache tables' schema versions. Released migrations
@@ -90,6 +103,13 @@ var migrations = []sqldb.Migration{
 	{Version: 2, Name: "level sampling parameters", Up: func(ctx context.Context, tx bun.Tx) error {
 		return sqldb.ExecAll(ctx, tx, `ALTER TABLE "def_levels" ADD COLUMN "params" text`)
 	}, Postgres: sqldb.AlreadyInBaseline},
+	{Version: 3, Name: "the files the cache holds, with their hashes", Up: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx,
+			`CREATE TABLE "def_files" ("path" VARCHAR NOT NULL, "hash" VARCHAR NOT NULL, "context" VARCHAR NOT NULL, "tests" INTEGER NOT NULL, PRIMARY KEY ("path"))`)
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx,
+			`CREATE TABLE "def_files" ("path" TEXT NOT NULL, "hash" TEXT NOT NULL, "context" TEXT NOT NULL, "tests" INTEGER NOT NULL, PRIMARY KEY ("path"))`)
+	}},
 }
 
 // pgBaseline creates the cache tables on PostgreSQL as they are at

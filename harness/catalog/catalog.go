@@ -56,6 +56,9 @@ type Catalog struct {
 	toolUsers []func(ctx context.Context, toolID string) ([]string, error)
 	// lastSync is the result of the last sync (Open runs one).
 	lastSync *SyncResult
+	// syncCtx is the context the level files were checked in at the last
+	// sync or import (see syncContext).
+	syncCtx string
 }
 
 // AddToolUsers adds a check that DeleteTool consults: it names the users

@@ -254,14 +254,6 @@ func assertInvalid(t testing.TB, err error, field string) {
 	}
 }
 
-func testIDs(ts []harness.Test) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.ID
-	}
-	return out
-}
-
 func readFile(t testing.TB, c *Catalog, rel string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(c.Dir(), filepath.FromSlash(rel)))

@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 )
@@ -259,29 +261,81 @@ func (r *refSet) HasDomain(id string) bool    { return r.domains[id] }
 func (r *refSet) HasEvaluator(id string) bool { return r.evaluators[id] }
 func (r *refSet) HasTool(id string) bool      { return r.tools[id] }
 
-// readDir loads a definitions directory. Each file is decoded and
-// validated on its own, in dependency order (evaluators, tools, domains,
-// levels); a file that fails is reported and contributes nothing, and the
-// files that depend on it fail in turn.
+// readDir loads a whole definitions directory into memory (for Load and
+// Check; a database-backed catalog streams it, see syncDB).
 func readDir(root fs.FS, reg *harness.Registry) (*loaded, error) {
-	out := &loaded{hashes: map[string]string{}}
-	refs := newRefSet()
-	v := harness.Validator{Registry: reg, Refs: refs}
+	o, err := readOutline(root, reg)
+	if err != nil {
+		return nil, err
+	}
+	sink := newMemSink()
+	errs, err := readLevels(root, o, sink)
+	if err != nil {
+		return nil, err
+	}
+	out := &loaded{snap: o.snap, hashes: o.hashes, errs: append(o.errs, errs...)}
+	out.snap.Levels, out.snap.Tests = sink.levels, sink.tests
+	for rel, h := range sink.hashes {
+		out.hashes[rel] = h
+	}
+	return out, nil
+}
+
+// outline is what reading a directory's evaluators, tools and domain
+// files produced: those definitions, the hashes of the files that loaded,
+// the errors of the evaluators and tools, and the domain folders, in
+// order, for readLevels.
+type outline struct {
+	snap    harness.Snapshot // Domains, Evaluators and Tools only
+	hashes  map[string]string
+	errs    []FileError
+	refs    *refSet
+	v       harness.Validator
+	folders []domainFolder
+}
+
+// domainFolder is a folder of domains/: its domain file's errors (kept
+// here so that they are reported before its levels'), whether it loaded,
+// and the numbers of its level files, ascending.
+type domainFolder struct {
+	id     string
+	ok     bool
+	errs   []FileError
+	levels []int
+}
+
+// readDefFile reads a definitions file; a file that cannot be read is an
+// error to report as the file's.
+func readDefFile(root fs.FS, rel string) ([]byte, error) {
+	data, err := fs.ReadFile(root, rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New("file is missing")
+	case err != nil:
+		// Not the error's text: it holds the server's absolute path.
+		return nil, fmt.Errorf("cannot read the file (%v)", errors.Unwrap(err))
+	}
+	return data, nil
+}
+
+// readOutline reads the evaluators, tools and domain files of a
+// directory. Each file is decoded and validated on its own, in dependency
+// order (evaluators, tools, domains); a file that fails is reported and
+// contributes nothing, and the files that depend on it fail in turn.
+func readOutline(root fs.FS, reg *harness.Registry) (*outline, error) {
+	out := &outline{hashes: map[string]string{}, refs: newRefSet()}
+	out.v = harness.Validator{Registry: reg, Refs: out.refs}
+	v := out.v
 	fail := func(rel string, data []byte, err error) {
 		out.errs = append(out.errs, fileErrors(rel, data, err)...)
 	}
 	read := func(rel string) ([]byte, bool) {
-		data, err := fs.ReadFile(root, rel)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			fail(rel, nil, errors.New("file is missing"))
-		case err != nil:
-			// Not the error's text: it holds the server's absolute path.
-			fail(rel, nil, fmt.Errorf("cannot read the file (%v)", errors.Unwrap(err)))
-		default:
-			return data, true
+		data, err := readDefFile(root, rel)
+		if err != nil {
+			fail(rel, nil, err)
+			return nil, false
 		}
-		return nil, false
+		return data, true
 	}
 	stem := func(rel string) string { return strings.TrimSuffix(path.Base(rel), yamlExt) }
 
@@ -308,7 +362,7 @@ func readDir(root fs.FS, reg *harness.Registry) (*loaded, error) {
 			fail(rel, data, err)
 			continue
 		}
-		refs.evaluators[e.ID] = true
+		out.refs.evaluators[e.ID] = true
 		out.snap.Evaluators = append(out.snap.Evaluators, e)
 		out.hashes[rel] = hashOf(data)
 	}
@@ -332,7 +386,7 @@ func readDir(root fs.FS, reg *harness.Registry) (*loaded, error) {
 			fail(rel, data, err)
 			continue
 		}
-		refs.tools[t.ID] = true
+		out.refs.tools[t.ID] = true
 		out.snap.Tools = append(out.snap.Tools, t)
 		out.hashes[rel] = hashOf(data)
 	}
@@ -341,7 +395,6 @@ func readDir(root fs.FS, reg *harness.Registry) (*loaded, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read definitions: %w", err)
 	}
-	testFile := map[string]string{}
 	for _, ent := range entries {
 		if !ent.IsDir() || strings.HasPrefix(ent.Name(), ".") {
 			continue
@@ -359,57 +412,290 @@ func readDir(root fs.FS, reg *harness.Registry) (*loaded, error) {
 				continue
 			}
 		}
-		data, ok := read(drel)
-		domainOK := false
-		if ok {
-			d, err := decodeDomain(data)
+		f := domainFolder{id: id, levels: levels}
+		data, err := readDefFile(root, drel)
+		if err == nil {
+			var d harness.Domain
+			d, err = decodeDomain(data)
 			if err == nil {
 				err = checkFileID(&d.ID, id)
 			}
 			if err == nil {
 				err = v.Domain(&d)
 			}
-			if err != nil {
-				fail(drel, data, err)
-			} else {
-				domainOK = true
-				refs.domains[d.ID] = true
+			if err == nil {
+				f.ok = true
+				out.refs.domains[d.ID] = true
 				out.snap.Domains = append(out.snap.Domains, d)
 				out.hashes[drel] = hashOf(data)
 			}
 		}
-		for _, lv := range levels {
-			rel := levelPath(id, lv)
-			if !domainOK {
-				fail(rel, nil, fmt.Errorf("skipped: %s did not load", drel))
+		if err != nil {
+			f.errs = fileErrors(drel, data, err)
+		}
+		out.folders = append(out.folders, f)
+	}
+	return out, nil
+}
+
+// levelFile is one level file of a directory.
+type levelFile struct {
+	rel    string
+	domain string
+	level  int
+}
+
+// levelSink takes the level files of a directory as readLevels reads
+// them, in order: each file's level and tests, or that it holds it
+// already.
+type levelSink interface {
+	// holds reports whether the sink holds the file as it is: it is then
+	// neither read nor added, only kept. It is called from several
+	// goroutines at once, and must not change the sink.
+	holds(f levelFile) bool
+	// keep takes a file the sink holds, in its turn.
+	keep(f levelFile)
+	// defined returns, of ids, those a file given to the sink before
+	// defines, each with that file's path.
+	defined(ids []string) (map[string]string, error)
+	// add takes a valid file's level and tests. When some of the ids are
+	// defined by another file it adds nothing and returns a *dupError.
+	add(f levelFile, hash string, l harness.LevelConfig, tests []harness.Test) error
+}
+
+// dupError is the ids of a file defined by other files, each with that
+// file's path.
+type dupError struct{ files map[string]string }
+
+func (e *dupError) Error() string {
+	return fmt.Sprintf("%d test ids defined in other files", len(e.files))
+}
+
+// readItem is one step of readLevels, in the directory's order: the
+// errors of a domain file, or a level file.
+type readItem struct {
+	errs  []FileError
+	level *levelFile
+	// skipped is set for a level file of a domain that did not load.
+	skipped bool
+}
+
+// readItems lists the steps of readLevels.
+func readItems(o *outline) []readItem {
+	var items []readItem
+	for _, folder := range o.folders {
+		if len(folder.errs) > 0 {
+			items = append(items, readItem{errs: folder.errs})
+		}
+		for _, lv := range folder.levels {
+			f := levelFile{rel: levelPath(folder.id, lv), domain: folder.id, level: lv}
+			items = append(items, readItem{level: &f, skipped: !folder.ok})
+		}
+	}
+	return items
+}
+
+// decoded is a level file read, decoded and checked on its own (without
+// the test ids of other files).
+type decoded struct {
+	kept    bool // the sink holds it: not read
+	data    []byte
+	hash    string
+	ok      bool // decoded: l and tests are set
+	l       harness.LevelConfig
+	tests   []harness.Test
+	err     error // the file's error, if any
+	readErr bool  // err is a failure to read it
+}
+
+func decodeFile(root fs.FS, v harness.Validator, sink levelSink, f levelFile) *decoded {
+	d := &decoded{}
+	if sink.holds(f) {
+		d.kept = true
+		return d
+	}
+	data, err := readDefFile(root, f.rel)
+	if err != nil {
+		d.err, d.readErr = err, true
+		return d
+	}
+	d.data, d.hash = data, hashOf(data)
+	if d.l, d.tests, d.err = decodeLevel(data, f.domain, f.level); d.err != nil {
+		return d
+	}
+	d.ok = true
+	d.err = checkLevel(v, &d.l, d.tests, nil)
+	return d
+}
+
+// readLevels reads the level files of every domain folder of o, in
+// order, into sink. It returns the errors of the domain files and of the
+// level files that did not load: a level of a domain that did not load,
+// a file that fails to decode or validate, or one defining a test id a
+// file read before it defines. An error of the sink ends the reading.
+//
+// Files are decoded and checked by several goroutines, a few files ahead
+// of the one the sink takes (decoding is most of a sync's work); the sink
+// takes them one at a time, in order, so that at most a few files are
+// held at once.
+func readLevels(root fs.FS, o *outline, sink levelSink) ([]FileError, error) {
+	items := readItems(o)
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	done := make(chan struct{})
+	out := make([]chan *decoded, len(items))
+	for i := range out {
+		out[i] = make(chan *decoded, 1)
+	}
+	jobs := make(chan int)
+	ahead := make(chan struct{}, 2*workers) // files decoded but not yet taken
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(jobs)
+		for i, it := range items {
+			if it.level == nil || it.skipped {
 				continue
 			}
-			data, ok := read(rel)
-			if !ok {
-				continue
+			select {
+			case ahead <- struct{}{}:
+			case <-done:
+				return
 			}
-			l, tests, err := decodeLevel(data, id, lv)
-			if err == nil {
-				err = checkLevel(v, &l, tests, rel, testFile)
+			select {
+			case jobs <- i:
+			case <-done:
+				return
 			}
-			if err != nil {
-				fail(rel, data, err)
-				continue
+		}
+	})
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				out[i] <- decodeFile(root, o.v, sink, *items[i].level)
 			}
-			for _, t := range tests {
-				testFile[t.ID] = rel
+		})
+	}
+	defer func() {
+		close(done)
+		wg.Wait()
+	}()
+
+	var errs []FileError
+	fail := func(rel string, data []byte, err error) {
+		errs = append(errs, fileErrors(rel, data, err)...)
+	}
+	for i, it := range items {
+		switch {
+		case it.level == nil:
+			errs = append(errs, it.errs...)
+			continue
+		case it.skipped:
+			fail(it.level.rel, nil, fmt.Errorf("skipped: %s did not load", domainPath(it.level.domain)))
+			continue
+		}
+		d := <-out[i]
+		<-ahead
+		if err := takeLevel(o.v, sink, *it.level, d, fail); err != nil {
+			return nil, err
+		}
+	}
+	return errs, nil
+}
+
+// takeLevel gives a decoded file to the sink, or reports its errors
+// through fail, those of its ids other files define included. The error
+// is the sink's.
+func takeLevel(v harness.Validator, sink levelSink, f levelFile, d *decoded, fail func(string, []byte, error)) error {
+	switch {
+	case d.kept:
+		sink.keep(f)
+		return nil
+	case d.readErr:
+		fail(f.rel, nil, d.err)
+		return nil
+	case !d.ok:
+		fail(f.rel, d.data, d.err)
+		return nil
+	case d.err != nil:
+		// The ids defined elsewhere are reported too, beside the rest.
+		dups, err := sink.defined(testIDs(d.tests))
+		if err != nil {
+			return err
+		}
+		fail(f.rel, d.data, checkLevel(v, &d.l, d.tests, dups))
+		return nil
+	}
+	err := sink.add(f, d.hash, d.l, d.tests)
+	var dup *dupError
+	if errors.As(err, &dup) {
+		fail(f.rel, d.data, checkLevel(v, &d.l, d.tests, dup.files))
+		return nil
+	}
+	return err
+}
+
+func testIDs(tests []harness.Test) []string {
+	ids := make([]string, len(tests))
+	for i := range tests {
+		ids[i] = tests[i].ID
+	}
+	return ids
+}
+
+// memSink holds the level files given to it in memory: readDir's sink.
+// With countOnly it keeps only the test ids (to find repeated ones) and
+// counts the levels and tests: Check's sink.
+type memSink struct {
+	countOnly       bool
+	levels          []harness.LevelConfig
+	tests           []harness.Test
+	nLevels, nTests int
+	hashes          map[string]string
+	// file is the file that defines each test id.
+	file map[string]string
+}
+
+func newMemSink() *memSink {
+	return &memSink{hashes: map[string]string{}, file: map[string]string{}}
+}
+
+func (m *memSink) holds(levelFile) bool { return false }
+
+func (m *memSink) keep(levelFile) {}
+
+func (m *memSink) defined(ids []string) (map[string]string, error) {
+	var out map[string]string
+	for _, id := range ids {
+		if rel, ok := m.file[id]; ok {
+			if out == nil {
+				out = map[string]string{}
 			}
-			out.snap.Levels = append(out.snap.Levels, l)
-			out.snap.Tests = append(out.snap.Tests, tests...)
-			out.hashes[rel] = hashOf(data)
+			out[id] = rel
 		}
 	}
 	return out, nil
 }
 
+func (m *memSink) add(f levelFile, hash string, l harness.LevelConfig, tests []harness.Test) error {
+	if dups, _ := m.defined(testIDs(tests)); dups != nil {
+		return &dupError{files: dups}
+	}
+	for _, t := range tests {
+		m.file[t.ID] = f.rel
+	}
+	m.nLevels++
+	m.nTests += len(tests)
+	m.hashes[f.rel] = hash
+	if !m.countOnly {
+		m.levels = append(m.levels, l)
+		m.tests = append(m.tests, tests...)
+	}
+	return nil
+}
+
 // checkLevel validates a level file's configuration and tests; test ids
-// must be unique within the file and across the files loaded before it.
-func checkLevel(v harness.Validator, l *harness.LevelConfig, tests []harness.Test, rel string, seen map[string]string) error {
+// must be unique within the file, and none of them in elsewhere (the ids
+// other files define, each with its file).
+func checkLevel(v harness.Validator, l *harness.LevelConfig, tests []harness.Test, elsewhere map[string]string) error {
 	ve := &harness.ValidationError{}
 	ve.Merge("", v.Level(l))
 	if math.IsNaN(l.PassThreshold) {
@@ -421,7 +707,7 @@ func checkLevel(v harness.Validator, l *harness.LevelConfig, tests []harness.Tes
 		field := "tests[" + strconv.Itoa(i) + "]"
 		ve.Merge(field, v.Test(t))
 		ve.Merge(field+".expected", checkStorable("", t.Expected))
-		if other, dup := seen[t.ID]; dup {
+		if other, dup := elsewhere[t.ID]; dup {
 			ve.Add(field+".id", "test %q is already defined in %s", t.ID, other)
 		} else if inFile[t.ID] {
 			ve.Add(field+".id", "test %q is defined twice in this file", t.ID)

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,28 +45,7 @@ func (c *Catalog) Sync(ctx context.Context) (*SyncResult, error) {
 	if c.src != nil {
 		return c.syncMem(ctx)
 	}
-	// A multi-file change that failed half-way through in this process is
-	// finished first: the files then hold all of it.
-	if err := finishPending(c.dir); err != nil {
-		return nil, fmt.Errorf("sync: %w", err)
-	}
-	l, err := readDir(os.DirFS(c.dir), c.reg)
-	if err != nil {
-		return nil, fmt.Errorf("sync: %w", err)
-	}
-	if err := c.db.RunInTx(context.WithoutCancel(ctx), nil, func(ctx context.Context, tx bun.Tx) error {
-		return rebuildCache(ctx, tx, &l.snap)
-	}); err != nil {
-		return nil, fmt.Errorf("sync: %w", err)
-	}
-	c.setIndex(&l.snap, l.hashes)
-	errs := l.errs
-	if errs == nil {
-		errs = []FileError{}
-	}
-	res := &SyncResult{Loaded: countsOf(&l.snap), Errors: errs}
-	c.lastSync = res
-	return res.clone(), nil
+	return c.syncDB(ctx)
 }
 
 // LastSync returns the result of the last sync: the one Open ran, or a
@@ -110,19 +88,31 @@ func Check(dir string, reg *harness.Registry) (*CheckResult, error) {
 	if reg == nil {
 		reg = harness.NewRegistry()
 	}
-	l, err := readDir(os.DirFS(dir), reg)
+	// The definitions are counted, not kept: a suite of any size is
+	// checked with one file's definitions at a time in memory (and the
+	// ids of its tests).
+	o, err := readOutline(os.DirFS(dir), reg)
 	if err != nil {
 		return nil, err
 	}
+	sink := newMemSink()
+	sink.countOnly = true
+	levelErrs, err := readLevels(os.DirFS(dir), o, sink)
+	if err != nil {
+		return nil, err
+	}
+	errs := append(o.errs, levelErrs...)
 	files, err := layoutFiles(os.DirFS(dir))
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Lstat(filepath.Join(dir, pendingName)); err == nil {
-		l.errs = append(l.errs, FileError{File: pendingName,
+		errs = append(errs, FileError{File: pendingName,
 			Error: "a change of several files was interrupted; it is finished when gauntlet serve or run next opens this directory"})
 	}
-	res := &CheckResult{Files: len(files), Loaded: countsOf(&l.snap), Errors: l.errs}
+	loaded := Counts{Domains: len(o.snap.Domains), Levels: sink.nLevels, Tests: sink.nTests,
+		Evaluators: len(o.snap.Evaluators), Tools: len(o.snap.Tools)}
+	res := &CheckResult{Files: len(files), Loaded: loaded, Errors: errs}
 	if res.Errors == nil {
 		res.Errors = []FileError{}
 	}
@@ -187,15 +177,23 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 		}
 	}
 	// A merge must not overwrite hand edits; a replace is asked to.
-	err = c.commit(ctx, changes, merge, func(ctx context.Context, tx bun.Tx) error {
-		return rebuildCache(ctx, tx, result)
-	})
-	if err != nil {
-		return nil, err
-	}
 	hashes := make(map[string]string, len(files))
 	for rel, data := range files {
 		hashes[rel] = hashOf(data)
+	}
+	// The files are held, after the import, in the context of its
+	// evaluators, tools and domains.
+	oldCtx := c.syncCtx
+	c.syncCtx = syncContext(hashes, c.reg)
+	err = c.commit(ctx, changes, merge, func(ctx context.Context, tx bun.Tx) error {
+		if err := rebuildCache(ctx, tx, result); err != nil {
+			return err
+		}
+		return saveFiles(ctx, tx, hashes, fileRows(hashes, levelTests(result), c.syncCtx))
+	})
+	if err != nil {
+		c.syncCtx = oldCtx
+		return nil, err
 	}
 	c.setIndex(result, hashes)
 	return &ImportResult{Merge: merge, Imported: countsOf(in), Total: countsOf(result)}, nil

@@ -66,7 +66,7 @@ func (c *Catalog) commit(ctx context.Context, changes []change, fresh bool, cach
 			return fail(err)
 		}
 	}
-	if err := c.db.RunInTx(ctx, nil, cache); err != nil {
+	if err := c.db.RunInTx(ctx, nil, c.cacheAndFiles(changes, cache)); err != nil {
 		return fail(fmt.Errorf("update cache: %w", err))
 	}
 	for _, ch := range changes {
@@ -119,7 +119,7 @@ func (c *Catalog) commitSwitch(ctx context.Context, changes []change, fresh bool
 	if err := switchFiles(c.dir, changes); err != nil {
 		return err
 	}
-	if err := c.db.RunInTx(ctx, nil, cache); err != nil {
+	if err := c.db.RunInTx(ctx, nil, c.cacheAndFiles(changes, cache)); err != nil {
 		err = fmt.Errorf("update cache: %w", err)
 		if rerr := switchFiles(c.dir, undo); rerr != nil {
 			return fmt.Errorf("%w (and rolling back the files failed: %v)", err, rerr)
@@ -137,6 +137,17 @@ func (c *Catalog) commitSwitch(ctx context.Context, changes []change, fresh bool
 		}
 	}
 	return nil
+}
+
+// cacheAndFiles is a write's transaction: the cache update, then the
+// record of the files it changed (noteFiles).
+func (c *Catalog) cacheAndFiles(changes []change, cache func(context.Context, bun.Tx) error) func(context.Context, bun.Tx) error {
+	return func(ctx context.Context, tx bun.Tx) error {
+		if err := cache(ctx, tx); err != nil {
+			return err
+		}
+		return c.noteFiles(ctx, tx, changes)
+	}
 }
 
 func upsert(ctx context.Context, tx bun.IDB, row any, conflict string) error {
