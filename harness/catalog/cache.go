@@ -84,8 +84,6 @@ type fileRow struct {
 	Tests         int    `bun:"tests,notnull"`
 }
 
-var cacheModels = []any{(*domainRow)(nil), (*levelRow)(nil), (*testRow)(nil), (*evaluatorRow)(nil), (*toolRow)(nil)}
-
 // migrations are the cache tables' schema versions. Released migrations
 // are never edited; a change is a new migration at the end.
 var migrations = []sqldb.Migration{
@@ -224,49 +222,29 @@ func insertBatches[T any](ctx context.Context, db bun.IDB, rows []T) error {
 // rebuildCache replaces the whole cache with a snapshot, in one
 // transaction.
 func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
-	for _, m := range cacheModels {
+	if err := replaceOutline(ctx, tx, s); err != nil {
+		return err
+	}
+	for _, m := range []any{(*levelRow)(nil), (*testRow)(nil)} {
 		if _, err := tx.NewDelete().Model(m).Where("1 = 1").Exec(ctx); err != nil {
 			return err
 		}
-	}
-	domains := make([]*domainRow, len(s.Domains))
-	for i, d := range s.Domains {
-		domains[i] = toDomainRow(d)
 	}
 	levels := make([]*levelRow, len(s.Levels))
 	for i, l := range s.Levels {
 		levels[i] = toLevelRow(l)
 	}
-	type key struct {
-		d string
-		l int
-	}
-	pos := map[key]int{}
-	evaluators := make([]*evaluatorRow, len(s.Evaluators))
-	for i, e := range s.Evaluators {
-		evaluators[i] = toEvaluatorRow(e)
-	}
-	tools := make([]*toolRow, len(s.Tools))
-	for i, t := range s.Tools {
-		r, err := toToolRow(t)
-		if err != nil {
-			return err
-		}
-		tools[i] = r
-	}
-	if err := insertBatches(ctx, tx, domains); err != nil {
-		return err
-	}
 	if err := insertBatches(ctx, tx, levels); err != nil {
 		return err
 	}
 	// The tests' rows are made a batch at a time: a second copy of a
-	// million tests would double what a sync holds.
+	// million tests would double what an import holds.
+	pos := map[levelKey]int{}
 	batch := make([]*testRow, 0, batchSize)
 	for start := 0; start < len(s.Tests); start += batchSize {
 		batch = batch[:0]
 		for _, t := range s.Tests[start:min(start+batchSize, len(s.Tests))] {
-			k := key{t.DomainID, t.Level}
+			k := levelKey{t.DomainID, t.Level}
 			batch = append(batch, toTestRow(t, pos[k]))
 			pos[k]++
 		}
@@ -274,10 +252,7 @@ func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
 			return err
 		}
 	}
-	if err := insertBatches(ctx, tx, evaluators); err != nil {
-		return err
-	}
-	return insertBatches(ctx, tx, tools)
+	return nil
 }
 
 // Migrate brings the definitions cache's tables in db to the newest

@@ -150,7 +150,7 @@ func isLevelPath(rel string) bool {
 }
 
 // replaceOutline replaces the cache's domains, evaluators and tools.
-func replaceOutline(ctx context.Context, tx bun.Tx, s *harness.Snapshot) error {
+func replaceOutline(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
 	for _, m := range []any{(*domainRow)(nil), (*evaluatorRow)(nil), (*toolRow)(nil)} {
 		if _, err := tx.NewDelete().Model(m).Where("1 = 1").Exec(ctx); err != nil {
 			return err
