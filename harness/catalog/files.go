@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"golang.org/x/sync/semaphore"
 )
 
 // The layout of a definitions directory. Paths are relative
@@ -471,6 +473,10 @@ func (e *dupError) Error() string {
 	return fmt.Sprintf("%d test ids defined in other files", len(e.files))
 }
 
+// decodeBudget bounds the bytes of the level files decoded at once by a
+// sync (a larger file is decoded alone). A variable for the tests.
+var decodeBudget int64 = 2 << 20
+
 // readItem is one step of readLevels, in the directory's order: the
 // errors of a domain file, or a level file.
 type readItem struct {
@@ -537,17 +543,24 @@ func decodeFile(root fs.FS, v harness.Validator, sink levelSink, f levelFile) *d
 // Files are decoded and checked by several goroutines, a few files ahead
 // of the one the sink takes (decoding is most of a sync's work); the sink
 // takes them one at a time, in order, so that at most a few files are
-// held at once.
+// held at once. The files being decoded at once total at most
+// decodeBudget bytes (or are one file): the YAML parser allocates about
+// fifty times a file's size while it decodes it.
 func readLevels(root fs.FS, o *outline, sink levelSink) ([]FileError, error) {
 	items := readItems(o)
 	workers := min(runtime.GOMAXPROCS(0), 4)
-	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
 	out := make([]chan *decoded, len(items))
 	for i := range out {
 		out[i] = make(chan *decoded, 1)
 	}
-	jobs := make(chan int)
+	type job struct {
+		i      int
+		weight int64
+	}
+	jobs := make(chan job)
 	ahead := make(chan struct{}, 2*workers) // files decoded but not yet taken
+	budget := semaphore.NewWeighted(decodeBudget)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(jobs)
@@ -557,25 +570,38 @@ func readLevels(root fs.FS, o *outline, sink levelSink) ([]FileError, error) {
 			}
 			select {
 			case ahead <- struct{}{}:
-			case <-done:
+			case <-ctx.Done():
 				return
 			}
+			var weight int64
+			if !sink.holds(*it.level) {
+				weight = 1
+				if fi, err := fs.Stat(root, it.level.rel); err == nil {
+					weight = min(max(fi.Size(), 1), decodeBudget)
+				}
+				if budget.Acquire(ctx, weight) != nil {
+					return
+				}
+			}
 			select {
-			case jobs <- i:
-			case <-done:
+			case jobs <- job{i, weight}:
+			case <-ctx.Done():
+				budget.Release(weight)
 				return
 			}
 		}
 	})
 	for range workers {
 		wg.Go(func() {
-			for i := range jobs {
-				out[i] <- decodeFile(root, o.v, sink, *items[i].level)
+			for j := range jobs {
+				d := decodeFile(root, o.v, sink, *items[j.i].level)
+				budget.Release(j.weight)
+				out[j.i] <- d
 			}
 		})
 	}
 	defer func() {
-		close(done)
+		cancel()
 		wg.Wait()
 	}()
 

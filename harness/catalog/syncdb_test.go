@@ -383,3 +383,32 @@ func TestSyncDatabaseFailure(t *testing.T) {
 		t.Fatalf("sync after the failure: %+v", res)
 	}
 }
+
+// Files larger than the decoding budget are decoded one at a time; the
+// result is the same, in the same order.
+func TestSyncDecodeBudget(t *testing.T) {
+	dir := streamDir(t)
+	for d := range 3 {
+		for l := range 6 {
+			id := fmt.Sprintf("extra%d", d)
+			writeFile(t, dir, "domains/"+id+"/domain.yaml", "name: "+id+"\n")
+			// Every third file repeats an id of the file before it.
+			ids := []string{}
+			if l%3 == 2 {
+				ids = append(ids, fmt.Sprintf("%s-l%d-0", id, l-1))
+			}
+			writeFile(t, dir, levelPath(id, l), levelYAML(fmt.Sprintf("%s-l%d", id, l), 5, ids...))
+		}
+	}
+	_, want := openAt(t, dir)
+	if len(want.Errors) != 6 {
+		t.Fatalf("want 6 errors, got %+v", want.Errors)
+	}
+	old := decodeBudget
+	decodeBudget = 1
+	t.Cleanup(func() { decodeBudget = old })
+	_, got := openAt(t, dir)
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Fatalf("with a budget of one byte:\n%s\nwant:\n%s", g, w)
+	}
+}
