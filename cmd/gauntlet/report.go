@@ -716,82 +716,119 @@ func (r *report) properties() []junitProperty {
 // once to count, once to write, a cell at a time.
 func (r *report) writeJUnit(w io.Writer) error {
 	// The suites without their cases: counts and durations.
-	doc, err := r.junitSuites(r.samples, false)
+	doc, err := r.junitSuites(r.samples)
 	if err != nil {
 		return err
 	}
 	xmlSafeSuites(&doc)
-
-	bw := bufio.NewWriterSize(w, 64<<10)
-	if _, err := io.WriteString(bw, xml.Header); err != nil {
+	x := newJUnitWriter(w)
+	if err := x.open(doc); err != nil {
 		return err
 	}
+	if err := r.writeJUnitSuites(x, doc, ""); err != nil {
+		return err
+	}
+	return x.close()
+}
+
+// junitWriter writes a JUnit document a suite, or a case, at a time.
+type junitWriter struct {
+	bw  *bufio.Writer
+	enc *xml.Encoder
+}
+
+func newJUnitWriter(w io.Writer) *junitWriter {
+	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := xml.NewEncoder(bw)
 	enc.Indent("", "  ")
-	attr := func(name, value string) xml.Attr { return xml.Attr{Name: xml.Name{Local: name}, Value: value} }
-	suiteStart := func(s *junitSuite) xml.StartElement {
-		st := xml.StartElement{Name: xml.Name{Local: "testsuite"}, Attr: []xml.Attr{attr("name", s.Name),
-			attr("tests", strconv.Itoa(s.Tests)), attr("failures", strconv.Itoa(s.Failures)), attr("errors", strconv.Itoa(s.Errors)),
-			attr("time", s.Time)}}
-		if s.Timestamp != "" {
-			st.Attr = append(st.Attr, attr("timestamp", s.Timestamp))
-		}
-		return st
-	}
-	root := xml.StartElement{Name: xml.Name{Local: "testsuites"}, Attr: []xml.Attr{attr("name", doc.Name),
-		attr("tests", strconv.Itoa(doc.Tests)), attr("failures", strconv.Itoa(doc.Failures)), attr("errors", strconv.Itoa(doc.Errors)),
-		attr("time", doc.Time)}}
-	if err := enc.EncodeToken(root); err != nil {
+	return &junitWriter{bw: bw, enc: enc}
+}
+
+func xmlAttr(name, value string) xml.Attr { return xml.Attr{Name: xml.Name{Local: name}, Value: value} }
+
+// open writes the XML header and the root element's start, with doc's
+// name and totals.
+func (x *junitWriter) open(doc junitSuites) error {
+	if _, err := io.WriteString(x.bw, xml.Header); err != nil {
 		return err
 	}
+	return x.enc.EncodeToken(xml.StartElement{Name: xml.Name{Local: "testsuites"}, Attr: []xml.Attr{xmlAttr("name", doc.Name),
+		xmlAttr("tests", strconv.Itoa(doc.Tests)), xmlAttr("failures", strconv.Itoa(doc.Failures)),
+		xmlAttr("errors", strconv.Itoa(doc.Errors)), xmlAttr("time", doc.Time)}})
+}
+
+// suite writes a whole suite, its cases included.
+func (x *junitWriter) suite(s junitSuite) error {
+	return x.enc.EncodeElement(s, xml.StartElement{Name: xml.Name{Local: "testsuite"}})
+}
+
+// close ends the root element and flushes the document.
+func (x *junitWriter) close() error {
+	if err := x.enc.EncodeToken(xml.EndElement{Name: xml.Name{Local: "testsuites"}}); err != nil {
+		return err
+	}
+	if err := x.enc.Flush(); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(x.bw, "\n"); err != nil {
+		return err
+	}
+	return x.bw.Flush()
+}
+
+// writeJUnitSuites writes the report's suites, a cell at a time: doc is
+// the document of their counts (junitSuites without cases, made safe for
+// XML), in the order of the cells, the gate's suite last. A label (a
+// sweep's run) prefixes each suite's name ("<label>/") and each case's
+// class ("<label>.").
+func (r *report) writeJUnitSuites(x *junitWriter, doc junitSuites, label string) error {
+	named := func(name, sep string) string {
+		if label == "" {
+			return name
+		}
+		return xmlSafe(label) + sep + name
+	}
 	i := 0
-	err = eachCell(r.results, func(cell []runs.Result) error {
+	err := eachCell(r.results, func(cell []runs.Result) error {
 		s := &doc.Suites[i]
 		i++
-		start := suiteStart(s)
-		if err := enc.EncodeToken(start); err != nil {
+		start := xml.StartElement{Name: xml.Name{Local: "testsuite"}, Attr: []xml.Attr{xmlAttr("name", named(s.Name, "/")),
+			xmlAttr("tests", strconv.Itoa(s.Tests)), xmlAttr("failures", strconv.Itoa(s.Failures)),
+			xmlAttr("errors", strconv.Itoa(s.Errors)), xmlAttr("time", s.Time)}}
+		if s.Timestamp != "" {
+			start.Attr = append(start.Attr, xmlAttr("timestamp", s.Timestamp))
+		}
+		if err := x.enc.EncodeToken(start); err != nil {
 			return err
 		}
-		if err := enc.EncodeElement(junitProperties{s.Properties}, xml.StartElement{Name: xml.Name{Local: "properties"}}); err != nil {
+		if err := x.enc.EncodeElement(junitProperties{s.Properties}, xml.StartElement{Name: xml.Name{Local: "properties"}}); err != nil {
 			return err
 		}
 		for _, e := range r.cellCases(cell) {
 			c := e.c
+			c.Classname = named(c.Classname, ".")
 			xmlSafeCase(&c)
-			if err := enc.EncodeElement(c, xml.StartElement{Name: xml.Name{Local: "testcase"}}); err != nil {
+			if err := x.enc.EncodeElement(c, xml.StartElement{Name: xml.Name{Local: "testcase"}}); err != nil {
 				return err
 			}
 		}
-		return enc.EncodeToken(start.End())
+		return x.enc.EncodeToken(start.End())
 	})
 	if err != nil {
 		return err
 	}
-	if err := enc.EncodeElement(doc.Suites[len(doc.Suites)-1], xml.StartElement{Name: xml.Name{Local: "testsuite"}}); err != nil {
-		return err
+	gate := doc.Suites[len(doc.Suites)-1]
+	gate.Name = named(gate.Name, "/")
+	for j := range gate.Cases {
+		gate.Cases[j].Classname = named(gate.Cases[j].Classname, ".")
 	}
-	if err := enc.EncodeToken(root.End()); err != nil {
-		return err
-	}
-	if err := enc.Flush(); err != nil {
-		return err
-	}
-	if _, err := io.WriteString(bw, "\n"); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// junit is the report as JUnit test suites in memory, as writeJUnit
-// writes them: for a sweep, which puts several runs in one document.
-func (r *report) junit() (junitSuites, error) {
-	return r.junitSuites(r.results, true)
+	return x.suite(gate)
 }
 
 // junitSuites is the report's document of JUnit suites, one per cell read
-// from src and the gate's last, with their counts and durations, and
-// their cases when withCases.
-func (r *report) junitSuites(src resultSource, withCases bool) (junitSuites, error) {
+// from src and the gate's last, with their counts and durations; the
+// cells' suites without their cases (writeJUnitSuites writes those).
+func (r *report) junitSuites(src resultSource) (junitSuites, error) {
 	info := r.info
 	props := r.properties()
 	stamp := strings.Replace(info.StartedAt, " ", "T", 1)
@@ -808,9 +845,6 @@ func (r *report) junitSuites(src resultSource, withCases bool) (junitSuites, err
 			}
 			ms += e.ms
 			s.Tests++
-			if withCases {
-				s.Cases = append(s.Cases, e.c)
-			}
 		}
 		s.Time = seconds(ms)
 		doc.Suites = append(doc.Suites, s)
@@ -824,22 +858,6 @@ func (r *report) junitSuites(src resultSource, withCases bool) (junitSuites, err
 		doc.Errors += s.Errors
 	}
 	return doc, err
-}
-
-// writeJUnitDoc writes doc as an XML document, leaving out what XML 1.0
-// cannot carry.
-func writeJUnitDoc(w io.Writer, doc junitSuites) error {
-	xmlSafeSuites(&doc)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
 }
 
 // gateSuite is the suite holding the verdict's test case.

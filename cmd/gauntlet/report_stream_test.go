@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/compare"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -119,11 +123,7 @@ func TestReportsStreamed(t *testing.T) {
 			if err := streamed.writeJUnit(&got); err != nil {
 				t.Fatal(err)
 			}
-			doc, err := mem.junit()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := writeJUnitDoc(&want, doc); err != nil {
+			if err := writeJUnitDoc(&want, wholeJUnit(t, mem)); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Bytes(), want.Bytes()) {
@@ -153,4 +153,131 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// wholeJUnit is a report's JUnit document made in memory, every case of
+// every suite: what the streamed writers are compared with.
+func wholeJUnit(t *testing.T, r *report) junitSuites {
+	t.Helper()
+	doc, err := r.junitSuites(r.results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	if err := eachCell(r.results, func(cell []runs.Result) error {
+		for _, e := range r.cellCases(cell) {
+			doc.Suites[i].Cases = append(doc.Suites[i].Cases, e.c)
+		}
+		i++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// writeJUnitDoc writes doc as an XML document, leaving out what XML 1.0
+// cannot carry.
+func writeJUnitDoc(w io.Writer, doc junitSuites) error {
+	xmlSafeSuites(&doc)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// TestSweepReportsStreamed: a sweep's JSON and JUnit reports, each run's
+// results streamed from its store, are byte for byte the documents made
+// of the whole sweep in memory: the value json.Encoder writes, and the
+// JUnit document of every run's suites and the comparison's.
+func TestSweepReportsStreamed(t *testing.T) {
+	var sweep []sweepRun
+	var mems []*report
+	for i, repeats := range []int{1, 2} {
+		rs, info := storedRun(t, repeats)
+		streamed, err := loadReport(rs, info, 0.9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := rs.Results(context.Background(), info.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sweep = append(sweep, sweepRun{model: fmt.Sprintf("m%d", i), label: fmt.Sprintf("run <%d> & co", i), rep: streamed})
+		mems = append(mems, newReport(info, streamed.matrix, all, 0.9))
+	}
+	sweep = append(sweep, sweepRun{model: "down", label: "down", err: errors.New("the model <down> refused")})
+	cmp := &compare.ManyReport{Base: "a", Runs: []compare.ManyRun{{RunID: "a", ModelName: "run <0> & co"},
+		{RunID: "b", ModelName: "run <1> & co", Compared: true, Flipped: []compare.Flip{},
+			Summary: compare.Summary{Regressed: 3, SignificantRegressions: 1}}},
+		Cells: map[string]map[int][]compare.RunCell{}}
+
+	var got, want bytes.Buffer
+	if err := writeSweepJSON(&got, sweep, cmp); err != nil {
+		t.Fatal(err)
+	}
+	whole := struct {
+		Runs       []json.RawMessage   `json:"runs"`
+		Comparison *compare.ManyReport `json:"comparison"`
+		NotRun     []sweepNotRun       `json:"not_run"`
+	}{Comparison: cmp, NotRun: []sweepNotRun{{Model: "down", Error: "the model <down> refused"}}}
+	for _, r := range mems {
+		var b bytes.Buffer
+		if err := r.writeJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		whole.Runs = append(whole.Runs, b.Bytes())
+	}
+	enc := json.NewEncoder(&want)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(whole); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("streamed sweep JSON (%d bytes) differs from the encoded value (%d bytes) at byte %d",
+			got.Len(), want.Len(), firstDiff(got.Bytes(), want.Bytes()))
+	}
+
+	got.Reset()
+	want.Reset()
+	if err := writeSweepJUnit(&got, sweep, cmp, true); err != nil {
+		t.Fatal(err)
+	}
+	doc := junitSuites{Name: "gauntlet sweep"}
+	var ms int64
+	for i, r := range mems {
+		for _, s := range wholeJUnit(t, r).Suites {
+			s.Name = sweep[i].label + "/" + s.Name
+			for j := range s.Cases {
+				s.Cases[j].Classname = sweep[i].label + "." + s.Cases[j].Classname
+			}
+			doc.Suites = append(doc.Suites, s)
+		}
+		ms += r.info.TotalDurationMS
+	}
+	doc.Time = seconds(ms)
+	doc.Suites = append(doc.Suites, junitSuite{Name: "comparison", Tests: 2, Failures: 1, Errors: 1, Time: seconds(0), Cases: []junitCase{
+		{Name: "down", Classname: "comparison", Time: seconds(0),
+			Error: &junitProblem{Type: "not_run", Message: "the model <down> refused", Text: "the model <down> refused"}},
+		{Name: "run <1> & co vs run <0> & co", Classname: "comparison", Time: seconds(0),
+			Failure: &junitProblem{Type: "regression", Message: "run <1> & co scored significantly worse than run <0> & co in " + cells(1),
+				Text: "run <1> & co scored significantly worse than run <0> & co in " + cells(1)}}}})
+	for _, s := range doc.Suites {
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+	}
+	if err := writeJUnitDoc(&want, doc); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("streamed sweep JUnit (%d bytes) differs from the whole document (%d bytes) at byte %d:\n%s",
+			got.Len(), want.Len(), firstDiff(got.Bytes(), want.Bytes()), got.Bytes()[max(0, firstDiff(got.Bytes(), want.Bytes())-200):min(got.Len(), firstDiff(got.Bytes(), want.Bytes())+200)])
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -222,27 +223,104 @@ type sweepNotRun struct {
 // writeSweepJSON writes {"runs": [...], "comparison": ..., "not_run":
 // [...]}: each run's report exactly as gauntlet run --format json writes
 // it, the comparison of the runs with the first, and the models whose run
-// did not start.
+// did not start. The document is the one json.Encoder writes of the whole
+// value with a two-space indent; each run's report is streamed into it,
+// indented to its depth, as gauntlet run streams it.
 func writeSweepJSON(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport) error {
-	doc := struct {
-		Runs       []json.RawMessage   `json:"runs"`
-		Comparison *compare.ManyReport `json:"comparison"`
-		NotRun     []sweepNotRun       `json:"not_run"`
-	}{Runs: []json.RawMessage{}, Comparison: cmp, NotRun: []sweepNotRun{}}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if _, err := bw.WriteString("{\n  \"runs\": ["); err != nil {
+		return err
+	}
+	notRun := []sweepNotRun{}
+	n := 0
 	for _, sr := range sweep {
 		if sr.rep == nil {
-			doc.NotRun = append(doc.NotRun, sweepNotRun{Model: sr.model, Error: sr.err.Error()})
+			notRun = append(notRun, sweepNotRun{Model: sr.model, Error: sr.err.Error()})
 			continue
 		}
-		var buf bytes.Buffer
-		if err := sr.rep.writeJSON(&buf); err != nil {
+		sep := ",\n    "
+		if n == 0 {
+			sep = "\n    "
+		}
+		n++
+		if _, err := bw.WriteString(sep); err != nil {
 			return err
 		}
-		doc.Runs = append(doc.Runs, buf.Bytes())
+		in := &indentWriter{w: bw, prefix: "    "}
+		if err := sr.rep.writeJSON(in); err != nil {
+			return err
+		}
+		if in.err != nil {
+			return in.err
+		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	if n > 0 {
+		if _, err := bw.WriteString("\n  "); err != nil {
+			return err
+		}
+	}
+	if _, err := bw.WriteString("],\n  \"comparison\": "); err != nil {
+		return err
+	}
+	if err := writeIndented(bw, cmp); err != nil {
+		return err
+	}
+	if _, err := bw.WriteString(",\n  \"not_run\": "); err != nil {
+		return err
+	}
+	if err := writeIndented(bw, notRun); err != nil {
+		return err
+	}
+	if _, err := bw.WriteString("\n}\n"); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// indentWriter writes an indented JSON document one level deeper: prefix
+// after each newline but a last one, which it drops (the document ends
+// there). A JSON document's newlines are all between its tokens (a
+// string holds "\n", escaped), so this is json.Indent's own result for
+// the document at that depth.
+type indentWriter struct {
+	w       *bufio.Writer
+	prefix  string
+	newline bool // a newline was written and not yet followed
+	err     error
+}
+
+func (iw *indentWriter) Write(p []byte) (int, error) {
+	if iw.err != nil {
+		return 0, iw.err
+	}
+	n := len(p)
+	for len(p) > 0 {
+		if iw.newline {
+			iw.newline = false
+			iw.w.WriteByte('\n')
+			iw.w.WriteString(iw.prefix)
+		}
+		line := p
+		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+			line, p, iw.newline = p[:i], p[i+1:], true
+		} else {
+			p = nil
+		}
+		if _, iw.err = iw.w.Write(line); iw.err != nil {
+			return 0, iw.err
+		}
+	}
+	return n, nil
+}
+
+// writeIndented writes v as JSON at depth 1 of a two-space indented
+// document.
+func writeIndented(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "  ", "  ")
+	if err == nil {
+		_, err = w.Write(b)
+	}
+	return err
 }
 
 // writeSweepJUnit writes one document holding every run's test suites, as
@@ -251,27 +329,30 @@ func writeSweepJSON(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport) erro
 // "<label>/gauntlet"). With failOnRegression, a last suite, "comparison",
 // holds a case per later model, failed when it scored significantly worse
 // than the first; a model that did not run is a failed case there too.
+//
+// It streams as a run's report does: the runs' counts are read first
+// (the totals open the document), then each run's results a cell at a
+// time.
 func writeSweepJUnit(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport, failOnRegression bool) error {
-	doc := junitSuites{Name: "gauntlet sweep", Time: seconds(0)}
+	root := junitSuites{Name: "gauntlet sweep"}
+	counts := make([]junitSuites, len(sweep))
 	var ms int64
-	for _, sr := range sweep {
+	for i, sr := range sweep {
 		if sr.rep == nil {
 			continue
 		}
-		one, err := sr.rep.junit()
+		doc, err := sr.rep.junitSuites(sr.rep.samples)
 		if err != nil {
 			return err
 		}
-		for _, s := range one.Suites {
-			s.Name = sr.label + "/" + s.Name
-			for j := range s.Cases {
-				s.Cases[j].Classname = sr.label + "." + s.Cases[j].Classname
-			}
-			doc.Suites = append(doc.Suites, s)
-		}
+		xmlSafeSuites(&doc)
+		counts[i] = doc
+		root.Tests += doc.Tests
+		root.Failures += doc.Failures
+		root.Errors += doc.Errors
 		ms += sr.rep.info.TotalDurationMS
 	}
-	doc.Time = seconds(ms)
+	root.Time = seconds(ms)
 	const suite = "comparison"
 	c := junitSuite{Name: suite, Time: seconds(0)}
 	for _, sr := range sweep {
@@ -293,15 +374,30 @@ func writeSweepJUnit(w io.Writer, sweep []sweepRun, cmp *compare.ManyReport, fai
 			c.Cases = append(c.Cases, tc)
 		}
 	}
-	if c.Tests = len(c.Cases); c.Tests > 0 {
-		doc.Suites = append(doc.Suites, c)
+	c.Tests = len(c.Cases)
+	root.Tests += c.Tests
+	root.Failures += c.Failures
+	root.Errors += c.Errors
+
+	x := newJUnitWriter(w)
+	if err := x.open(root); err != nil {
+		return err
 	}
-	for _, s := range doc.Suites {
-		doc.Tests += s.Tests
-		doc.Failures += s.Failures
-		doc.Errors += s.Errors
+	for i, sr := range sweep {
+		if sr.rep == nil {
+			continue
+		}
+		if err := sr.rep.writeJUnitSuites(x, counts[i], sr.label); err != nil {
+			return err
+		}
 	}
-	return writeJUnitDoc(w, doc)
+	if c.Tests > 0 {
+		xmlSafeSuites(&junitSuites{Suites: []junitSuite{c}})
+		if err := x.suite(c); err != nil {
+			return err
+		}
+	}
+	return x.close()
 }
 
 // outputFile is the file --output names, created, or stdout when it names
