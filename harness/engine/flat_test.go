@@ -12,6 +12,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/runs/runstest"
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
@@ -87,4 +88,7 @@ func TestResumeRunStoredWhole(t *testing.T) {
 	if err != nil || page.Total != run.TotalTests {
 		t.Errorf("results = %d, %v; want %d", page.Total, err, run.TotalTests)
 	}
+	// Stored by 0.3.0, the run was not counted; its resume recounted its
+	// cells, and from then on they moved with its results.
+	runstest.CheckCounters(t, db, run.RunID)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/runs/runstest"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
@@ -183,6 +184,9 @@ func TestInterruptedRun(t *testing.T) {
 			t.Errorf("cell left %s: %+v", lvl.Status, lvl)
 		}
 	}
+	// The process died between batches: what it committed, it committed
+	// with the cells' counters.
+	runstest.CheckCounters(t, db, id)
 	if st := eng.Status(); st.Status != "idle" || st.LastRunID == nil || *st.LastRunID != id {
 		t.Errorf("status after restart: %+v", st)
 	}
@@ -209,6 +213,7 @@ func TestInterruptedRun(t *testing.T) {
 	if n, err := sqldb.Bun(db).NewSelect().Table("run_results").Where("run_id = ?", id).Count(ctx); err != nil || n != total {
 		t.Errorf("after the resume: %d rows stored, %v", n, err)
 	}
+	runstest.CheckCounters(t, db, id)
 
 	// And it runs again.
 	again, err := eng.Start(ctx, engine.StartRequest{Domains: []string{"d"}})

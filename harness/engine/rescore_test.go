@@ -12,6 +12,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/runs/runstest"
 )
 
 // TestRescore: a rescore asks the model nothing (a judge only), scores
@@ -70,6 +71,8 @@ func TestRescore(t *testing.T) {
 	if stored, err := f.runs.Run(ctx, info.RunID); err != nil || stored.RescoredFrom != src.RunID {
 		t.Errorf("stored rescored_from = %q, %v", stored.RescoredFrom, err)
 	}
+	runstest.CheckCounters(t, f.db, src.RunID)
+	runstest.CheckCounters(t, f.db, info.RunID)
 	want := map[string]string{"math-l1-t0": runs.TestFailed, "math-l1-t1": runs.TestPassed, "math-l1-t2": runs.TestPassed,
 		"math-l1-t3": runs.TestPassed, "tools-weather": runs.TestPassed, "tools-lookup": runs.TestPassed,
 		"p2-t": runs.TestPassed, "j-t": runs.TestPassed}

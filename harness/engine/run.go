@@ -391,9 +391,10 @@ func (r *run) execute() {
 // writer stores results as they come, in batches of whatever is waiting
 // (group commit): each batch's results and the cells they changed go to
 // the store in one transaction, then are logged and reported. A batch the
-// store refuses is stored again result by result, so that one result that
-// cannot be stored never takes the others with it; only stored results
-// count, so the matrix's done always equals the results stored.
+// store refuses is stored again result by result, each with its cell in
+// one transaction, so that one result that cannot be stored never takes
+// the others with it; only stored results count, so the matrix's done
+// always equals the results stored.
 func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 	defer close(written)
 	batch := make([]runs.Result, 0, 256)
@@ -439,22 +440,17 @@ func (r *run) store(batch []runs.Result) {
 	r.e.log.Warn("a batch of results could not be stored; storing them one by one",
 		slog.String("run", r.info.RunID), slog.Int("results", len(batch)), slog.Any("error", err))
 	lost := 0
-	var touched []runs.CellUpdate
 	for i := range batch {
 		res := &batch[i]
-		if err := r.saveAlone(ctx, res); err != nil {
+		settled, err := r.saveAlone(ctx, res)
+		if err != nil {
 			lost++
 			r.e.log.Error("result lost: it could not be stored", slog.String("run", r.info.RunID),
 				slog.String("test", res.TestID), slog.Any("error", err))
 			r.logf(res.Domain, res.Level, "%s could not be stored: %v", res.TestID, err)
 			continue
 		}
-		cs, st := r.tally(batch[i : i+1])
-		touched = mergeCells(touched, cs)
-		r.report(res, st[0])
-	}
-	if err := r.e.opts.Runs.SaveCells(ctx, touched); err != nil {
-		r.e.log.Error("save cells", slog.String("run", r.info.RunID), slog.Any("error", err))
+		r.report(res, settled)
 	}
 	r.mu.Lock()
 	if lost > 0 {
@@ -469,43 +465,44 @@ func (r *run) store(batch []runs.Result) {
 	}
 }
 
-// saveAlone stores one result in its own transaction, trying a few times;
-// when the result itself cannot be stored, it stores in its place an
-// error result saying why (the test then counts as an error, never as
-// lost). It returns an error only when nothing could be stored.
-func (r *run) saveAlone(ctx context.Context, res *runs.Result) error {
+// saveAlone stores one result and the state of its cell in one
+// transaction, trying a few times; when the result itself cannot be
+// stored, it stores in its place an error result saying why (the test
+// then counts as an error, never as lost), with its cell counting that.
+// Each attempt counts the result in the live state and, refused, uncounts
+// it. It returns the cell's final state when the result was its last,
+// and an error only when nothing could be stored.
+func (r *run) saveAlone(ctx context.Context, res *runs.Result) (*runs.Cell, error) {
+	one := func(res runs.Result) (*runs.Cell, error) {
+		batch := []runs.Result{res}
+		undo := r.snapshot(batch)
+		cells, settled := r.tally(batch)
+		if err := r.e.opts.Runs.SaveBatch(ctx, batch, cells); err != nil {
+			undo()
+			return nil, err
+		}
+		return settled[0], nil
+	}
 	var err error
 	for attempt := range storeAttempts {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
 		}
-		if err = r.e.opts.Runs.SaveResult(ctx, *res); err == nil {
-			return nil
+		var settled *runs.Cell
+		if settled, err = one(*res); err == nil {
+			return settled, nil
 		}
 	}
 	stand := *res
 	stand.Status, stand.Score, stand.Response = runs.TestError, 0, ""
 	stand.Transcript, stand.Calls = nil, nil
 	stand.Details = map[string]any{"error": "the result could not be stored: " + err.Error(), "extracted_answer": "", "pass2_used": false}
-	if err2 := r.e.opts.Runs.SaveResult(ctx, stand); err2 != nil {
-		return err
+	settled, err2 := one(stand)
+	if err2 != nil {
+		return nil, err
 	}
 	*res = stand
-	return nil
-}
-
-// mergeCells adds cell updates to a list, the later state of a cell
-// replacing the earlier.
-func mergeCells(list, add []runs.CellUpdate) []runs.CellUpdate {
-	for _, c := range add {
-		i := slices.IndexFunc(list, func(x runs.CellUpdate) bool { return x.Domain == c.Domain && x.Level == c.Level })
-		if i < 0 {
-			list = append(list, c)
-		} else {
-			list[i] = c
-		}
-	}
-	return list
+	return settled, nil
 }
 
 // snapshot returns a function that puts back the live counts of the run

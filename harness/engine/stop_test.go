@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/runs/runstest"
 )
 
 // TestStopMidRun stops a run with tests in flight: finished results stay,
@@ -100,6 +101,7 @@ func TestStopMidRun(t *testing.T) {
 	if stored.Status != runs.StatusStopped || stored.Complete || stored.DoneTests != len(results) || stored.TotalTests != 30 {
 		t.Errorf("stored run %+v", stored)
 	}
+	runstest.CheckCounters(t, f.db, id)
 
 	// EVAL_COMPLETE ends the logs.
 	lines, running := f.eng.PollLogs()

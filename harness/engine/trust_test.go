@@ -15,6 +15,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/runs/runstest"
 )
 
 // failPrompts answers 400 to prompts holding marker while on is set:
@@ -33,7 +34,8 @@ func failPrompts(marker string, on *atomic.Bool) func(*llmtest.Request) *llmtest
 func near(a *float64, b float64) bool { return a != nil && math.Abs(*a-b) < 1e-9 }
 
 // checkStored asserts the invariant "stored results = matrix done", for
-// every cell and for the run.
+// every cell and for the run, and that the run is counted: its cells'
+// counters are its results' counts by cell and status.
 func checkStored(t *testing.T, f *fixture, id string) runs.Info {
 	t.Helper()
 	ctx := context.Background()
@@ -62,6 +64,7 @@ func checkStored(t *testing.T, f *fixture, id string) runs.Info {
 		info.DoneTests != info.Passed+info.Failed+info.Errors {
 		t.Errorf("%d results stored, cells done %d, run %+v", n, done, info)
 	}
+	runstest.CheckCounters(t, f.db, id)
 	return info
 }
 

@@ -42,3 +42,21 @@ func FillRun(ctx context.Context, db *store.DB, runID string, n int) error {
 		n-1, runID, per, per, per, per, per, per, per)
 	return err
 }
+
+// CountRun sets the counters of run runID's cells from its results and
+// makes it counted: for a run filled straight through SQL (FillRun),
+// which moved no counter.
+func CountRun(ctx context.Context, db *store.DB, runID string) error {
+	b := sqldb.Bun(db)
+	if err := recountCells(ctx, b, runID); err != nil {
+		return err
+	}
+	return SetCounted(ctx, db, runID, true)
+}
+
+// SetCounted sets run runID's flag: false makes its totals counted from
+// its results, as a run's stored before the flag.
+func SetCounted(ctx context.Context, db *store.DB, runID string, counted bool) error {
+	_, err := sqldb.Bun(db).NewUpdate().Model((*runRow)(nil)).Set("counted = ?", counted).Where("run_id = ?", runID).Exec(ctx)
+	return err
+}

@@ -599,15 +599,21 @@ func (sel selectivity) probe(limit int) int64 {
 var joinCount int64 = 2000
 
 // count counts the results of a run that q's filters select, and says
-// which index finds them at once.
-func (s *Store) count(ctx context.Context, runID string, q ResultQuery, info Info) (int, selectivity, error) {
+// which index finds them at once. Without a search, a counted run's are
+// summed from its cells' counters (countCells), another's counted from
+// its results.
+func (s *Store) count(ctx context.Context, runID string, q ResultQuery, info Info, counted bool) (int, selectivity, error) {
 	var n int64
 	var sel selectivity
 	var err error
 	if searchIndexed(s.db, q.Search) {
-		n, sel, err = s.countSearch(ctx, runID, q, info)
+		n, sel, err = s.countSearch(ctx, runID, q, info, counted)
 	} else {
-		n, err = s.countFilter(ctx, runID, q)
+		if q.Search == "" && counted {
+			n, err = s.countCells(ctx, runID, q)
+		} else {
+			n, err = s.countFilter(ctx, runID, q)
+		}
 		sel.filter = isSelective(n, info)
 		if q.Search == "" {
 			sel.kept, sel.of = n, int64(info.TotalTests)
@@ -617,6 +623,33 @@ func (s *Store) count(ctx context.Context, runID string, q ResultQuery, info Inf
 		return 0, sel, fmt.Errorf("count results of %q: %w", runID, err)
 	}
 	return int(n), sel, nil
+}
+
+// countCells counts the results of a counted run that q's domain, level
+// and status keep (its search is not looked at) as the sum of the
+// counters of the cells they keep: a few hundred rows at most, however
+// many results the run holds. The counters of a counted run are its
+// results' counts at every commit (SaveBatch), so the sum is the count.
+func (s *Store) countCells(ctx context.Context, runID string, q ResultQuery) (int64, error) {
+	col := "done"
+	switch q.Status {
+	case TestPassed:
+		col = "passed"
+	case TestFailed:
+		col = "failed"
+	case TestError:
+		col = "errors"
+	}
+	sel := s.db.NewSelect().Model((*cellRow)(nil)).ColumnExpr("COALESCE(SUM(?), 0)", bun.Ident(col)).Where("run_id = ?", runID)
+	if q.Domain != "" {
+		sel = sel.Where("domain = ?", q.Domain)
+	}
+	if q.Level != nil {
+		sel = sel.Where("level = ?", *q.Level)
+	}
+	var n int64
+	err := sel.Scan(ctx, &n)
+	return n, err
 }
 
 // countFilter counts the results of a run that q's filters keep, with the
@@ -642,7 +675,7 @@ func (s *Store) countFilter(ctx context.Context, runID string, q ResultQuery) (i
 // kept rows). A search alone reads no row when the run holds every id
 // from its first to its last (no other run's results among them, as when
 // one run was written at a time): its matches are the total.
-func (s *Store) countSearch(ctx context.Context, runID string, q ResultQuery, info Info) (int64, selectivity, error) {
+func (s *Store) countSearch(ctx context.Context, runID string, q ResultQuery, info Info, counted bool) (int64, selectivity, error) {
 	lo, hi, ok, err := s.idRange(ctx, runID)
 	if err != nil || !ok {
 		return 0, selectivity{}, err
@@ -659,7 +692,13 @@ func (s *Store) countSearch(ctx context.Context, runID string, q ResultQuery, in
 		n, err := countMatchesKept(ctx, s.db, runID, q, lo, hi)
 		return n, sel, err
 	}
-	kept, err := filterFields(s.db.NewSelect().Model((*resultRow)(nil)).Where("run_id = ?", runID), q, "").Count(ctx)
+	// The results the other filters keep: from the cells in a counted run.
+	var kept int64
+	if counted {
+		kept, err = s.countCells(ctx, runID, q)
+	} else {
+		kept, err = filterFields(s.db.NewSelect().Model((*resultRow)(nil)).Where("run_id = ?", runID), q, "").Count(ctx)
+	}
 	if err != nil {
 		return 0, selectivity{}, err
 	}
@@ -707,7 +746,7 @@ func (s *Store) QueryResults(ctx context.Context, runID string, q ResultQuery) (
 		}
 		from = &p
 	}
-	info, err := s.Run(ctx, runID)
+	row, err := s.run(ctx, runID)
 	if err != nil {
 		return ResultPage{}, err
 	}
@@ -715,7 +754,7 @@ func (s *Store) QueryResults(ctx context.Context, runID string, q ResultQuery) (
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	total, selective, err := s.count(ctx, runID, q, info)
+	total, selective, err := s.count(ctx, runID, q, row.info(), row.Counted)
 	if err != nil {
 		return ResultPage{}, err
 	}
@@ -746,13 +785,13 @@ func (s *Store) EachResult(ctx context.Context, runID string, q ResultQuery, fn 
 	if err != nil {
 		return err
 	}
-	info, err := s.Run(ctx, runID)
+	row, err := s.run(ctx, runID)
 	if err != nil {
 		return err
 	}
 	var selective selectivity
 	if p, _ := choosePlan(s.db, q, sort, selectivity{search: true, filter: true}); p == planFilterIndex || p == planSearchIndex {
-		if _, selective, err = s.count(ctx, runID, q, info); err != nil {
+		if _, selective, err = s.count(ctx, runID, q, row.info(), row.Counted); err != nil {
 			return err
 		}
 	}

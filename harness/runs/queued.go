@@ -2,8 +2,10 @@ package runs
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/uptrace/bun"
 
@@ -33,7 +35,8 @@ type Sample struct {
 // already has a result for the same test and repeat (a job executed again
 // after its worker was lost), nothing changes and inserted is false.
 // Otherwise, in the same transaction, the result's cell and run counters
-// move by one (done, passed, failed or errors, tokens; the cell's
+// move by one (a status other than passed, failed or error counts as an
+// error, and makes the run uncounted: see SaveBatch) (done, passed, failed or errors, tokens; the cell's
 // retrieval sums when the result measured retrieval, see
 // RetrievalTally); when the result is
 // its cell's last, settle is given the cell's samples and returns the
@@ -53,6 +56,9 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 	default:
 		errs = 1
 	}
+	// A status no counter says (the engine stores none) is counted as an
+	// error, and its run's counters no longer say its results by status.
+	known := slices.Contains([]string{TestPassed, TestFailed, TestError}, r.Status)
 	var ret RetrievalTally
 	ret.Add(&r)
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -79,16 +85,17 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 		if err != nil {
 			return fmt.Errorf("count result %s in its cell: %w", r.TestID, err)
 		}
-		up, err := tx.NewUpdate().Model((*runRow)(nil)).
+		var counted bool
+		err = tx.NewUpdate().Model((*runRow)(nil)).
 			Set("done_tests = done_tests + 1").Set("passed = passed + ?", passed).Set("failed = failed + ?", failed).
 			Set("errors = errors + ?", errs).Set("total_tokens = total_tokens + ?", r.PromptTokens+r.CompletionTokens).
-			Set("cache_hits = cache_hits + ?", cacheHitsOf(r)).
-			Where("run_id = ? AND status = ?", r.RunID, StatusRunning).Exec(ctx)
+			Set("cache_hits = cache_hits + ?", cacheHitsOf(r)).Set("counted = counted AND ?", known).
+			Where("run_id = ? AND status = ?", r.RunID, StatusRunning).Returning("counted").Scan(ctx, &counted)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrRunEnded
+		}
 		if err != nil {
 			return fmt.Errorf("count result %s in its run: %w", r.TestID, err)
-		}
-		if n, _ := up.RowsAffected(); n == 0 {
-			return ErrRunEnded
 		}
 		if done == tests && settle != nil {
 			var samples []Sample
@@ -101,7 +108,7 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 			// are its counters'.
 			final := settle(samples)
 			final.Retrieval = cellRet.Cell()
-			if err := saveCell(ctx, tx, r.RunID, r.Domain, r.Level, final); err != nil {
+			if err := saveCell(ctx, tx, r.RunID, r.Domain, r.Level, final, counted); err != nil {
 				return err
 			}
 		}

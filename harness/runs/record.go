@@ -3,6 +3,7 @@ package runs
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -114,6 +115,7 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 		})
 		cells := map[cellKey]*counts{}
 		var run counts
+		known := true // every status is one a counter says (RecordResult)
 		for _, i := range order {
 			r := results[i]
 			rows = append(rows, toResultRow(r))
@@ -136,6 +138,7 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 				n.cacheHits += cacheHitsOf(r)
 			}
 			c.retrieval.Add(&r)
+			known = known && slices.Contains([]string{TestPassed, TestFailed, TestError}, r.Status)
 		}
 		n, err := sqldb.InsertNew(ctx, tx, rows, `"run_id", "test_id", "repeat"`)
 		if err != nil {
@@ -177,16 +180,18 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 				cellRet[k] = ret
 			}
 		}
-		up, err := tx.NewUpdate().Model((*runRow)(nil)).
+		var counted bool
+		err = tx.NewUpdate().Model((*runRow)(nil)).
 			Set("done_tests = done_tests + ?", run.done).Set("passed = passed + ?", run.passed).
 			Set("failed = failed + ?", run.failed).Set("errors = errors + ?", run.errs).
 			Set("total_tokens = total_tokens + ?", run.tokens).Set("cache_hits = cache_hits + ?", run.cacheHits).
-			Where("run_id = ? AND status = ?", runID, StatusRunning).Exec(ctx)
+			Set("counted = counted AND ?", known).
+			Where("run_id = ? AND status = ?", runID, StatusRunning).Returning("counted").Scan(ctx, &counted)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrRunEnded
+		}
 		if err != nil {
 			return fmt.Errorf("count results in run %s: %w", runID, err)
-		}
-		if n, _ := up.RowsAffected(); n == 0 {
-			return ErrRunEnded
 		}
 		if settle == nil {
 			return nil
@@ -202,7 +207,7 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 			// are its counters'.
 			final := settle(k.domain, k.level, samples)
 			final.Retrieval = cellRet[k].Cell()
-			if err := saveCell(ctx, tx, runID, k.domain, k.level, final); err != nil {
+			if err := saveCell(ctx, tx, runID, k.domain, k.level, final, counted); err != nil {
 				return err
 			}
 		}

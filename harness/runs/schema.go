@@ -85,6 +85,19 @@ var migrations = []sqldb.Migration{
 		)
 	}},
 	{Version: 10, Name: "indexes of results by cell and status", Up: migrateCellStatus, Postgres: migrateCellStatus},
+	{Version: 11, Name: "runs whose cell counters are kept in step with their results", Up: migrateCounted, Postgres: migrateCounted},
+}
+
+// migrateCounted adds the runs' "counted" flag: true for a run whose
+// cells' done, passed, failed and errors are, at every commit, the
+// counts of its stored results by cell and status (see Store.SaveBatch),
+// so that a count of its results by domain, level and status is a sum
+// over its cells. Runs stored before made no such promise: they keep
+// false and are counted from their results, as before, until resumed
+// (ReopenRun recounts their cells and sets it). The statement is the
+// same on both databases.
+func migrateCounted(ctx context.Context, tx bun.Tx) error {
+	return sqldb.ExecAll(ctx, tx, `ALTER TABLE "runs" ADD COLUMN "counted" BOOLEAN NOT NULL DEFAULT FALSE`)
 }
 
 // migrateCellStatus adds the indexes that a run's results filtered by

@@ -358,7 +358,7 @@ func TestSearchMigrationFrom030(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, _, err := s.countSearch(ctx, repeats, ResultQuery{Search: search}, Info{TotalTests: 26})
+		n, _, err := s.countSearch(ctx, repeats, ResultQuery{Search: search}, Info{TotalTests: 26}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

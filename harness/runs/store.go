@@ -1,11 +1,13 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +44,10 @@ type runRow struct {
 	DefinitionsHash string   `bun:"definitions_hash,notnull"`
 	CacheHits       int      `bun:"cache_hits,notnull"`
 	RescoredFrom    string   `bun:"rescored_from,notnull"`
+	// Counted: the cells' done, passed, failed and errors are the counts
+	// of the run's stored results, at every commit (SaveBatch). True for
+	// the runs created since the runs schema's version 11.
+	Counted bool `bun:"counted,notnull"`
 }
 
 type resultRow struct {
@@ -166,7 +172,10 @@ func IsComplete(in Info) bool {
 	return in.Status == StatusCompleted && in.DoneTests == in.TotalTests && in.Errors == 0
 }
 
-// CreateRun records a new run and its cells, all pending.
+// CreateRun records a new run and its cells, all pending. The run is
+// counted: from now on its cells' done, passed, failed and errors move
+// with its stored results, in the same transactions (SaveBatch), and
+// every result it takes must belong to one of these cells.
 func (s *Store) CreateRun(ctx context.Context, in Info, cells []CellKey) error {
 	return s.CreateRunThen(ctx, in, cells, nil)
 }
@@ -181,6 +190,7 @@ func (s *Store) CreateRunThen(ctx context.Context, in Info, cells []CellKey, the
 			return err
 		}
 		row := toRunRow(in)
+		row.Counted = true
 		var seq int64
 		if err := tx.NewSelect().Model((*runRow)(nil)).ColumnExpr("COALESCE(MAX(seq), 0) + 1").Scan(ctx, &seq); err != nil {
 			return err
@@ -247,6 +257,17 @@ type CellUpdate struct {
 // changed, in one transaction: a single commit per batch, rather than one
 // per result and one per cell, is what lets the engine keep up with a fast
 // model.
+//
+// In a counted run (one made by CreateRun), the cells' done, passed,
+// failed and errors are the store's: each result stored moves its cell's
+// by one, in the same transaction, and the counts a CellUpdate carries are
+// not written (its status, score, duration, interval and retrieval
+// figures are). A result that no counter can say (one of a cell the run
+// was not created with, or of a status other than passed, failed and
+// error: the engine stores none) makes its run uncounted in the same
+// transaction: its counts are then read from its results, as a run's
+// stored by an older version are. In such a run the cells' counts are
+// written as the updates give them, as they were then.
 func (s *Store) SaveBatch(ctx context.Context, results []Result, cells []CellUpdate) error {
 	if len(results) == 0 && len(cells) == 0 {
 		return nil
@@ -256,11 +277,23 @@ func (s *Store) SaveBatch(ctx context.Context, results []Result, cells []CellUpd
 		rows[i] = toResultRow(r)
 	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		counted, err := countedRuns(ctx, tx, results, cells)
+		if err != nil {
+			return err
+		}
+		moves, odd := cellMoves(results, counted)
 		if err := sqldb.Insert(ctx, tx, rows); err != nil {
 			return fmt.Errorf("save results: %w", err)
 		}
+		missing, err := moveCells(ctx, tx, moves)
+		if err != nil {
+			return err
+		}
+		if err := uncount(ctx, tx, append(odd, missing...), counted); err != nil {
+			return err
+		}
 		for _, c := range cells {
-			if err := saveCell(ctx, tx, c.RunID, c.Domain, c.Level, c.Cell); err != nil {
+			if err := saveCell(ctx, tx, c.RunID, c.Domain, c.Level, c.Cell, counted[c.RunID]); err != nil {
 				return err
 			}
 		}
@@ -268,23 +301,149 @@ func (s *Store) SaveBatch(ctx context.Context, results []Result, cells []CellUpd
 	})
 }
 
-// SaveCell stores a cell's state.
-func (s *Store) SaveCell(ctx context.Context, runID, domain string, level int, c Cell) error {
-	return saveCell(ctx, s.db, runID, domain, level, c)
+// countedRuns returns which of the runs of results and cells are counted.
+func countedRuns(ctx context.Context, tx bun.Tx, results []Result, cells []CellUpdate) (map[string]bool, error) {
+	var ids []string
+	for _, r := range results {
+		if !slices.Contains(ids, r.RunID) {
+			ids = append(ids, r.RunID)
+		}
+	}
+	for _, c := range cells {
+		if !slices.Contains(ids, c.RunID) {
+			ids = append(ids, c.RunID)
+		}
+	}
+	var yes []string
+	if len(ids) > 0 {
+		if err := tx.NewSelect().Model((*runRow)(nil)).Column("run_id").Where("run_id IN (?) AND counted", bun.List(ids)).
+			Scan(ctx, &yes); err != nil {
+			return nil, fmt.Errorf("read runs: %w", err)
+		}
+	}
+	out := make(map[string]bool, len(yes))
+	for _, id := range yes {
+		out[id] = true
+	}
+	return out, nil
 }
 
-func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, c Cell) error {
+// cellID names a cell of a run.
+type cellID struct {
+	run, domain string
+	level       int
+}
+
+// cellMove is how a cell's counters move with the results stored.
+type cellMove struct {
+	cellID
+	done, passed, failed, errs int
+}
+
+// add counts a result of the given status; false for a status that is
+// none of passed, failed and error, which no counter says.
+func (m *cellMove) add(status string) bool {
+	switch status {
+	case TestPassed:
+		m.passed++
+	case TestFailed:
+		m.failed++
+	case TestError:
+		m.errs++
+	default:
+		return false
+	}
+	m.done++
+	return true
+}
+
+// cellMoves sums the results of counted runs by cell, in key order (two
+// transactions moving the same cells lock them in the same order). It
+// also returns the runs of results whose status no counter says.
+func cellMoves(results []Result, counted map[string]bool) (moves []cellMove, odd []string) {
+	at := map[cellID]int{}
+	for _, r := range results {
+		if !counted[r.RunID] {
+			continue
+		}
+		k := cellID{r.RunID, r.Domain, r.Level}
+		i, ok := at[k]
+		if !ok {
+			i = len(moves)
+			at[k] = i
+			moves = append(moves, cellMove{cellID: k})
+		}
+		if !moves[i].add(r.Status) {
+			odd = append(odd, r.RunID)
+		}
+	}
+	slices.SortFunc(moves, func(a, b cellMove) int {
+		return cmp.Or(cmp.Compare(a.run, b.run), cmp.Compare(a.domain, b.domain), cmp.Compare(a.level, b.level))
+	})
+	return moves, odd
+}
+
+// moveCells adds the moves to the cells' counters. It returns the runs of
+// moves whose cell the run does not have: their results are counted in no
+// cell.
+func moveCells(ctx context.Context, tx bun.Tx, moves []cellMove) (missing []string, err error) {
+	for _, m := range moves {
+		res, err := tx.NewUpdate().Model((*cellRow)(nil)).
+			Set("done = done + ?", m.done).Set("passed = passed + ?", m.passed).
+			Set("failed = failed + ?", m.failed).Set("errors = errors + ?", m.errs).
+			Where("run_id = ? AND domain = ? AND level = ?", m.run, m.domain, m.level).Exec(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("count results in cell %s/%d: %w", m.domain, m.level, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("count results in cell %s/%d: %w", m.domain, m.level, err)
+		} else if n == 0 {
+			missing = append(missing, m.run)
+		}
+	}
+	return missing, nil
+}
+
+// uncount makes runs no longer counted: their cells' counters no longer
+// say all their results. counted is updated to match.
+func uncount(ctx context.Context, tx bun.Tx, ids []string, counted map[string]bool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if _, err := tx.NewUpdate().Model((*runRow)(nil)).Set("counted = ?", false).Where("run_id IN (?)", bun.List(ids)).
+		Exec(ctx); err != nil {
+		return fmt.Errorf("save results: %w", err)
+	}
+	for _, id := range ids {
+		delete(counted, id)
+	}
+	return nil
+}
+
+// SaveCell stores a cell's state; in a counted run, all but its counts
+// (SaveBatch).
+func (s *Store) SaveCell(ctx context.Context, runID, domain string, level int, c Cell) error {
+	return s.SaveCells(ctx, []CellUpdate{{RunID: runID, Domain: domain, Level: level, Cell: c}})
+}
+
+// saveCell writes a cell's state, and its counts unless its run is
+// counted (SaveBatch).
+func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, c Cell, counted bool) error {
 	var low, high *float64
 	t := TallyOf(c.Retrieval)
 	if c.CI95 != nil {
 		low, high = &c.CI95.Low, &c.CI95.High
 	}
-	_, err := db.NewUpdate().Model((*cellRow)(nil)).
+	up := db.NewUpdate().Model((*cellRow)(nil)).
 		Set("status = ?", c.Status).Set("score = ?", c.Score).Set("duration_ms = ?", c.DurationMS).
-		Set("done = ?", c.Done).Set("passed = ?", c.Passed).Set("failed = ?", c.Failed).Set("errors = ?", c.Errors).
 		Set("stderr = ?", c.StdErr).Set("ci95_low = ?", low).Set("ci95_high = ?", high).
-		Set("retrieval_tests = ?", t.Tests).Set("retrieval_recall = ?", t.RecallSum).Set("retrieval_hits = ?", t.Hits).
-		Where("run_id = ? AND domain = ? AND level = ?", runID, domain, level).Exec(ctx)
+		Set("retrieval_tests = ?", t.Tests).Set("retrieval_recall = ?", t.RecallSum).Set("retrieval_hits = ?", t.Hits)
+	if !counted {
+		up = up.Set("done = ?", c.Done).Set("passed = ?", c.Passed).Set("failed = ?", c.Failed).Set("errors = ?", c.Errors)
+	}
+	_, err := up.Where("run_id = ? AND domain = ? AND level = ?", runID, domain, level).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("save cell %s/%d: %w", domain, level, err)
 	}
@@ -329,19 +488,48 @@ func (s *Store) MarkInterrupted(ctx context.Context) (int, error) {
 // changed (those it changed before an error, with the error).
 func (s *Store) MarkInterruptedRuns(ctx context.Context) ([]string, error) {
 	var ids []string
-	if err := s.db.NewSelect().Model((*runRow)(nil)).Column("run_id").Where("status = ?", StatusRunning).Scan(ctx, &ids); err != nil {
+	if err := s.db.NewSelect().Model((*runRow)(nil)).Column("run_id").Where(leftRunning, StatusRunning, StatusInterrupted).
+		Scan(ctx, &ids); err != nil {
 		return nil, fmt.Errorf("mark interrupted: %w", err)
 	}
-	for i, id := range ids {
-		if err := s.markInterrupted(ctx, id); err != nil {
-			return ids[:i], err
+	var changed []string
+	for _, id := range ids {
+		ok, err := s.markInterrupted(ctx, id)
+		if err != nil {
+			return changed, err
+		}
+		if ok {
+			changed = append(changed, id)
 		}
 	}
-	return ids, nil
+	return changed, nil
 }
 
-// markInterrupted marks one run interrupted (MarkInterrupted).
-func (s *Store) markInterrupted(ctx context.Context, id string) error {
+// leftRunning selects the runs MarkInterrupted closes: running, or marked
+// interrupted by a MarkInterrupted that ended before recording the rest.
+const leftRunning = "status IN (?, ?) AND completed_at IS NULL"
+
+// markInterrupted marks one run interrupted (MarkInterrupted); false when
+// it was no longer running.
+func (s *Store) markInterrupted(ctx context.Context, id string) (bool, error) {
+	// The run's intake of queued results ends first (RecordResult takes
+	// none once the run is not running): the recount then sees every
+	// result the cells will ever hold, and no worker moves a counter
+	// behind it.
+	up, err := s.db.NewUpdate().Model((*runRow)(nil)).Set("status = ?", StatusInterrupted).
+		Where("run_id = ?", id).Where(leftRunning, StatusRunning, StatusInterrupted).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("mark interrupted: %w", err)
+	}
+	if n, _ := up.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	return true, s.closeInterrupted(ctx, id)
+}
+
+// closeInterrupted records the end of a run markInterrupted fenced: its
+// cells recounted from its results, its counts, totals and error.
+func (s *Store) closeInterrupted(ctx context.Context, id string) error {
 	if err := recountCells(ctx, s.db, id); err != nil {
 		return fmt.Errorf("mark interrupted: %w", err)
 	}
@@ -390,15 +578,24 @@ func notFound(id string) error {
 
 // Run returns one run's summary.
 func (s *Store) Run(ctx context.Context, id string) (Info, error) {
+	row, err := s.run(ctx, id)
+	if err != nil {
+		return Info{}, err
+	}
+	return row.info(), nil
+}
+
+// run reads one run's row.
+func (s *Store) run(ctx context.Context, id string) (*runRow, error) {
 	var row runRow
 	err := s.db.NewSelect().Model(&row).Where("run_id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Info{}, notFound(id)
+		return nil, notFound(id)
 	}
 	if err != nil {
-		return Info{}, fmt.Errorf("read run %q: %w", id, err)
+		return nil, fmt.Errorf("read run %q: %w", id, err)
 	}
-	return row.info(), nil
+	return &row, nil
 }
 
 // Last returns the most recent run, or an error wrapping
@@ -559,26 +756,28 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	})
 }
 
-// SaveResult stores one result alone, in its own transaction: the
-// engine's fallback when a batch could not be stored, so that one bad row
-// never takes the others with it.
+// SaveResult stores one result alone, in its own transaction (with its
+// cell's counters in a counted run, as SaveBatch).
 func (s *Store) SaveResult(ctx context.Context, r Result) error {
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := sqldb.Insert(ctx, tx, []*resultRow{toResultRow(r)}); err != nil {
-			return fmt.Errorf("save result %s: %w", r.TestID, err)
-		}
-		return nil
-	})
+	if err := s.SaveBatch(ctx, []Result{r}, nil); err != nil {
+		return fmt.Errorf("save result %s: %w", r.TestID, err)
+	}
+	return nil
 }
 
-// SaveCells stores the states of cells, in one transaction.
+// SaveCells stores the states of cells, in one transaction; in a counted
+// run, all but their counts (SaveBatch).
 func (s *Store) SaveCells(ctx context.Context, cells []CellUpdate) error {
 	if len(cells) == 0 {
 		return nil
 	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		counted, err := countedRuns(ctx, tx, nil, cells)
+		if err != nil {
+			return err
+		}
 		for _, c := range cells {
-			if err := saveCell(ctx, tx, c.RunID, c.Domain, c.Level, c.Cell); err != nil {
+			if err := saveCell(ctx, tx, c.RunID, c.Domain, c.Level, c.Cell, counted[c.RunID]); err != nil {
 				return err
 			}
 		}
@@ -589,7 +788,10 @@ func (s *Store) SaveCells(ctx context.Context, cells []CellUpdate) error {
 // ReopenRun prepares a finished run to be resumed: it deletes the results
 // that ended in error, recounts the run's and its cells' counts from the
 // results kept, and marks the run running again (completed_at and error
-// cleared). It returns the reopened run's summary.
+// cleared). The run is counted from then on (its cells' counts are its
+// results', see SaveBatch) when every result it kept belongs to one of
+// its cells with a status of passed or failed: so is a run stored by an
+// older version once resumed. It returns the reopened run's summary.
 func (s *Store) ReopenRun(ctx context.Context, runID string) (Info, error) {
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewDelete().Model((*resultRow)(nil)).Where("run_id = ? AND status = ?", runID, TestError).Exec(ctx); err != nil {
@@ -598,8 +800,15 @@ func (s *Store) ReopenRun(ctx context.Context, runID string) (Info, error) {
 		if err := recountCells(ctx, tx, runID); err != nil {
 			return err
 		}
+		// The recount made the cells' counts the results'; they stay so
+		// unless a result has no cell to be counted in (or an unknown
+		// status), which only an older version could have stored.
 		if _, err := tx.NewUpdate().Model((*runRow)(nil)).Set("status = ?", StatusRunning).
-			Set("completed_at = NULL").Set("error = ''").Where("run_id = ?", runID).Exec(ctx); err != nil {
+			Set("completed_at = NULL").Set("error = ''").
+			Set(`counted = NOT EXISTS (SELECT 1 FROM run_results r WHERE r.run_id = ?
+				AND (r.status NOT IN (?, ?) OR NOT EXISTS (SELECT 1 FROM run_cells c
+					WHERE c.run_id = r.run_id AND c.domain = r.domain AND c.level = r.level)))`, runID, TestPassed, TestFailed).
+			Where("run_id = ?", runID).Exec(ctx); err != nil {
 			return err
 		}
 		if err := recountRuns(ctx, tx, runID); err != nil {

@@ -125,7 +125,9 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Finish: totals stored, cells left pending or running are skipped.
+	// Finish: totals stored, cells left pending or running are partial
+	// when they hold results, skipped otherwise. The cells' counts are
+	// their results' (the run is counted), not those SaveCell was given.
 	done := "2026-01-02 03:05:00"
 	score := 1.0 / 3
 	in.Status, in.CompletedAt, in.OverallScore, in.TotalTokens, in.TotalDurationMS = runs.StatusStopped, &done, &score, 45, 55000
@@ -137,8 +139,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 	m, _ = s.Matrix(ctx, "r1")
 	want = runs.Matrix{
-		"math":  {"1": {Status: runs.CellFailed, Score: &half, DurationMS: &ms, Tests: 2, Done: 2, Passed: 1}},
-		"words": {"1": {Status: runs.CellSkipped, Tests: 1}, "2": {Status: runs.CellSkipped}},
+		"math":  {"1": {Status: runs.CellFailed, Score: &half, DurationMS: &ms, Tests: 2, Done: 2, Passed: 1, Failed: 1}},
+		"words": {"1": {Status: runs.CellPartial, Tests: 1, Done: 1, Errors: 1}, "2": {Status: runs.CellSkipped}},
 	}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("finished matrix = %+v", m)
