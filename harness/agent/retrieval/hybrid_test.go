@@ -79,6 +79,58 @@ func TestQueryVectorOfAnotherLength(t *testing.T) {
 		len(res.Results) == 0 || res.Results[0].BM25Rank == nil || res.Results[0].VectorRank != nil {
 		t.Errorf("search = %+v", res)
 	}
+	// The model behind the name changed: the base is embedded again with
+	// it, and search is hybrid again.
+	waitHybrid(t, r, "a", "where is the office")
+}
+
+// waitHybrid waits until a search of the agent's base is hybrid, without
+// a fallback.
+func waitHybrid(t *testing.T, r *retrieval.Retriever, agentID, query string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := r.Search(t.Context(), agentID, query, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Mode == retrieval.ModeHybrid && res.Fallback == "" && len(res.Results) > 0 && res.Results[0].VectorRank != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			st, _ := r.Status(agentID)
+			t.Fatalf("search = %+v; status %+v", res, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestModelChangesLengthMidBase: the base was embedded with vectors of
+// one length; a file is added and the model behind the same name now
+// gives another length. The old vectors are dropped and the whole base
+// embedded again, instead of failing on the mix.
+func TestModelChangesLengthMidBase(t *testing.T) {
+	_, c256 := endpoint(t, 256)
+	_, c64 := endpoint(t, 64)
+	emb := &switchEmbedder{}
+	emb.cur.Store(c256)
+	store := kb.New(kb.Options{Dir: t.TempDir()})
+	ctx := t.Context()
+	if _, err := store.Write(ctx, "a", "faq.md", strings.NewReader("# Hours\n\nOpen from nine to five.\n\n# Place\n\nThe office is in Lyon."), true); err != nil {
+		t.Fatal(err)
+	}
+	r := retrieval.New(retrieval.Options{KB: store, EmbeddingModel: "e", Embedder: emb})
+	t.Cleanup(r.Close)
+	waitComplete(t, r, "a")
+	emb.cur.Store(c64)
+	if _, err := store.Write(ctx, "a", "more.md", strings.NewReader("# Parking\n\nThe car park is behind the office."), true); err != nil {
+		t.Fatal(err)
+	}
+	waitHybrid(t, r, "a", "where can I park")
+	st, err := r.Status("a")
+	if err != nil || st.State != retrieval.StateIdle || st.LastError != "" || st.Embedded != st.Chunks {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
 }
 
 // gatedEmbedder holds every request until the gate opens or the request

@@ -2,11 +2,12 @@ package retrieval
 
 import (
 	"fmt"
-	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
-	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc/kbdoctest"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc/kbdoctest"
 
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
 )

@@ -3,6 +3,7 @@ package retrieval
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -358,6 +359,10 @@ func (r *Retriever) rank(ctx context.Context, agentID string, snap *snapshot, qu
 	}
 	q, err := r.queryVector(ctx, query, vs.dims)
 	if err != nil {
+		var de *dimsError
+		if errors.As(err, &de) {
+			r.resized(agentID, snap, vs, de.query)
+		}
 		fallback = "embedding endpoint failed: " + err.Error()
 		r.log.Warn("knowledge base search fell back to BM25", slog.String("agent", agentID), slog.String("reason", fallback))
 		return bm25Only(), ModeBM25, fallback

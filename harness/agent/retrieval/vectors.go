@@ -85,6 +85,34 @@ type embedState struct {
 	lastErr  string
 	failedAt time.Time
 	cancel   context.CancelFunc // of the job in progress for the agent
+	// wantDims is the length of the model's vectors as a query found it,
+	// when it differed from the stored ones' (see resized): the next job
+	// drops stored vectors of another length.
+	wantDims int
+}
+
+// dimsError is a query vector whose length is not the stored vectors'.
+type dimsError struct{ query, base int }
+
+func (e *dimsError) Error() string {
+	return fmt.Sprintf("the query's vector has %d dimensions, the knowledge base's %d", e.query, e.base)
+}
+
+// resized handles a query whose vector has another length than the
+// snapshot's vectors: the model behind the configured name changed. The
+// snapshot's vectors are dropped and the base embedded again (the job
+// removes the stored vectors of the old length); searches are BM25 until
+// it is done.
+func (r *Retriever) resized(agentID string, snap *snapshot, vs *vectorSet, dims int) {
+	if !snap.vecs.CompareAndSwap(vs, nil) {
+		return
+	}
+	r.mu.Lock()
+	r.embedStateLocked(agentID).wantDims = dims
+	r.mu.Unlock()
+	r.log.Warn("the embedding model's vectors changed length; embedding the knowledge base again",
+		slog.String("agent", agentID), slog.String("model", r.opts.EmbeddingModel), slog.Int("stored", vs.dims), slog.Int("now", dims))
+	r.Kick(agentID)
 }
 
 // normalise scales v to length 1 in place; false for a zero vector or
@@ -267,6 +295,19 @@ func (r *Retriever) embedAgent(ctx context.Context, agentID string) error {
 			dims = len(v)
 			break
 		}
+		r.mu.Lock()
+		want := r.embedStateLocked(agentID).wantDims
+		r.mu.Unlock()
+		if want != 0 && dims != 0 && dims != want {
+			// A query found the model's vectors have another length now.
+			if err := r.vectors.PruneVectors(ctx, agentID, model, nil); err != nil {
+				return err
+			}
+			stored, dims = map[string][]float32{}, 0
+		}
+		// storedDims: dims came from vectors stored earlier, not from an
+		// answer of this pass (see the length check below).
+		storedDims := dims != 0
 		// Which hashes lack a vector (each once, with its first chunk and
 		// its number of chunks), and how many chunks have one.
 		var missing []string
@@ -286,7 +327,7 @@ func (r *Retriever) embedAgent(ctx context.Context, agentID string) error {
 		}
 		n := len(hashes)
 		r.setProgress(agentID, snap.version, n, embedded)
-		changed := false
+		changed, resized := false, false
 		// Vectors are stored a few thousand at a time (a transaction each),
 		// not batch by batch: a commit can cost a disk sync.
 		save := map[string][]float32{}
@@ -332,6 +373,18 @@ func (r *Retriever) embedAgent(ctx context.Context, agentID string) error {
 					if dims == 0 {
 						dims = len(v)
 					}
+					if storedDims && len(v) != dims && len(v) > 0 {
+						// The model's first answer of this pass has another
+						// length than the vectors stored under its name: the
+						// model behind the name changed. Those vectors are
+						// of no use with it: they go, and the whole base is
+						// embedded again.
+						r.log.Warn("the embedding model's vectors changed length; embedding the knowledge base again",
+							slog.String("agent", agentID), slog.String("model", model), slog.Int("stored", dims), slog.Int("now", len(v)))
+						resized = true
+						break
+					}
+					storedDims = false
 					if len(v) != dims || dims == 0 {
 						return fmt.Errorf("embedding endpoint failed: a vector of %d dimensions, the others have %d", len(v), dims)
 					}
@@ -343,6 +396,15 @@ func (r *Retriever) embedAgent(ctx context.Context, agentID string) error {
 					stored[batch[i]] = v
 					embedded += counts[batch[i]]
 				}
+				if resized {
+					break
+				}
+			}
+			if resized {
+				if err := r.vectors.PruneVectors(ctx, agentID, model, nil); err != nil {
+					return err
+				}
+				break
 			}
 			if len(save) >= saveVectors {
 				if err := flush(); err != nil {
@@ -353,6 +415,9 @@ func (r *Retriever) embedAgent(ctx context.Context, agentID string) error {
 			if v, err := r.opts.KB.Version(agentID); err == nil && v != snap.version {
 				changed = true
 			}
+		}
+		if resized {
+			continue
 		}
 		if err := flush(); err != nil {
 			return err
@@ -370,6 +435,9 @@ func (r *Retriever) embedAgent(ctx context.Context, agentID string) error {
 			r.log.Warn("cannot remove the knowledge base's outdated vectors", slog.String("agent", agentID), slog.String("error", err.Error()))
 		}
 		snap.vecs.Store(set)
+		r.mu.Lock()
+		r.embedStateLocked(agentID).wantDims = 0
+		r.mu.Unlock()
 		r.setProgress(agentID, snap.version, n, n)
 		r.log.Info("knowledge base embedded", slog.String("agent", agentID), slog.String("model", model),
 			slog.Int("chunks", n), slog.Int("embedded_now", len(missing)))
@@ -400,8 +468,11 @@ func (r *Retriever) fromStore(ctx context.Context, agentID string, snap *snapsho
 			}
 			dims = len(v)
 		}
-		if dims == 0 {
-			return
+		r.mu.Lock()
+		want := r.embedStateLocked(agentID).wantDims
+		r.mu.Unlock()
+		if dims == 0 || want != 0 && dims != want {
+			return // none, or of a length the model no longer gives
 		}
 		set := &vectorSet{model: model, dims: dims, data: make([]float32, len(hashes)*dims)}
 		for i, h := range hashes {
@@ -501,7 +572,7 @@ func (r *Retriever) queryVector(ctx context.Context, query string, dims int) ([]
 		r.qcMu.Unlock()
 	}
 	if len(v) != dims {
-		return nil, fmt.Errorf("the query's vector has %d dimensions, the knowledge base's %d", len(v), dims)
+		return nil, &dimsError{query: len(v), base: dims}
 	}
 	return v, nil
 }
