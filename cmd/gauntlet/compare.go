@@ -154,9 +154,9 @@ func writeComparison(w io.Writer, rep *compare.Report, base, head runs.Info) err
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for line := range strings.Lines(table.String()) {
-		// The padding of an empty last column.
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	writeTable(w, &table)
+	if err := writeRetrievalChange(w, rep); err != nil {
+		return err
 	}
 	if len(rep.Flipped) > 0 {
 		fmt.Fprintf(w, "\nflipped tests (%d):\n", len(rep.Flipped))
@@ -169,6 +169,46 @@ func writeComparison(w io.Writer, rep *compare.Report, base, head runs.Info) err
 	_, err := fmt.Fprintf(w, "\n%d tests improved, %d regressed, %d unchanged; %s significantly worse, %s significantly better\n",
 		s.Improved, s.Regressed, s.Unchanged, cells(s.SignificantRegressions), cells(s.SignificantImprovements))
 	return err
+}
+
+// writeTable writes a tabwriter's output without the padding of an empty
+// last column.
+func writeTable(w io.Writer, table *bytes.Buffer) {
+	for line := range strings.Lines(table.String()) {
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
+}
+
+// writeRetrievalChange prints, when the runs target agents and some of
+// their tests name expected sources, how retrieval changed in each cell:
+// recall@k and hit rate over the tests that measured it in both runs.
+func writeRetrievalChange(w io.Writer, rep *compare.Report) error {
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	found := false
+	for _, d := range rep.Domains() {
+		for _, l := range rep.Levels(d) {
+			r := rep.Cells[d][l].Retrieval
+			if r == nil {
+				continue
+			}
+			if !found {
+				fmt.Fprintf(tw, "DOMAIN\tLEVEL\tTESTS\tBASE R@%d\tHEAD R@%d\tDELTA\tBASE HITS\tHEAD HITS\t\n", runs.RetrievalK, runs.RetrievalK)
+				found = true
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%+.3f\t%.3f\t%.3f\t\n", d, l, r.Tests, r.BaseRecallAtK, r.HeadRecallAtK,
+				r.Delta, r.BaseHitRate, r.HeadHitRate)
+		}
+	}
+	if !found {
+		return nil
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nretrieval (tests naming expected sources, measured in both runs):")
+	writeTable(w, &table)
+	return nil
 }
 
 // pValue formats a p-value: 4 decimals, or "<0.0001".
@@ -261,9 +301,7 @@ func writeMany(w io.Writer, rep *compare.ManyReport) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	for line := range strings.Lines(table.String()) {
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
-	}
+	writeTable(w, &table)
 
 	base := labels[0]
 	fmt.Fprintln(w)

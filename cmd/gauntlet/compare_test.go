@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -242,5 +243,66 @@ func TestCompareMany(t *testing.T) {
 	out.Reset()
 	if err := run(ctx, []string{"compare", "base", "worse", "--data", dir}, &out, &errb); err != nil || strings.Contains(out.String(), "Δ") {
 		t.Errorf("two runs: %v\n%s", err, out.String())
+	}
+}
+
+// TestCompareTextRetrieval: two runs of an agent's suite whose tests name
+// expected sources: the text shows each cell's recall@5 and hit rate in
+// both runs; runs without any (TestCompareText) show no such table.
+func TestCompareTextRetrieval(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	db, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "gauntlet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := runs.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four tests expecting faq.md; the old base finds it for one, the new
+	// for all four.
+	write := func(id string, found int) {
+		var rs []runs.Result
+		for i := range 4 {
+			var sources []harness.Source
+			if i < found {
+				sources = []harness.Source{{File: "faq.md", Score: 1}}
+			}
+			m := runs.MeasureRetrieval([]string{"faq.md"}, &harness.Retrieval{Mode: "hybrid", Sources: sources})
+			rs = append(rs, runs.Result{RunID: id, TestID: fmt.Sprintf("kb-%d", i), Domain: "kb", Level: 1, Score: 1,
+				Status: runs.TestPassed, CreatedAt: runs.Now(), Details: map[string]any{"retrieval": m.Details()}})
+		}
+		cells := []runs.CellKey{{Domain: "kb", Level: 1, Tests: 4}}
+		if err := st.CreateRun(ctx, runs.Info{RunID: id, StartedAt: runs.Now(), ModelName: id, Status: runs.StatusCompleted, TotalTests: 4}, cells); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SaveResults(ctx, rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("old-kb", 1)
+	write("new-kb", 4)
+	var out, errb bytes.Buffer
+	if err := run(ctx, []string{"compare", "old-kb", "new-kb", "--data", dir}, &out, &errb); err != nil {
+		t.Fatalf("compare: %v\n%s", err, errb.String())
+	}
+	for _, want := range []string{
+		"\nretrieval (tests naming expected sources, measured in both runs):\n",
+		"DOMAIN  LEVEL  TESTS  BASE R@5  HEAD R@5  DELTA   BASE HITS  HEAD HITS\n",
+		"kb      1      4      0.250     1.000     +0.750  0.250      1.000\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"compare", "base", "worse", "--data", compareData(t)}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "retrieval") {
+		t.Errorf("runs that measured no retrieval show a retrieval table:\n%s", out.String())
 	}
 }
