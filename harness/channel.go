@@ -18,9 +18,9 @@ type InboundMessage struct {
 type Reply struct {
 	Text string
 	// Sources are the knowledge-base chunks the agent was given with the
-	// message, best first; empty when its knowledge base gave nothing (or
-	// the host does not report them, as a plugin channel's host does not).
-	// A channel may show them with the reply.
+	// message, best first; empty when its knowledge base gave nothing. A
+	// channel may show them with the reply (a plugin channel's host
+	// reports them too).
 	Sources []Source
 }
 

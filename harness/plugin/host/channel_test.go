@@ -50,7 +50,8 @@ func TestChannelRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(resp.Body)
-	if resp.Status != 202 || string(body) != `{"reply":"PING"}` {
+	// The reply's sources cross too.
+	if resp.Status != 202 || string(body) != `{"reply":"PING","sources":["faq.md#2@0.5","guide.pdf#0@0.25"]}` {
 		t.Errorf("receive: %d %s", resp.Status, body)
 	}
 	_, err = recv.Receive(t.Context(), run, &harness.InboundRequest{Body: []byte(`{}`)})

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -82,6 +83,33 @@ func TestEvaluatorRoundTrip(t *testing.T) {
 	waitGone(t, pid)
 	if _, err := ev.Evaluate(t.Context(), evalRequest("42", "42")); !errors.Is(err, plugin.ErrUnavailable) {
 		t.Errorf("after Close: %v, want ErrUnavailable", err)
+	}
+}
+
+// A run that targets an agent gives the plugin what its knowledge base
+// retrieved (for a faithfulness judge), and the test's expected sources.
+func TestEvaluatorSeesRetrieval(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "evaluator", "gauntlet-evaluator-testeval")
+	_, reg := newManager(t, Options{Dir: dir})
+	ev, _ := reg.Evaluator("testeval")
+	req := evalRequest("42", "42")
+	req.Test.Expected.Sources = []string{"faq.md", "guide.pdf"}
+	req.Retrieval = &harness.Retrieval{Mode: "bm25", Fallback: "embeddings being built: 1 of 2 chunks",
+		Text: "## faq.md\nOpen from nine.", Sources: []harness.Source{{File: "faq.md", Chunk: 3, Score: 0.75}}}
+	res, err := ev.Evaluate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(map[string]any{"expected_sources": res.Details["expected_sources"], "retrieval": res.Details["retrieval"]})
+	want := `{"expected_sources":["faq.md","guide.pdf"],"retrieval":{"fallback":"embeddings being built: 1 of 2 chunks","mode":"bm25","sources":["faq.md#3@0.75"],"text":"## faq.md\nOpen from nine."}}`
+	if string(got) != want {
+		t.Errorf("the plugin saw %s\nwant %s", got, want)
+	}
+	// Without an agent: no retrieval at all.
+	res, err = ev.Evaluate(t.Context(), evalRequest("42", "42"))
+	if err != nil || res.Details["retrieval"] != nil || res.Details["expected_sources"] != nil {
+		t.Errorf("a bare model's run: %+v, %v", res.Details, err)
 	}
 }
 

@@ -228,7 +228,12 @@ func (h *fakeHost) Chat(ctx context.Context, msg *harness.InboundMessage) (*harn
 	if msg.Text == "fail" {
 		return nil, fmt.Errorf("agent %q: %w", "nobody", harness.ErrNotFound)
 	}
-	return &harness.Reply{Text: upper(msg.Text)}, nil
+	reply := &harness.Reply{Text: upper(msg.Text)}
+	if msg.Text == "ping" {
+		// The agent's knowledge base gave it two chunks.
+		reply.Sources = []harness.Source{{File: "faq.md", Chunk: 2, Score: 0.5}, {File: "guide.pdf", Chunk: 0, Score: 0.25}}
+	}
+	return reply, nil
 }
 
 func (h *fakeHost) Clear(ctx context.Context, userID string) error {

@@ -334,6 +334,68 @@ func (x *FunctionDef) GetParametersJson() []byte {
 	return nil
 }
 
+// Source is a knowledge-base chunk an agent was given (harness.Source):
+// its file, its number in the file (from 0), and its score.
+type Source struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	File          string                 `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	Chunk         int64                  `protobuf:"varint,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	Score         float64                `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Source) Reset() {
+	*x = Source{}
+	mi := &file_harness_plugin_proto_common_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Source) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Source) ProtoMessage() {}
+
+func (x *Source) ProtoReflect() protoreflect.Message {
+	mi := &file_harness_plugin_proto_common_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Source.ProtoReflect.Descriptor instead.
+func (*Source) Descriptor() ([]byte, []int) {
+	return file_harness_plugin_proto_common_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Source) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *Source) GetChunk() int64 {
+	if x != nil {
+		return x.Chunk
+	}
+	return 0
+}
+
+func (x *Source) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
 // FieldError is one validation failure (harness.FieldError).
 type FieldError struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -347,7 +409,7 @@ type FieldError struct {
 
 func (x *FieldError) Reset() {
 	*x = FieldError{}
-	mi := &file_harness_plugin_proto_common_proto_msgTypes[4]
+	mi := &file_harness_plugin_proto_common_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +421,7 @@ func (x *FieldError) String() string {
 func (*FieldError) ProtoMessage() {}
 
 func (x *FieldError) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_common_proto_msgTypes[4]
+	mi := &file_harness_plugin_proto_common_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +434,7 @@ func (x *FieldError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldError.ProtoReflect.Descriptor instead.
 func (*FieldError) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_common_proto_rawDescGZIP(), []int{4}
+	return file_harness_plugin_proto_common_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FieldError) GetField() string {
@@ -414,7 +476,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_harness_plugin_proto_common_proto_msgTypes[5]
+	mi := &file_harness_plugin_proto_common_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -426,7 +488,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_common_proto_msgTypes[5]
+	mi := &file_harness_plugin_proto_common_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -439,7 +501,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_common_proto_rawDescGZIP(), []int{5}
+	return file_harness_plugin_proto_common_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ErrorDetail) GetKind() string {
@@ -479,7 +541,11 @@ const file_harness_plugin_proto_common_proto_rawDesc = "" +
 	"\vFunctionDef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0fparameters_json\x18\x03 \x01(\fR\x0eparametersJson\"[\n" +
+	"\x0fparameters_json\x18\x03 \x01(\fR\x0eparametersJson\"H\n" +
+	"\x06Source\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x14\n" +
+	"\x05chunk\x18\x02 \x01(\x03R\x05chunk\x12\x14\n" +
+	"\x05score\x18\x03 \x01(\x01R\x05score\"[\n" +
 	"\n" +
 	"FieldError\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x18\n" +
@@ -508,19 +574,20 @@ func file_harness_plugin_proto_common_proto_rawDescGZIP() []byte {
 }
 
 var file_harness_plugin_proto_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harness_plugin_proto_common_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_harness_plugin_proto_common_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_harness_plugin_proto_common_proto_goTypes = []any{
 	(Kind)(0),           // 0: gauntlet.plugin.v1.Kind
 	(*Usage)(nil),       // 1: gauntlet.plugin.v1.Usage
 	(*ToolCall)(nil),    // 2: gauntlet.plugin.v1.ToolCall
 	(*Message)(nil),     // 3: gauntlet.plugin.v1.Message
 	(*FunctionDef)(nil), // 4: gauntlet.plugin.v1.FunctionDef
-	(*FieldError)(nil),  // 5: gauntlet.plugin.v1.FieldError
-	(*ErrorDetail)(nil), // 6: gauntlet.plugin.v1.ErrorDetail
+	(*Source)(nil),      // 5: gauntlet.plugin.v1.Source
+	(*FieldError)(nil),  // 6: gauntlet.plugin.v1.FieldError
+	(*ErrorDetail)(nil), // 7: gauntlet.plugin.v1.ErrorDetail
 }
 var file_harness_plugin_proto_common_proto_depIdxs = []int32{
 	2, // 0: gauntlet.plugin.v1.Message.tool_calls:type_name -> gauntlet.plugin.v1.ToolCall
-	5, // 1: gauntlet.plugin.v1.ErrorDetail.fields:type_name -> gauntlet.plugin.v1.FieldError
+	6, // 1: gauntlet.plugin.v1.ErrorDetail.fields:type_name -> gauntlet.plugin.v1.FieldError
 	2, // [2:2] is the sub-list for method output_type
 	2, // [2:2] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
@@ -539,7 +606,7 @@ func file_harness_plugin_proto_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harness_plugin_proto_common_proto_rawDesc), len(file_harness_plugin_proto_common_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -30,6 +30,9 @@ type Expected struct {
 	Tolerance *float64               `protobuf:"fixed64,3,opt,name=tolerance,proto3,oneof" json:"tolerance,omitempty"`
 	// arguments_json is the JSON object of expected tool call arguments.
 	ArgumentsJson []byte `protobuf:"bytes,4,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// sources are the knowledge-base files the test expects an agent to
+	// retrieve.
+	Sources       []string `protobuf:"bytes,5,rep,name=sources,proto3" json:"sources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -92,6 +95,88 @@ func (x *Expected) GetArgumentsJson() []byte {
 	return nil
 }
 
+func (x *Expected) GetSources() []string {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+// Retrieval is what an agent's knowledge base gave the model for the
+// test's message (harness.Retrieval).
+type Retrieval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// sources are the chunks given, best first.
+	Sources []*Source `protobuf:"bytes,1,rep,name=sources,proto3" json:"sources,omitempty"`
+	// text is the knowledge-base text given, as the system message held it:
+	// what a judge checks an answer's faithfulness against.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// mode is "bm25" or "hybrid"; "" for an empty knowledge base.
+	Mode string `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	// fallback says why retrieval meant to be hybrid was BM25 only.
+	Fallback      string `protobuf:"bytes,4,opt,name=fallback,proto3" json:"fallback,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Retrieval) Reset() {
+	*x = Retrieval{}
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Retrieval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Retrieval) ProtoMessage() {}
+
+func (x *Retrieval) ProtoReflect() protoreflect.Message {
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Retrieval.ProtoReflect.Descriptor instead.
+func (*Retrieval) Descriptor() ([]byte, []int) {
+	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Retrieval) GetSources() []*Source {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *Retrieval) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Retrieval) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *Retrieval) GetFallback() string {
+	if x != nil {
+		return x.Fallback
+	}
+	return ""
+}
+
 type Test struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -108,7 +193,7 @@ type Test struct {
 
 func (x *Test) Reset() {
 	*x = Test{}
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[1]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -120,7 +205,7 @@ func (x *Test) String() string {
 func (*Test) ProtoMessage() {}
 
 func (x *Test) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[1]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -133,7 +218,7 @@ func (x *Test) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Test.ProtoReflect.Descriptor instead.
 func (*Test) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{1}
+	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Test) GetId() string {
@@ -208,7 +293,7 @@ type EvaluatorConfig struct {
 
 func (x *EvaluatorConfig) Reset() {
 	*x = EvaluatorConfig{}
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[2]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -220,7 +305,7 @@ func (x *EvaluatorConfig) String() string {
 func (*EvaluatorConfig) ProtoMessage() {}
 
 func (x *EvaluatorConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[2]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -233,7 +318,7 @@ func (x *EvaluatorConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluatorConfig.ProtoReflect.Descriptor instead.
 func (*EvaluatorConfig) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{2}
+	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EvaluatorConfig) GetId() string {
@@ -295,15 +380,17 @@ type EvaluateRequest struct {
 	ToolCalls    []*ToolCall            `protobuf:"bytes,6,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// model_ref, when not 0, names the run's model in the host's Model
 	// service for the duration of this call.
-	ModelRef      uint64 `protobuf:"varint,7,opt,name=model_ref,json=modelRef,proto3" json:"model_ref,omitempty"`
-	ModelName     string `protobuf:"bytes,8,opt,name=model_name,json=modelName,proto3" json:"model_name,omitempty"`
+	ModelRef  uint64 `protobuf:"varint,7,opt,name=model_ref,json=modelRef,proto3" json:"model_ref,omitempty"`
+	ModelName string `protobuf:"bytes,8,opt,name=model_name,json=modelName,proto3" json:"model_name,omitempty"`
+	// retrieval is set in a run that targets an agent.
+	Retrieval     *Retrieval `protobuf:"bytes,9,opt,name=retrieval,proto3" json:"retrieval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EvaluateRequest) Reset() {
 	*x = EvaluateRequest{}
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[3]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +402,7 @@ func (x *EvaluateRequest) String() string {
 func (*EvaluateRequest) ProtoMessage() {}
 
 func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[3]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +415,7 @@ func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateRequest.ProtoReflect.Descriptor instead.
 func (*EvaluateRequest) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{3}
+	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EvaluateRequest) GetTest() *Test {
@@ -387,6 +474,13 @@ func (x *EvaluateRequest) GetModelName() string {
 	return ""
 }
 
+func (x *EvaluateRequest) GetRetrieval() *Retrieval {
+	if x != nil {
+		return x.Retrieval
+	}
+	return nil
+}
+
 type EvaluateResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Score  float64                `protobuf:"fixed64,1,opt,name=score,proto3" json:"score,omitempty"`
@@ -400,7 +494,7 @@ type EvaluateResponse struct {
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[4]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +506,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[4]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +519,7 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{4}
+	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EvaluateResponse) GetScore() float64 {
@@ -465,7 +559,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[5]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +571,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[5]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +584,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{5}
+	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ValidateConfigRequest) GetEvaluator() *EvaluatorConfig {
@@ -508,7 +602,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[6]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +614,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[6]
+	mi := &file_harness_plugin_proto_evaluator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,21 +627,27 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{6}
+	return file_harness_plugin_proto_evaluator_proto_rawDescGZIP(), []int{7}
 }
 
 var File_harness_plugin_proto_evaluator_proto protoreflect.FileDescriptor
 
 const file_harness_plugin_proto_evaluator_proto_rawDesc = "" +
 	"\n" +
-	"$harness/plugin/proto/evaluator.proto\x12\x12gauntlet.plugin.v1\x1a!harness/plugin/proto/common.proto\"\x8e\x01\n" +
+	"$harness/plugin/proto/evaluator.proto\x12\x12gauntlet.plugin.v1\x1a!harness/plugin/proto/common.proto\"\xa8\x01\n" +
 	"\bExpected\x12\x16\n" +
 	"\x06answer\x18\x01 \x01(\tR\x06answer\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12!\n" +
 	"\ttolerance\x18\x03 \x01(\x01H\x00R\ttolerance\x88\x01\x01\x12%\n" +
-	"\x0earguments_json\x18\x04 \x01(\fR\rargumentsJsonB\f\n" +
+	"\x0earguments_json\x18\x04 \x01(\fR\rargumentsJson\x12\x18\n" +
+	"\asources\x18\x05 \x03(\tR\asourcesB\f\n" +
 	"\n" +
-	"_tolerance\"\xe8\x01\n" +
+	"_tolerance\"\x85\x01\n" +
+	"\tRetrieval\x124\n" +
+	"\asources\x18\x01 \x03(\v2\x1a.gauntlet.plugin.v1.SourceR\asources\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x1a\n" +
+	"\bfallback\x18\x04 \x01(\tR\bfallback\"\xe8\x01\n" +
 	"\x04Test\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tdomain_id\x18\x02 \x01(\tR\bdomainId\x12\x14\n" +
@@ -566,7 +666,7 @@ const file_harness_plugin_proto_evaluator_proto_rawDesc = "" +
 	"\n" +
 	"uses_pass2\x18\x06 \x01(\bR\tusesPass2\x12\x1f\n" +
 	"\vconfig_json\x18\a \x01(\fR\n" +
-	"configJson\"\xf5\x02\n" +
+	"configJson\"\xb2\x03\n" +
 	"\x0fEvaluateRequest\x12,\n" +
 	"\x04test\x18\x01 \x01(\v2\x18.gauntlet.plugin.v1.TestR\x04test\x12A\n" +
 	"\tevaluator\x18\x02 \x01(\v2#.gauntlet.plugin.v1.EvaluatorConfigR\tevaluator\x12#\n" +
@@ -577,7 +677,8 @@ const file_harness_plugin_proto_evaluator_proto_rawDesc = "" +
 	"tool_calls\x18\x06 \x03(\v2\x1c.gauntlet.plugin.v1.ToolCallR\ttoolCalls\x12\x1b\n" +
 	"\tmodel_ref\x18\a \x01(\x04R\bmodelRef\x12\x1d\n" +
 	"\n" +
-	"model_name\x18\b \x01(\tR\tmodelName\"\x94\x01\n" +
+	"model_name\x18\b \x01(\tR\tmodelName\x12;\n" +
+	"\tretrieval\x18\t \x01(\v2\x1d.gauntlet.plugin.v1.RetrievalR\tretrieval\"\x94\x01\n" +
 	"\x10EvaluateResponse\x12\x14\n" +
 	"\x05score\x18\x01 \x01(\x01R\x05score\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\bR\x06passed\x12!\n" +
@@ -602,36 +703,40 @@ func file_harness_plugin_proto_evaluator_proto_rawDescGZIP() []byte {
 	return file_harness_plugin_proto_evaluator_proto_rawDescData
 }
 
-var file_harness_plugin_proto_evaluator_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_harness_plugin_proto_evaluator_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_harness_plugin_proto_evaluator_proto_goTypes = []any{
 	(*Expected)(nil),               // 0: gauntlet.plugin.v1.Expected
-	(*Test)(nil),                   // 1: gauntlet.plugin.v1.Test
-	(*EvaluatorConfig)(nil),        // 2: gauntlet.plugin.v1.EvaluatorConfig
-	(*EvaluateRequest)(nil),        // 3: gauntlet.plugin.v1.EvaluateRequest
-	(*EvaluateResponse)(nil),       // 4: gauntlet.plugin.v1.EvaluateResponse
-	(*ValidateConfigRequest)(nil),  // 5: gauntlet.plugin.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil), // 6: gauntlet.plugin.v1.ValidateConfigResponse
-	(*Message)(nil),                // 7: gauntlet.plugin.v1.Message
-	(*ToolCall)(nil),               // 8: gauntlet.plugin.v1.ToolCall
-	(*Usage)(nil),                  // 9: gauntlet.plugin.v1.Usage
+	(*Retrieval)(nil),              // 1: gauntlet.plugin.v1.Retrieval
+	(*Test)(nil),                   // 2: gauntlet.plugin.v1.Test
+	(*EvaluatorConfig)(nil),        // 3: gauntlet.plugin.v1.EvaluatorConfig
+	(*EvaluateRequest)(nil),        // 4: gauntlet.plugin.v1.EvaluateRequest
+	(*EvaluateResponse)(nil),       // 5: gauntlet.plugin.v1.EvaluateResponse
+	(*ValidateConfigRequest)(nil),  // 6: gauntlet.plugin.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil), // 7: gauntlet.plugin.v1.ValidateConfigResponse
+	(*Source)(nil),                 // 8: gauntlet.plugin.v1.Source
+	(*Message)(nil),                // 9: gauntlet.plugin.v1.Message
+	(*ToolCall)(nil),               // 10: gauntlet.plugin.v1.ToolCall
+	(*Usage)(nil),                  // 11: gauntlet.plugin.v1.Usage
 }
 var file_harness_plugin_proto_evaluator_proto_depIdxs = []int32{
-	0, // 0: gauntlet.plugin.v1.Test.expected:type_name -> gauntlet.plugin.v1.Expected
-	1, // 1: gauntlet.plugin.v1.EvaluateRequest.test:type_name -> gauntlet.plugin.v1.Test
-	2, // 2: gauntlet.plugin.v1.EvaluateRequest.evaluator:type_name -> gauntlet.plugin.v1.EvaluatorConfig
-	7, // 3: gauntlet.plugin.v1.EvaluateRequest.messages:type_name -> gauntlet.plugin.v1.Message
-	8, // 4: gauntlet.plugin.v1.EvaluateRequest.tool_calls:type_name -> gauntlet.plugin.v1.ToolCall
-	9, // 5: gauntlet.plugin.v1.EvaluateResponse.usage:type_name -> gauntlet.plugin.v1.Usage
-	2, // 6: gauntlet.plugin.v1.ValidateConfigRequest.evaluator:type_name -> gauntlet.plugin.v1.EvaluatorConfig
-	3, // 7: gauntlet.plugin.v1.Evaluator.Evaluate:input_type -> gauntlet.plugin.v1.EvaluateRequest
-	5, // 8: gauntlet.plugin.v1.Evaluator.ValidateConfig:input_type -> gauntlet.plugin.v1.ValidateConfigRequest
-	4, // 9: gauntlet.plugin.v1.Evaluator.Evaluate:output_type -> gauntlet.plugin.v1.EvaluateResponse
-	6, // 10: gauntlet.plugin.v1.Evaluator.ValidateConfig:output_type -> gauntlet.plugin.v1.ValidateConfigResponse
-	9, // [9:11] is the sub-list for method output_type
-	7, // [7:9] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	8,  // 0: gauntlet.plugin.v1.Retrieval.sources:type_name -> gauntlet.plugin.v1.Source
+	0,  // 1: gauntlet.plugin.v1.Test.expected:type_name -> gauntlet.plugin.v1.Expected
+	2,  // 2: gauntlet.plugin.v1.EvaluateRequest.test:type_name -> gauntlet.plugin.v1.Test
+	3,  // 3: gauntlet.plugin.v1.EvaluateRequest.evaluator:type_name -> gauntlet.plugin.v1.EvaluatorConfig
+	9,  // 4: gauntlet.plugin.v1.EvaluateRequest.messages:type_name -> gauntlet.plugin.v1.Message
+	10, // 5: gauntlet.plugin.v1.EvaluateRequest.tool_calls:type_name -> gauntlet.plugin.v1.ToolCall
+	1,  // 6: gauntlet.plugin.v1.EvaluateRequest.retrieval:type_name -> gauntlet.plugin.v1.Retrieval
+	11, // 7: gauntlet.plugin.v1.EvaluateResponse.usage:type_name -> gauntlet.plugin.v1.Usage
+	3,  // 8: gauntlet.plugin.v1.ValidateConfigRequest.evaluator:type_name -> gauntlet.plugin.v1.EvaluatorConfig
+	4,  // 9: gauntlet.plugin.v1.Evaluator.Evaluate:input_type -> gauntlet.plugin.v1.EvaluateRequest
+	6,  // 10: gauntlet.plugin.v1.Evaluator.ValidateConfig:input_type -> gauntlet.plugin.v1.ValidateConfigRequest
+	5,  // 11: gauntlet.plugin.v1.Evaluator.Evaluate:output_type -> gauntlet.plugin.v1.EvaluateResponse
+	7,  // 12: gauntlet.plugin.v1.Evaluator.ValidateConfig:output_type -> gauntlet.plugin.v1.ValidateConfigResponse
+	11, // [11:13] is the sub-list for method output_type
+	9,  // [9:11] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_harness_plugin_proto_evaluator_proto_init() }
@@ -647,7 +752,7 @@ func file_harness_plugin_proto_evaluator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harness_plugin_proto_evaluator_proto_rawDesc), len(file_harness_plugin_proto_evaluator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

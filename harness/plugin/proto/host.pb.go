@@ -241,8 +241,11 @@ func (x *HostChatRequest) GetText() string {
 }
 
 type HostChatResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// sources are the knowledge-base chunks the agent was given with the
+	// message, best first (harness.Reply.Sources).
+	Sources       []*Source `protobuf:"bytes,2,rep,name=sources,proto3" json:"sources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -282,6 +285,13 @@ func (x *HostChatResponse) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *HostChatResponse) GetSources() []*Source {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
 }
 
 type HostClearRequest struct {
@@ -394,9 +404,10 @@ const file_harness_plugin_proto_host_proto_rawDesc = "" +
 	"\x0fHostChatRequest\x12\x19\n" +
 	"\bhost_ref\x18\x01 \x01(\x04R\ahostRef\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04text\"&\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"\\\n" +
 	"\x10HostChatResponse\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text\"F\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x124\n" +
+	"\asources\x18\x02 \x03(\v2\x1a.gauntlet.plugin.v1.SourceR\asources\"F\n" +
 	"\x10HostClearRequest\x12\x19\n" +
 	"\bhost_ref\x18\x01 \x01(\x04R\ahostRef\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\"\x13\n" +
@@ -430,23 +441,25 @@ var file_harness_plugin_proto_host_proto_goTypes = []any{
 	(*Message)(nil),           // 6: gauntlet.plugin.v1.Message
 	(*FunctionDef)(nil),       // 7: gauntlet.plugin.v1.FunctionDef
 	(*Usage)(nil),             // 8: gauntlet.plugin.v1.Usage
+	(*Source)(nil),            // 9: gauntlet.plugin.v1.Source
 }
 var file_harness_plugin_proto_host_proto_depIdxs = []int32{
 	6, // 0: gauntlet.plugin.v1.ChatRequest.messages:type_name -> gauntlet.plugin.v1.Message
 	7, // 1: gauntlet.plugin.v1.ChatRequest.tools:type_name -> gauntlet.plugin.v1.FunctionDef
 	6, // 2: gauntlet.plugin.v1.ChatResponse.message:type_name -> gauntlet.plugin.v1.Message
 	8, // 3: gauntlet.plugin.v1.ChatResponse.usage:type_name -> gauntlet.plugin.v1.Usage
-	0, // 4: gauntlet.plugin.v1.Model.Chat:input_type -> gauntlet.plugin.v1.ChatRequest
-	2, // 5: gauntlet.plugin.v1.ChannelHost.Chat:input_type -> gauntlet.plugin.v1.HostChatRequest
-	4, // 6: gauntlet.plugin.v1.ChannelHost.Clear:input_type -> gauntlet.plugin.v1.HostClearRequest
-	1, // 7: gauntlet.plugin.v1.Model.Chat:output_type -> gauntlet.plugin.v1.ChatResponse
-	3, // 8: gauntlet.plugin.v1.ChannelHost.Chat:output_type -> gauntlet.plugin.v1.HostChatResponse
-	5, // 9: gauntlet.plugin.v1.ChannelHost.Clear:output_type -> gauntlet.plugin.v1.HostClearResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	9, // 4: gauntlet.plugin.v1.HostChatResponse.sources:type_name -> gauntlet.plugin.v1.Source
+	0, // 5: gauntlet.plugin.v1.Model.Chat:input_type -> gauntlet.plugin.v1.ChatRequest
+	2, // 6: gauntlet.plugin.v1.ChannelHost.Chat:input_type -> gauntlet.plugin.v1.HostChatRequest
+	4, // 7: gauntlet.plugin.v1.ChannelHost.Clear:input_type -> gauntlet.plugin.v1.HostClearRequest
+	1, // 8: gauntlet.plugin.v1.Model.Chat:output_type -> gauntlet.plugin.v1.ChatResponse
+	3, // 9: gauntlet.plugin.v1.ChannelHost.Chat:output_type -> gauntlet.plugin.v1.HostChatResponse
+	5, // 10: gauntlet.plugin.v1.ChannelHost.Clear:output_type -> gauntlet.plugin.v1.HostClearResponse
+	8, // [8:11] is the sub-list for method output_type
+	5, // [5:8] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_harness_plugin_proto_host_proto_init() }

@@ -101,7 +101,7 @@ func (s hostServer) Chat(ctx context.Context, req *pb.HostChatRequest) (*pb.Host
 	if reply == nil {
 		return &pb.HostChatResponse{}, nil
 	}
-	return &pb.HostChatResponse{Text: reply.Text}, nil
+	return &pb.HostChatResponse{Text: reply.Text, Sources: sourcesToPB(reply.Sources)}, nil
 }
 
 func (s hostServer) Clear(ctx context.Context, req *pb.HostClearRequest) (*pb.HostClearResponse, error) {
@@ -150,7 +150,7 @@ func (h *remoteHost) Chat(ctx context.Context, msg *harness.InboundMessage) (*ha
 	if err != nil {
 		return nil, FromStatus(err)
 	}
-	return &harness.Reply{Text: resp.GetText()}, nil
+	return &harness.Reply{Text: resp.GetText(), Sources: sourcesFromPB(resp.GetSources())}, nil
 }
 
 func (h *remoteHost) Clear(ctx context.Context, userID string) error {

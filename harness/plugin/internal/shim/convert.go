@@ -113,6 +113,7 @@ func testToPB(t harness.Test) (*pb.Test, error) {
 		Id: t.ID, DomainId: t.DomainID, Level: int64(t.Level), Name: t.Name, Prompt: t.Prompt,
 		Expected: &pb.Expected{
 			Answer: t.Expected.Answer, Type: t.Expected.Type, Tolerance: t.Expected.Tolerance, ArgumentsJson: args,
+			Sources: t.Expected.Sources,
 		},
 		EvaluatorId: t.EvaluatorID, Tools: t.Tools,
 	}, nil
@@ -127,10 +128,46 @@ func testFromPB(t *pb.Test) (harness.Test, error) {
 		ID: t.GetId(), DomainID: t.GetDomainId(), Level: int(t.GetLevel()), Name: t.GetName(), Prompt: t.GetPrompt(),
 		Expected: harness.Expected{
 			Answer: t.GetExpected().GetAnswer(), Type: t.GetExpected().GetType(),
-			Tolerance: t.GetExpected().Tolerance, Arguments: args,
+			Tolerance: t.GetExpected().Tolerance, Arguments: args, Sources: t.GetExpected().GetSources(),
 		},
 		EvaluatorID: t.GetEvaluatorId(), Tools: t.GetTools(),
 	}, nil
+}
+
+func sourcesToPB(in []harness.Source) []*pb.Source {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*pb.Source, len(in))
+	for i, s := range in {
+		out[i] = &pb.Source{File: s.File, Chunk: int64(s.Chunk), Score: s.Score}
+	}
+	return out
+}
+
+func sourcesFromPB(in []*pb.Source) []harness.Source {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]harness.Source, len(in))
+	for i, s := range in {
+		out[i] = harness.Source{File: s.GetFile(), Chunk: int(s.GetChunk()), Score: s.GetScore()}
+	}
+	return out
+}
+
+func retrievalToPB(r *harness.Retrieval) *pb.Retrieval {
+	if r == nil {
+		return nil
+	}
+	return &pb.Retrieval{Sources: sourcesToPB(r.Sources), Text: r.Text, Mode: r.Mode, Fallback: r.Fallback}
+}
+
+func retrievalFromPB(r *pb.Retrieval) *harness.Retrieval {
+	if r == nil {
+		return nil
+	}
+	return &harness.Retrieval{Sources: sourcesFromPB(r.GetSources()), Text: r.GetText(), Mode: r.GetMode(), Fallback: r.GetFallback()}
 }
 
 func evaluatorToPB(e harness.EvaluatorConfig) (*pb.EvaluatorConfig, error) {

@@ -62,7 +62,7 @@ func (s *evaluatorServer) Evaluate(ctx context.Context, req *pb.EvaluateRequest)
 	ereq := &harness.EvalRequest{
 		Test: test, Evaluator: cfg, SystemPrompt: req.GetSystemPrompt(), Response: req.GetResponse(),
 		Messages: messagesFromPB(req.GetMessages()), ToolCalls: toolCallsFromPB(req.GetToolCalls()),
-		Client: s.ps.model(req.GetModelRef()), Model: req.GetModelName(),
+		Client: s.ps.model(req.GetModelRef()), Model: req.GetModelName(), Retrieval: retrievalFromPB(req.GetRetrieval()),
 	}
 	res, err := protect("Evaluate", func() (*harness.EvalResult, error) { return s.impl.Evaluate(ctx, ereq) })
 	if err != nil {
@@ -117,6 +117,7 @@ func (c *EvaluatorClient) Evaluate(ctx context.Context, req *harness.EvalRequest
 	preq := &pb.EvaluateRequest{
 		Test: test, Evaluator: cfg, SystemPrompt: req.SystemPrompt, Response: req.Response,
 		Messages: messagesToPB(req.Messages), ToolCalls: toolCallsToPB(req.ToolCalls), ModelName: req.Model,
+		Retrieval: retrievalToPB(req.Retrieval),
 	}
 	if req.Client != nil {
 		ref, release := c.cb.addModel(req.Client)

@@ -72,7 +72,15 @@ func (channel) Receive(ctx context.Context, run *harness.ChannelRun, req *harnes
 	if err != nil {
 		return nil, err
 	}
-	return &harness.InboundResponse{Status: 202, Body: map[string]string{"reply": reply.Text}}, nil
+	body := map[string]any{"reply": reply.Text}
+	if len(reply.Sources) > 0 {
+		var sources []string
+		for _, src := range reply.Sources {
+			sources = append(sources, fmt.Sprintf("%s#%d@%g", src.File, src.Chunk, src.Score))
+		}
+		body["sources"] = sources
+	}
+	return &harness.InboundResponse{Status: 202, Body: body}, nil
 }
 
 // SecretFields declares the config keys that hold secrets.

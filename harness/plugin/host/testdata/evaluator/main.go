@@ -25,6 +25,16 @@ func (evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harne
 		return nil, fmt.Errorf("nil request: %w", harness.ErrInvalid)
 	}
 	details := map[string]any{"pid": os.Getpid(), "response": req.Response}
+	if len(req.Test.Expected.Sources) > 0 {
+		details["expected_sources"] = req.Test.Expected.Sources
+	}
+	if r := req.Retrieval; r != nil {
+		var sources []string
+		for _, s := range r.Sources {
+			sources = append(sources, fmt.Sprintf("%s#%d@%g", s.File, s.Chunk, s.Score))
+		}
+		details["retrieval"] = map[string]any{"mode": r.Mode, "fallback": r.Fallback, "text": r.Text, "sources": sources}
+	}
 	if dir, _ := req.Evaluator.Config["ready_dir"].(string); dir != "" && req.Response == "block" {
 		// Tell the test this call has arrived.
 		f, err := os.CreateTemp(dir, "call")
