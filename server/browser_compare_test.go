@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
@@ -122,5 +123,78 @@ func TestBrowserCompareSignificance(t *testing.T) {
 	}
 	if n := evalJS[int](b, `document.querySelectorAll('main > .view:not([hidden]) table.compare').length`); n != 0 {
 		t.Errorf("%d comparison tables shown for runs that share no test", n)
+	}
+}
+
+// storeRetrievalRun stores a run of an agent's suite: four tests of kb/1
+// expecting faq.md, which the agent's retrieval found for the first found
+// of them.
+func storeRetrievalRun(t *testing.T, e *testEnv, id string, found int) {
+	t.Helper()
+	ctx := t.Context()
+	var rs []runs.Result
+	for i := range 4 {
+		var sources []harness.Source
+		if i < found {
+			sources = []harness.Source{{File: "faq.md", Score: 1}}
+		}
+		m := runs.MeasureRetrieval([]string{"faq.md"}, &harness.Retrieval{Mode: "hybrid", Sources: sources})
+		rs = append(rs, runs.Result{RunID: id, TestID: fmt.Sprintf("kb-%d", i), Domain: "kb", Level: 1, Score: 1,
+			Status: runs.TestPassed, CreatedAt: runs.Now(), Details: map[string]any{"retrieval": m.Details()}})
+	}
+	if err := e.runs.CreateRun(ctx, runs.Info{RunID: id, StartedAt: runs.Now(), ModelName: id, Status: runs.StatusCompleted, TotalTests: 4},
+		[]runs.CellKey{{Domain: "kb", Level: 1, Tests: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.runs.SaveResults(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	var ret runs.RetrievalTally
+	for i := range rs {
+		ret.Add(&rs[i])
+	}
+	score := 1.0
+	if err := e.runs.SaveCell(ctx, id, "kb", 1, runs.Cell{Status: runs.TestPassed, Score: &score, Tests: 4, Done: 4, Passed: 4, Retrieval: ret.Cell()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowserCompareRetrieval: comparing two runs of an agent's suite
+// whose tests name expected sources, each cell shows how retrieval
+// changed (recall@5 before and after, the change); side by side, each
+// run's column shows its own recall@5 too.
+func TestBrowserCompareRetrieval(t *testing.T) {
+	e := newEngineEnv(t, engineConfig{noExamples: true})
+	storeRetrievalRun(t, e, "old-kb", 1)
+	storeRetrievalRun(t, e, "new-kb", 4)
+	storeRetrievalRun(t, e, "worse-kb", 0)
+
+	b := newBrowser(t, e.url, 1280, 900)
+	b.open("#/compare/old-kb/new-kb")
+	b.wait("the comparison", `document.getElementById('compare-summary') !== null`)
+	sel := `td.delta[data-domain="kb"][data-level="1"] .delta-retrieval`
+	if got := b.text(sel); got != "R@5 0.25 → 1.00 ▲ +75 pts" {
+		t.Errorf("kb/1 retrieval reads %q", got)
+	}
+	if got := evalJS[string](b, `document.querySelector('`+sel+`').title`); !strings.Contains(got, "hit rate 25% → 100%") || !strings.Contains(got, "4 paired tests") {
+		t.Errorf("kb/1 retrieval title %q", got)
+	}
+
+	b.route("#/compare/old-kb/new-kb/worse-kb")
+	b.wait("the side-by-side table", `document.getElementById('ncompare-table') !== null`)
+	col := func(run string) string {
+		return fmt.Sprintf(`td.ncell[data-run=%q][data-domain="kb"][data-level="1"]`, run)
+	}
+	if got := b.text(col("old-kb") + " .ncell-recall"); got != "R@5 0.25" {
+		t.Errorf("baseline's recall reads %q", got)
+	}
+	if got := b.text(col("new-kb") + " .delta-retrieval"); got != "R@5 0.25 → 1.00 ▲ +75 pts" {
+		t.Errorf("run 2's retrieval change reads %q", got)
+	}
+	if got := b.text(col("worse-kb") + " .delta-retrieval"); got != "R@5 0.25 → 0.00 ▼ −25 pts" {
+		t.Errorf("run 3's retrieval change reads %q", got)
+	}
+	if n := evalJS[int](b, `document.querySelectorAll('`+col("old-kb")+` .delta-retrieval').length`); n != 0 {
+		t.Errorf("the baseline shows %d retrieval changes against itself", n)
 	}
 }

@@ -685,9 +685,27 @@ export interface CompareCell {
   significant: boolean;
   /** Tests paired in this cell. */
   tests: number;
+  /** How an agent's retrieval changed: absent unless paired tests that name expected sources measured it in both runs. */
+  retrieval?: CompareRetrieval;
 }
 
 /** A test that passed in one run and failed in the other. */
+/** How an agent's retrieval changed in a cell of GET /api/compare. */
+export interface CompareRetrieval {
+  /** Mean recall@k of those tests in the base run, 0–1. */
+  base_recall_at_k: number;
+  /** Mean recall@k of those tests in the head run, 0–1. */
+  head_recall_at_k: number;
+  /** head_recall_at_k − base_recall_at_k. */
+  delta: number;
+  /** Share of those tests that retrieved an expected file in the base run. */
+  base_hit_rate: number;
+  /** The same in the head run. */
+  head_hit_rate: number;
+  /** Paired tests (by test id and repeat) that measured retrieval in both runs, scored in both. */
+  tests: number;
+}
+
 export interface CompareFlip {
   test_id: string;
   /** Which asking of the test, from 0 (runs with repeats pair the same asking). */

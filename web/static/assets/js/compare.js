@@ -1,5 +1,5 @@
 // @ts-check
-/** @import { Cell, CellTests, CompareCell, Comparison, LiveMatrix, Matrix, RunDetails, RunInfo, TestResult } from '../../../types/api' */
+/** @import { Cell, CellTests, CompareCell, CompareRetrieval, Comparison, LiveMatrix, Matrix, RunDetails, RunInfo, TestResult } from '../../../types/api' */
 /** @import { Child } from '../../../types/dom' */
 /** @import { DomainNames } from '../../../types/views' */
 
@@ -12,7 +12,7 @@
 
 import { get, seg, APIError } from './api.js';
 import { h, fill, fmtScore, fmtTime, fmtNumber, runBadge, statusBadge, errorText } from './ui.js';
-import { levelsOf } from './matrix.js';
+import { levelsOf, recallOf, RECALL_K } from './matrix.js';
 
 /** The most runs the view shows side by side. */
 export const MAX_RUNS = 20;
@@ -34,6 +34,24 @@ export function fmtP(p) {
 export function fmtPts(d) {
   const n = Math.round(d * 100);
   return n > 0 ? `+${n}` : n < 0 ? `−${-n}` : '0';
+}
+
+/**
+ * How an agent's retrieval changed in a compared cell: a line for the
+ * cell ("R@5 0.25 → 1.00 ▲ +75 pts") and its full reading, or null when
+ * the cell's paired tests measured no retrieval.
+ * @param {CompareRetrieval | undefined} r
+ * @returns {HTMLSpanElement | null}
+ */
+export function retrievalChange(r) {
+  if (!r || !r.tests) return null;
+  const pts = Math.round(r.delta * 100);
+  const dir = pts > 0 ? 'up' : pts < 0 ? 'down' : 'same';
+  const text = `retrieval over ${r.tests} paired test${r.tests === 1 ? '' : 's'} naming expected sources: mean recall@${RECALL_K} ` +
+    `${r.base_recall_at_k.toFixed(2)} → ${r.head_recall_at_k.toFixed(2)}, hit rate ${fmtScore(r.base_hit_rate)} → ${fmtScore(r.head_hit_rate)}`;
+  return h('span', { class: `delta-retrieval delta-retrieval-${dir}`, title: text, 'aria-label': text, dataset: { retrievalDelta: String(pts) } },
+    `R@${RECALL_K} ${r.base_recall_at_k.toFixed(2)} → ${r.head_recall_at_k.toFixed(2)} `,
+    pts > 0 ? `▲ +${pts} pts` : pts < 0 ? `▼ −${-pts} pts` : '= 0 pts');
 }
 
 // ---- Word-level differences ----
@@ -260,10 +278,12 @@ export async function showCompareN(section, ids, names, current) {
 function cellOf(r, i, pair, d, l, domainName) {
   /** @type {Cell | undefined} */
   const c = (r.matrix[d] || {})[l];
+  const recall = c ? recallOf(c) : null;
   /** @type {Child[]} */
   const parts = [
     h('span', { class: 'ncell-score' }, c ? fmtScore(c.score) : '—'),
     c && c.ci95 ? h('span', { class: 'delta-ci' }, `95 % CI ${fmtScore(c.ci95[0])}–${fmtScore(c.ci95[1])}`) : null,
+    recall ? h('span', { class: 'ncell-recall', title: recall.text }, recall.short) : null,
   ];
   /** @type {Record<string, string>} */
   const data = { run: r.id, domain: d, level: l };
@@ -284,7 +304,8 @@ function cellOf(r, i, pair, d, l, domainName) {
         h('span', { class: 'delta-text' }, pts > 0 ? `▲ +${pts} pts` : pts < 0 ? `▼ −${-pts} pts` : '= 0 pts'),
         sig ? h('span', { class: `sig sig-${sig}`, title: verdict, 'aria-label': verdict }, sig === 'worse' ? '⚠ Significant regression' : '★ Significant improvement') : null,
         h('span', { class: 'delta-p' }, cc.delta !== 0 ? (sig ? fmtP(cc.p_value) : `not significant, ${fmtP(cc.p_value)}`) : 'no change in score',
-          ` · ${cc.tests} paired`));
+          ` · ${cc.tests} paired`),
+        retrievalChange(cc.retrieval));
       cls += ` delta delta-${dir}${sig ? ` delta-sig delta-sig-${sig}` : ''}`;
       Object.assign(data, { delta: String(pts), significant: sig, p: String(cc.p_value) });
       title += `; vs the baseline ${fmtScore(cc.base_score)} → ${fmtScore(cc.head_score)} over ${cc.tests} paired test${cc.tests === 1 ? '' : 's'}, ${verdict}`;

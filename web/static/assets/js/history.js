@@ -13,7 +13,7 @@ import { h, statusBadge, runBadge, countsText, fmtScore, fmtDuration, fmtNumber,
 import { MatrixView, levelsOf } from './matrix.js';
 import { openCell } from './cell.js';
 import { resultsExplorer } from './explorer.js';
-import { showCompareN, fmtP, fmtPts, MAX_RUNS } from './compare.js';
+import { showCompareN, fmtP, fmtPts, retrievalChange, MAX_RUNS } from './compare.js';
 
 const PAGE = 25;
 /** @type {HTMLElement} */
@@ -437,7 +437,8 @@ async function showCompare(idA, idB, current) {
         sig ? h('span', { class: `sig sig-${sig}`, title: verdict, 'aria-label': verdict },
           sig === 'worse' ? '⚠ Significant regression' : '★ Significant improvement') : null,
         h('span', { class: 'delta-p' }, changed ? (sig ? fmtP(c.p_value) : `not significant, ${fmtP(c.p_value)}`) : 'no change in score',
-          ` · ${c.tests} test${c.tests === 1 ? '' : 's'}`));
+          ` · ${c.tests} test${c.tests === 1 ? '' : 's'}`),
+        retrievalChange(c.retrieval));
     })));
 
   const key = (/** @type {{domain: string, level: number, test_id: string}} */ r) => `${r.domain}\u0000${r.level}\u0000${r.test_id}`;
