@@ -211,6 +211,51 @@ func writeRetrievalChange(w io.Writer, rep *compare.Report) error {
 	return nil
 }
 
+// writeManyRetrieval prints, when some run's cells measured an agent's
+// retrieval against the base's, a table of each cell's recall@k in the
+// base and in each later run ("0.25 -> 1.00 (+0.750, 4 tests)"), over the tests
+// that measured it in both.
+func writeManyRetrieval(w io.Writer, rep *compare.ManyReport, labels []string) error {
+	found := false
+	for _, d := range rep.Domains() {
+		for _, l := range rep.Levels(d) {
+			for _, c := range rep.Cells[d][l] {
+				found = found || c.VsBase != nil && c.VsBase.Retrieval != nil
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "DOMAIN\tLEVEL")
+	for _, l := range labels[1:] {
+		fmt.Fprintf(tw, "\tR@%d %s vs %s", runs.RetrievalK, l, labels[0])
+	}
+	fmt.Fprintln(tw, "\t")
+	for _, d := range rep.Domains() {
+		for _, l := range rep.Levels(d) {
+			fmt.Fprintf(tw, "%s\t%d", oneLine(d, 80), l)
+			for _, c := range rep.Cells[d][l][1:] {
+				text := ""
+				if c.VsBase != nil && c.VsBase.Retrieval != nil {
+					r := c.VsBase.Retrieval
+					text = fmt.Sprintf("%.2f -> %.2f (%+.3f, %d tests)", r.BaseRecallAtK, r.HeadRecallAtK, r.Delta, r.Tests)
+				}
+				fmt.Fprintf(tw, "\t%s", text)
+			}
+			fmt.Fprintln(tw, "\t")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nretrieval (tests naming expected sources, measured in both runs):")
+	writeTable(w, &table)
+	return nil
+}
+
 // pValue formats a p-value: 4 decimals, or "<0.0001".
 func pValue(p float64) string {
 	if p < 0.0001 {
@@ -302,6 +347,9 @@ func writeMany(w io.Writer, rep *compare.ManyReport) error {
 	}
 	fmt.Fprintln(w)
 	writeTable(w, &table)
+	if err := writeManyRetrieval(w, rep, labels); err != nil {
+		return err
+	}
 
 	base := labels[0]
 	fmt.Fprintln(w)

@@ -298,11 +298,35 @@ func TestCompareTextRetrieval(t *testing.T) {
 		}
 	}
 
+	// Three runs: the table of the side-by-side comparison (sweeps print
+	// it too).
+	write("no-kb", 0)
+	out.Reset()
+	if err := run(ctx, []string{"compare", "old-kb", "new-kb", "no-kb", "--data", dir}, &out, &errb); err != nil {
+		t.Fatalf("compare: %v\n%s", err, errb.String())
+	}
+	for _, want := range []string{
+		"\nretrieval (tests naming expected sources, measured in both runs):\n",
+		"DOMAIN  LEVEL  R@5 new-kb vs old-kb            R@5 no-kb vs old-kb\n",
+		"kb      1      0.25 -> 1.00 (+0.750, 4 tests)  0.25 -> 0.00 (-0.250, 4 tests)\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
 	out.Reset()
 	if err := run(ctx, []string{"compare", "base", "worse", "--data", compareData(t)}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "retrieval") {
 		t.Errorf("runs that measured no retrieval show a retrieval table:\n%s", out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"compare", "base", "worse", "same", "--data", compareData(t)}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "retrieval") {
+		t.Errorf("three runs that measured no retrieval show a retrieval table:\n%s", out.String())
 	}
 }
