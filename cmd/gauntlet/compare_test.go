@@ -13,7 +13,6 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
-	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 // compareData writes three runs into a new SQLite database in a data
@@ -24,15 +23,7 @@ func compareData(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
-	db, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "gauntlet.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st, err := runs.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := dataRuns(t, dir)
 	write := func(id, status string, failed func(domain string, i int) bool) {
 		var rs []runs.Result
 		cells := []runs.CellKey{{Domain: "math", Level: 1, Tests: 30}, {Domain: "code", Level: 2, Tests: 11}}
@@ -252,15 +243,7 @@ func TestCompareMany(t *testing.T) {
 func TestCompareTextRetrieval(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	db, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "gauntlet.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st, err := runs.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := dataRuns(t, dir)
 	// Four tests expecting faq.md; the old base finds it for one, the new
 	// for all four.
 	write := func(id string, found int) {

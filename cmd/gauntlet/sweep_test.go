@@ -70,20 +70,27 @@ func sweepFixture(t *testing.T, respond func(*llmtest.Request) *llmtest.Reply) (
 	return []string{"--data", data, "--definitions", defs, "--llm-base-url", mock.URL, "--llm-model", "good", "--llm-retries", "0"}, data
 }
 
-// storedRuns lists the runs of the data directory's database.
-func storedRuns(t *testing.T, data string) []runs.Info {
+// dataRuns opens the runs store of a data directory's SQLite database
+// (created if missing), closed when the test ends.
+func dataRuns(t *testing.T, data string) *runs.Store {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, "sqlite://"+filepath.Join(data, "gauntlet.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	st, err := runs.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, _, err := st.List(ctx, 100, 0)
+	return st
+}
+
+// storedRuns lists the runs of the data directory's database.
+func storedRuns(t *testing.T, data string) []runs.Info {
+	t.Helper()
+	list, _, err := dataRuns(t, data).List(context.Background(), 100, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,23 +54,37 @@ func waitComplete(t *testing.T, r *retrieval.Retriever, agentID string) *retriev
 
 // TestQueryVectorOfAnotherLength: a query embedded with a length other
 // than the stored vectors' falls back to BM25, saying so.
-func TestQueryVectorOfAnotherLength(t *testing.T) {
+// switched is agent "a"'s knowledge base embedded by a model of 256
+// dimensions, whose endpoint a test can replace by one of 64 (c64).
+type switched struct {
+	emb   *switchEmbedder
+	c64   *llm.Client
+	store *kb.Store
+	r     *retrieval.Retriever
+}
+
+func newSwitched(t *testing.T) *switched {
+	t.Helper()
 	_, c256 := endpoint(t, 256)
 	_, c64 := endpoint(t, 64)
-	emb := &switchEmbedder{}
-	emb.cur.Store(c256)
-	store := kb.New(kb.Options{Dir: t.TempDir()})
-	ctx := t.Context()
-	if _, err := store.Write(ctx, "a", "faq.md", strings.NewReader("# Hours\n\nOpen from nine to five.\n\n# Place\n\nThe office is in Lyon."), true); err != nil {
+	s := &switched{emb: &switchEmbedder{}, c64: c64, store: kb.New(kb.Options{Dir: t.TempDir()})}
+	s.emb.cur.Store(c256)
+	if _, err := s.store.Write(t.Context(), "a", "faq.md", strings.NewReader("# Hours\n\nOpen from nine to five.\n\n# Place\n\nThe office is in Lyon."), true); err != nil {
 		t.Fatal(err)
 	}
-	r := retrieval.New(retrieval.Options{KB: store, EmbeddingModel: "e", Embedder: emb})
-	t.Cleanup(r.Close)
-	waitComplete(t, r, "a")
+	s.r = retrieval.New(retrieval.Options{KB: s.store, EmbeddingModel: "e", Embedder: s.emb})
+	t.Cleanup(s.r.Close)
+	waitComplete(t, s.r, "a")
+	return s
+}
+
+func TestQueryVectorOfAnotherLength(t *testing.T) {
+	s := newSwitched(t)
+	r, ctx := s.r, t.Context()
 	if res, err := r.Search(ctx, "a", "office", 2); err != nil || res.Mode != retrieval.ModeHybrid {
 		t.Fatalf("search = %+v, %v", res, err)
 	}
-	emb.cur.Store(c64)
+	s.emb.cur.Store(s.c64)
 	res, err := r.Search(ctx, "a", "where is the office", 2)
 	if err != nil {
 		t.Fatal(err)
@@ -110,20 +124,10 @@ func waitHybrid(t *testing.T, r *retrieval.Retriever, agentID, query string) {
 // gives another length. The old vectors are dropped and the whole base
 // embedded again, instead of failing on the mix.
 func TestModelChangesLengthMidBase(t *testing.T) {
-	_, c256 := endpoint(t, 256)
-	_, c64 := endpoint(t, 64)
-	emb := &switchEmbedder{}
-	emb.cur.Store(c256)
-	store := kb.New(kb.Options{Dir: t.TempDir()})
-	ctx := t.Context()
-	if _, err := store.Write(ctx, "a", "faq.md", strings.NewReader("# Hours\n\nOpen from nine to five.\n\n# Place\n\nThe office is in Lyon."), true); err != nil {
-		t.Fatal(err)
-	}
-	r := retrieval.New(retrieval.Options{KB: store, EmbeddingModel: "e", Embedder: emb})
-	t.Cleanup(r.Close)
-	waitComplete(t, r, "a")
-	emb.cur.Store(c64)
-	if _, err := store.Write(ctx, "a", "more.md", strings.NewReader("# Parking\n\nThe car park is behind the office."), true); err != nil {
+	s := newSwitched(t)
+	r := s.r
+	s.emb.cur.Store(s.c64)
+	if _, err := s.store.Write(t.Context(), "a", "more.md", strings.NewReader("# Parking\n\nThe car park is behind the office."), true); err != nil {
 		t.Fatal(err)
 	}
 	waitHybrid(t, r, "a", "where can I park")
