@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -85,14 +86,29 @@ func setCounted(t *testing.T, db *store.DB, id string, counted bool) {
 func compareCounted(t *testing.T, db *store.DB, s *Store, id string, qs []ResultQuery) {
 	t.Helper()
 	runstest.CheckCounters(t, db, id)
+	ctx := context.Background()
 	fromCells := answers(t, s, id, qs)
+	statsCells, err := s.Stats(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	setCounted(t, db, id, false)
 	fromRows := answers(t, s, id, qs)
+	statsRows, err := s.Stats(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	setCounted(t, db, id, true)
 	for i, q := range qs {
 		if !reflect.DeepEqual(fromCells[i], fromRows[i]) {
 			t.Errorf("%s %+v: from the cells %+v, from the rows %+v", id, q, fromCells[i], fromRows[i])
 		}
+	}
+	// The mean score is a sum of the same scores in another order: equal
+	// up to the rounding of float64 additions.
+	if !reflect.DeepEqual(statsCells.StatusCounts, statsRows.StatusCounts) || statsCells.TotalTests != statsRows.TotalTests ||
+		math.Abs(statsCells.AvgScore-statsRows.AvgScore) > 1e-12 {
+		t.Errorf("%s stats: from the cells %+v, from the rows %+v", id, statsCells, statsRows)
 	}
 }
 

@@ -48,7 +48,7 @@ func FillRun(ctx context.Context, db *store.DB, runID string, n int) error {
 // which moved no counter.
 func CountRun(ctx context.Context, db *store.DB, runID string) error {
 	b := sqldb.Bun(db)
-	if err := recountCells(ctx, b, runID); err != nil {
+	if err := recountCounters(ctx, b, runID); err != nil {
 		return err
 	}
 	return SetCounted(ctx, db, runID, true)

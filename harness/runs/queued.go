@@ -48,11 +48,12 @@ type Sample struct {
 func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample) Cell) (inserted bool, err error) {
 	row := toResultRow(r)
 	var passed, failed, errs int
+	var scoreSum float64
 	switch r.Status {
 	case TestPassed:
-		passed = 1
+		passed, scoreSum = 1, r.Score
 	case TestFailed:
-		failed = 1
+		failed, scoreSum = 1, r.Score
 	default:
 		errs = 1
 	}
@@ -74,7 +75,7 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 		var cellRet RetrievalTally
 		err = tx.NewUpdate().Model((*cellRow)(nil)).
 			Set("done = done + 1").Set("passed = passed + ?", passed).Set("failed = failed + ?", failed).
-			Set("errors = errors + ?", errs).
+			Set("errors = errors + ?", errs).Set("score_sum = score_sum + ?", scoreSum).
 			Set("retrieval_tests = retrieval_tests + ?", ret.Tests).
 			Set("retrieval_recall = retrieval_recall + ?", ret.RecallSum).
 			Set("retrieval_hits = retrieval_hits + ?", ret.Hits).

@@ -70,6 +70,7 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 	}
 	type counts struct {
 		done, passed, failed, errs, tokens, cacheHits int
+		scoreSum                                      float64
 		retrieval                                     RetrievalTally
 	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -129,8 +130,10 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 				switch r.Status {
 				case TestPassed:
 					n.passed++
+					n.scoreSum += r.Score
 				case TestFailed:
 					n.failed++
+					n.scoreSum += r.Score
 				default:
 					n.errs++
 				}
@@ -165,7 +168,7 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 			var ret RetrievalTally
 			if err := tx.NewUpdate().Model((*cellRow)(nil)).
 				Set("done = done + ?", c.done).Set("passed = passed + ?", c.passed).Set("failed = failed + ?", c.failed).
-				Set("errors = errors + ?", c.errs).
+				Set("errors = errors + ?", c.errs).Set("score_sum = score_sum + ?", c.scoreSum).
 				Set("retrieval_tests = retrieval_tests + ?", c.retrieval.Tests).
 				Set("retrieval_recall = retrieval_recall + ?", c.retrieval.RecallSum).
 				Set("retrieval_hits = retrieval_hits + ?", c.retrieval.Hits).

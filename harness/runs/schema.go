@@ -89,15 +89,17 @@ var migrations = []sqldb.Migration{
 }
 
 // migrateCounted adds the runs' "counted" flag: true for a run whose
-// cells' done, passed, failed and errors are, at every commit, the
-// counts of its stored results by cell and status (see Store.SaveBatch),
-// so that a count of its results by domain, level and status is a sum
-// over its cells. Runs stored before made no such promise: they keep
-// false and are counted from their results, as before, until resumed
-// (ReopenRun recounts their cells and sets it). The statement is the
+// cells' done, passed, failed and errors, and the sum of their scored
+// results' scores (the cells' new "score_sum"), are at every commit those
+// of its stored results by cell and status (see Store.SaveBatch), so that
+// a count of its results by domain, level and status, or its mean score,
+// is a sum over its cells. Runs stored before made no such promise: they
+// keep false and are counted from their results, as before, until resumed
+// (ReopenRun recounts their cells and sets it). The statements are the
 // same on both databases.
 func migrateCounted(ctx context.Context, tx bun.Tx) error {
-	return sqldb.ExecAll(ctx, tx, `ALTER TABLE "runs" ADD COLUMN "counted" BOOLEAN NOT NULL DEFAULT FALSE`)
+	return sqldb.ExecAll(ctx, tx, `ALTER TABLE "runs" ADD COLUMN "counted" BOOLEAN NOT NULL DEFAULT FALSE`,
+		`ALTER TABLE "run_cells" ADD COLUMN "score_sum" DOUBLE PRECISION NOT NULL DEFAULT 0`)
 }
 
 // migrateCellStatus adds the indexes that a run's results filtered by
@@ -238,6 +240,18 @@ func recountCells(ctx context.Context, db bun.IDB, runID string) error {
 	} else {
 		_, err = db.ExecContext(ctx, q+` WHERE "run_id" = ?`, runID)
 	}
+	return err
+}
+
+// recountCounters is recountCells and, since runs schema 11, the cells'
+// score sums: every counter a counted run keeps, from its results.
+func recountCounters(ctx context.Context, db bun.IDB, runID string) error {
+	if err := recountCells(ctx, db, runID); err != nil {
+		return err
+	}
+	_, err := db.ExecContext(ctx, `UPDATE "run_cells" SET "score_sum" = (SELECT COALESCE(SUM(r."score"), 0) FROM "run_results" r
+		WHERE r."run_id" = "run_cells"."run_id" AND r."domain" = "run_cells"."domain" AND r."level" = "run_cells"."level"
+		AND r."status" IN ('passed', 'failed')) WHERE "run_id" = ?`, runID)
 	return err
 }
 

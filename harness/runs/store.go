@@ -97,6 +97,9 @@ type cellRow struct {
 	RetrievalTests  int     `bun:"retrieval_tests,notnull"`
 	RetrievalRecall float64 `bun:"retrieval_recall,notnull"`
 	RetrievalHits   int     `bun:"retrieval_hits,notnull"`
+	// ScoreSum is the sum of the scores of the cell's passed and failed
+	// results, kept in step with them in a counted run (0 in others).
+	ScoreSum float64 `bun:"score_sum,notnull"`
 }
 
 type definitionsRow struct {
@@ -338,16 +341,19 @@ type cellID struct {
 type cellMove struct {
 	cellID
 	done, passed, failed, errs int
+	scoreSum                   float64
 }
 
-// add counts a result of the given status; false for a status that is
-// none of passed, failed and error, which no counter says.
-func (m *cellMove) add(status string) bool {
-	switch status {
+// add counts a result; false for a status that is none of passed, failed
+// and error, which no counter says.
+func (m *cellMove) add(r *Result) bool {
+	switch r.Status {
 	case TestPassed:
 		m.passed++
+		m.scoreSum += r.Score
 	case TestFailed:
 		m.failed++
+		m.scoreSum += r.Score
 	case TestError:
 		m.errs++
 	default:
@@ -362,7 +368,8 @@ func (m *cellMove) add(status string) bool {
 // also returns the runs of results whose status no counter says.
 func cellMoves(results []Result, counted map[string]bool) (moves []cellMove, odd []string) {
 	at := map[cellID]int{}
-	for _, r := range results {
+	for j := range results {
+		r := &results[j]
 		if !counted[r.RunID] {
 			continue
 		}
@@ -373,7 +380,7 @@ func cellMoves(results []Result, counted map[string]bool) (moves []cellMove, odd
 			at[k] = i
 			moves = append(moves, cellMove{cellID: k})
 		}
-		if !moves[i].add(r.Status) {
+		if !moves[i].add(r) {
 			odd = append(odd, r.RunID)
 		}
 	}
@@ -390,7 +397,7 @@ func moveCells(ctx context.Context, tx bun.Tx, moves []cellMove) (missing []stri
 	for _, m := range moves {
 		res, err := tx.NewUpdate().Model((*cellRow)(nil)).
 			Set("done = done + ?", m.done).Set("passed = passed + ?", m.passed).
-			Set("failed = failed + ?", m.failed).Set("errors = errors + ?", m.errs).
+			Set("failed = failed + ?", m.failed).Set("errors = errors + ?", m.errs).Set("score_sum = score_sum + ?", m.scoreSum).
 			Where("run_id = ? AND domain = ? AND level = ?", m.run, m.domain, m.level).Exec(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("count results in cell %s/%d: %w", m.domain, m.level, err)
@@ -530,7 +537,7 @@ func (s *Store) markInterrupted(ctx context.Context, id string) (bool, error) {
 // closeInterrupted records the end of a run markInterrupted fenced: its
 // cells recounted from its results, its counts, totals and error.
 func (s *Store) closeInterrupted(ctx context.Context, id string) error {
-	if err := recountCells(ctx, s.db, id); err != nil {
+	if err := recountCounters(ctx, s.db, id); err != nil {
 		return fmt.Errorf("mark interrupted: %w", err)
 	}
 	info, err := s.Run(ctx, id)
@@ -699,6 +706,12 @@ func (s *Store) results(ctx context.Context, q *bun.SelectQuery) ([]Result, erro
 // Stats summarises a run's results; the average is over the scored
 // results (passed and failed), errors left out.
 func (s *Store) Stats(ctx context.Context, id string) (Stats, error) {
+	var run runRow
+	if err := s.db.NewSelect().Model(&run).Column("counted").Where("run_id = ?", id).Scan(ctx); err == nil && run.Counted {
+		return s.countedStats(ctx, id)
+	} else if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Stats{}, fmt.Errorf("run stats: %w", err)
+	}
 	var rows []struct {
 		Status string  `bun:"status"`
 		N      int     `bun:"n"`
@@ -722,6 +735,35 @@ func (s *Store) Stats(ctx context.Context, id string) (Stats, error) {
 	}
 	if scored > 0 {
 		st.AvgScore = sum / float64(scored)
+	}
+	return st, nil
+}
+
+// countedStats is Stats for a counted run: sums over its cells, whose
+// counters are its results' (see SaveBatch), instead of a read of every
+// result. The statuses with no result are left out, as a count of the
+// results leaves them out.
+func (s *Store) countedStats(ctx context.Context, id string) (Stats, error) {
+	var sum struct {
+		Passed   int     `bun:"passed"`
+		Failed   int     `bun:"failed"`
+		Errors   int     `bun:"errors"`
+		ScoreSum float64 `bun:"score_sum"`
+	}
+	err := s.db.NewSelect().Model((*cellRow)(nil)).ColumnExpr("COALESCE(SUM(passed), 0) AS passed").
+		ColumnExpr("COALESCE(SUM(failed), 0) AS failed").ColumnExpr("COALESCE(SUM(errors), 0) AS errors").
+		ColumnExpr("COALESCE(SUM(score_sum), 0) AS score_sum").Where("run_id = ?", id).Scan(ctx, &sum)
+	if err != nil {
+		return Stats{}, fmt.Errorf("run stats: %w", err)
+	}
+	st := Stats{StatusCounts: map[string]int{}, TotalTests: sum.Passed + sum.Failed + sum.Errors}
+	for status, n := range map[string]int{TestPassed: sum.Passed, TestFailed: sum.Failed, TestError: sum.Errors} {
+		if n > 0 {
+			st.StatusCounts[status] = n
+		}
+	}
+	if scored := sum.Passed + sum.Failed; scored > 0 {
+		st.AvgScore = sum.ScoreSum / float64(scored)
 	}
 	return st, nil
 }
@@ -797,7 +839,7 @@ func (s *Store) ReopenRun(ctx context.Context, runID string) (Info, error) {
 		if _, err := tx.NewDelete().Model((*resultRow)(nil)).Where("run_id = ? AND status = ?", runID, TestError).Exec(ctx); err != nil {
 			return err
 		}
-		if err := recountCells(ctx, tx, runID); err != nil {
+		if err := recountCounters(ctx, tx, runID); err != nil {
 			return err
 		}
 		// The recount made the cells' counts the results'; they stay so

@@ -6,6 +6,7 @@ package runstest
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -17,7 +18,8 @@ import (
 type Counts struct{ Done, Passed, Failed, Errors int }
 
 // CheckCounters fails t unless run runID of db is counted and its cells'
-// counters are exactly its results' counts by cell and status, read with
+// counters are exactly its results' counts by cell and status, and their
+// score sums its scored results' (up to float rounding), read with
 // plain SQL (SELECT domain, level, status, COUNT(*) … GROUP BY): every
 // result in a cell of the run, every status passed, failed or error.
 func CheckCounters(t testing.TB, db *store.DB, runID string) {
@@ -42,24 +44,27 @@ func Counters(ctx context.Context, db *store.DB, runID string) error {
 		level  int
 	}
 	stored := map[key]Counts{}
-	rows, err := b.QueryContext(ctx, `SELECT "domain", "level", "done", "passed", "failed", "errors" FROM "run_cells" WHERE "run_id" = ?`, runID)
+	storedSum := map[key]float64{}
+	rows, err := b.QueryContext(ctx, `SELECT "domain", "level", "done", "passed", "failed", "errors", "score_sum" FROM "run_cells" WHERE "run_id" = ?`, runID)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		var k key
 		var c Counts
-		if err := rows.Scan(&k.domain, &k.level, &c.Done, &c.Passed, &c.Failed, &c.Errors); err != nil {
+		var sum float64
+		if err := rows.Scan(&k.domain, &k.level, &c.Done, &c.Passed, &c.Failed, &c.Errors, &sum); err != nil {
 			rows.Close()
 			return err
 		}
-		stored[k] = c
+		stored[k], storedSum[k] = c, sum
 	}
 	if err := rows.Close(); err != nil {
 		return err
 	}
 	fromRows := map[key]Counts{}
-	rows, err = b.QueryContext(ctx, `SELECT "domain", "level", "status", COUNT(*) FROM "run_results" WHERE "run_id" = ?
+	sumFromRows := map[key]float64{}
+	rows, err = b.QueryContext(ctx, `SELECT "domain", "level", "status", COUNT(*), COALESCE(SUM("score"), 0) FROM "run_results" WHERE "run_id" = ?
 		GROUP BY "domain", "level", "status"`, runID)
 	if err != nil {
 		return err
@@ -69,7 +74,8 @@ func Counters(ctx context.Context, db *store.DB, runID string) error {
 		var k key
 		var status string
 		var n int
-		if err := rows.Scan(&k.domain, &k.level, &status, &n); err != nil {
+		var sum float64
+		if err := rows.Scan(&k.domain, &k.level, &status, &n, &sum); err != nil {
 			rows.Close()
 			return err
 		}
@@ -78,8 +84,10 @@ func Counters(ctx context.Context, db *store.DB, runID string) error {
 		switch status {
 		case "passed":
 			c.Passed += n
+			sumFromRows[k] += sum
 		case "failed":
 			c.Failed += n
+			sumFromRows[k] += sum
 		case "error":
 			c.Errors += n
 		default:
@@ -98,6 +106,11 @@ func Counters(ctx context.Context, db *store.DB, runID string) error {
 	for k, got := range stored {
 		if want := fromRows[k]; got != want {
 			bad = append(bad, fmt.Sprintf("cell %s/%d counts %+v, its results %+v", k.domain, k.level, got, want))
+		}
+		// The sums are of the same scores in another order: equal up to
+		// the rounding of float64 additions.
+		if got, want := storedSum[k], sumFromRows[k]; math.Abs(got-want) > 1e-9*max(1, math.Abs(want)) {
+			bad = append(bad, fmt.Sprintf("cell %s/%d sums its scores to %v, its results to %v", k.domain, k.level, got, want))
 		}
 	}
 	if len(bad) > 0 {
