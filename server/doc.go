@@ -1,7 +1,7 @@
 // Package server is Gauntlet's reference HTTP API, built with huma v2 over
 // net/http: the endpoints of the service specification, an OpenAPI 3.1
 // document at /openapi.json and /openapi.yaml (3.0 at /openapi-3.0.json),
-// and interactive docs at /docs.
+// and an API reference page made from it at /docs.
 //
 // Each resource has its own file: a handler struct holding only the
 // service it uses, as a small interface (the catalog, the engine, the run

@@ -129,8 +129,8 @@ func apiConfig() huma.Config {
 	// the document does not depend on the server's settings.
 	cfg.Security = []map[string][]string{{"bearer": {}}, {}}
 	cfg.Tags = apiTags
-	// /docs is the server's own page (package docsui): huma's loads its
-	// viewer from a CDN, blank without internet.
+	// /docs is the server's own page, made from this document (package
+	// docsui): huma's loads a viewer from a CDN, blank without internet.
 	cfg.DocsPath = ""
 	return cfg
 }

@@ -311,7 +311,23 @@ func TestDocs(t *testing.T) {
 	if ct := r.contentType(); ct != "text/html" {
 		t.Errorf("Content-Type %q, want text/html", ct)
 	}
-	if !strings.Contains(strings.ToLower(string(r.body)), "<html") || !strings.Contains(string(r.body), "/openapi") {
-		t.Errorf("docs page does not load the document:\n%.500s", r.body)
+	if !strings.Contains(strings.ToLower(string(r.body)), "<html") || !strings.Contains(string(r.body), `href="/openapi.yaml"`) {
+		t.Errorf("docs page does not link the document:\n%.500s", r.body)
+	}
+	// Every operation of the document has its place, its operationId
+	// the anchor.
+	doc := must(t, e.get("/openapi.json"), http.StatusOK).object(t)
+	n := 0
+	for _, item := range doc["paths"].(map[string]any) {
+		for _, op := range item.(map[string]any) {
+			id, _ := op.(map[string]any)["operationId"].(string)
+			n++
+			if id == "" || !strings.Contains(string(r.body), `<article class="op" id="`+id+`">`) {
+				t.Errorf("the page lacks the operation %q", id)
+			}
+		}
+	}
+	if n < 50 {
+		t.Errorf("only %d operations", n)
 	}
 }

@@ -27,8 +27,7 @@ const htmlSinks = [
 
 export default [
   {
-    // docsui/elements/ is a third-party bundle, vendored as published.
-    ignores: ['node_modules/', 'docsui/elements/'],
+    ignores: ['node_modules/'],
   },
   js.configs.recommended,
   {

@@ -1,60 +1,47 @@
-// Package docsui serves the API reference at /docs: an HTML page that
-// renders the server's OpenAPI document (/openapi.yaml) with Stoplight
-// Elements, whose script and styles are compiled into the binary, so the
-// page works on a machine without internet.
+// Package docsui serves the API reference at /docs: an HTML page made on
+// the server, by this package, from the API's OpenAPI document. It lists
+// the operations by tag, each with its parameters, request body,
+// responses and the credentials it needs, and expands the schemas into
+// their fields. The page has no script and loads nothing but its own
+// stylesheet (and the dashboard's icon), so it works on a machine without
+// internet.
 //
-// The viewer is third-party code, vendored unmodified under elements/
-// with its licence and a README giving its version and source. Only this
-// file is Gauntlet's.
+// Every string of the document goes into the page through html/template,
+// escaped; descriptions are plain text in which blank lines separate
+// paragraphs, lines beginning with "- " make a list and `backticks` mark
+// code, and nothing else is interpreted.
+//
+// The page is made once, on its first request: the document must be
+// complete by then and not change afterwards.
 package docsui
 
 import (
 	"bytes"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
-	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/danielgtaylor/huma/v2"
 )
 
-// ElementsVersion is the version of Stoplight Elements under elements/.
-const ElementsVersion = "9.0.15"
-
-//go:embed elements/web-components.min.js elements/styles.min.css
-var elements embed.FS
-
-// Prefix is the path the page and its assets are served under.
+// Prefix is the path the page and its stylesheet are served under.
 const Prefix = "/docs"
 
-// CSP is the Content-Security-Policy of the page: the viewer's script and
-// styles from this server only (Elements sets inline styles), requests to
-// this server only, no framing; the page runs sandboxed.
-const CSP = "default-src 'none'; base-uri 'none'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; " +
-	"img-src 'self' data:; font-src 'self' data:; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
-	"sandbox allow-same-origin allow-scripts"
+// CSP is the Content-Security-Policy of the page: styles and images from
+// this server only, no script at all, no framing, no forms.
+const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; " +
+	"form-action 'none'; frame-ancestors 'none'; sandbox allow-same-origin"
 
-// page is the HTML of /docs. The OpenAPI document's path is relative to
-// the server's root, where the API serves it.
-const page = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="referrer" content="no-referrer">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Gauntlet API reference</title>
-<link rel="stylesheet" href="` + Prefix + `/elements/styles.min.css">
-<script src="` + Prefix + `/elements/web-components.min.js"></script>
-</head>
-<body style="height: 100vh; margin: 0;">
-<elements-api apiDescriptionUrl="/openapi.yaml" router="hash" layout="sidebar" tryItCredentialsPolicy="same-origin"></elements-api>
-</body>
-</html>
-`
+// The page links to the document the server serves at these paths.
+const (
+	DocumentYAML = "/openapi.yaml"
+	DocumentJSON = "/openapi.json"
+)
 
-// asset is a file ready to serve.
+// asset is a response ready to serve.
 type asset struct {
 	name, ctype, etag string
 	data              []byte
@@ -65,33 +52,39 @@ func newAsset(name, ctype string, data []byte) *asset {
 	return &asset{name: name, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:10]) + `"`, data: data}
 }
 
-// assets maps each served path to its file, read once.
-var assets = sync.OnceValue(func() map[string]*asset {
-	out := map[string]*asset{Prefix: newAsset("index.html", "text/html; charset=utf-8", []byte(page))}
-	for name, ctype := range map[string]string{
-		"elements/web-components.min.js": "text/javascript; charset=utf-8",
-		"elements/styles.min.css":        "text/css; charset=utf-8",
-	} {
-		data, err := fs.ReadFile(elements, name)
-		if err != nil {
-			panic("docsui: " + err.Error()) // embedded above: cannot happen
-		}
-		out[Prefix+"/"+name] = newAsset(name, ctype, data)
+// stylesheet is the page's CSS, embedded with the template.
+var stylesheet = sync.OnceValue(func() *asset {
+	data, err := files.ReadFile("docs.css")
+	if err != nil {
+		panic("docsui: " + err.Error()) // embedded: cannot happen
 	}
-	return out
+	return newAsset("docs.css", "text/css; charset=utf-8", data)
 })
 
-// Handler serves GET (or HEAD) /docs, the page, and /docs/elements/…, the
-// viewer's script and styles; other paths under /docs/ are 404, other
-// methods 405. Every answer carries a strong ETag and "Cache-Control:
-// no-cache", so a browser revalidates with a cheap 304.
-func Handler() http.Handler {
-	return http.HandlerFunc(serve)
+// Handler serves GET (or HEAD) /docs, the reference of doc, and
+// /docs/docs.css, its stylesheet; other paths under /docs/ are 404, other
+// methods 405. The page is rendered on the first request and kept. Every
+// answer carries a strong ETag and "Cache-Control: no-cache", so a
+// browser revalidates with a cheap 304.
+func Handler(doc *huma.OpenAPI) http.Handler {
+	h := &handler{}
+	h.page = sync.OnceValues(func() (*asset, error) {
+		data, err := render(doc)
+		if err != nil {
+			return nil, err
+		}
+		return newAsset("index.html", "text/html; charset=utf-8", data), nil
+	})
+	return h
 }
 
-func serve(w http.ResponseWriter, r *http.Request) {
-	a := assets()[strings.TrimSuffix(r.URL.Path, "/")]
-	if a == nil {
+type handler struct {
+	page func() (*asset, error)
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	if path != Prefix && path != Prefix+"/docs.css" {
 		http.NotFound(w, r)
 		return
 	}
@@ -100,14 +93,23 @@ func serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", a.ctype)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("ETag", a.etag)
-	h.Set("X-Content-Type-Options", "nosniff")
+	a := stylesheet()
+	if path == Prefix {
+		var err error
+		if a, err = h.page(); err != nil {
+			http.Error(w, "cannot render the API reference: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", a.ctype)
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("ETag", a.etag)
+	hd.Set("X-Content-Type-Options", "nosniff")
 	if a.name == "index.html" {
-		h.Set("Content-Security-Policy", CSP)
-		h.Set("X-Frame-Options", "DENY")
+		hd.Set("Content-Security-Policy", CSP)
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "no-referrer")
 	}
 	http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.data))
 }
