@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/uptrace/bun"
 
@@ -47,19 +46,10 @@ type Sample struct {
 // first: results committed before the end are counted in it, none after.
 func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample) Cell) (inserted bool, err error) {
 	row := toResultRow(r)
-	var passed, failed, errs int
-	var scoreSum float64
-	switch r.Status {
-	case TestPassed:
-		passed, scoreSum = 1, r.Score
-	case TestFailed:
-		failed, scoreSum = 1, r.Score
-	default:
-		errs = 1
-	}
 	// A status no counter says (the engine stores none) is counted as an
 	// error, and its run's counters no longer say its results by status.
-	known := slices.Contains([]string{TestPassed, TestFailed, TestError}, r.Status)
+	var t tally
+	known := t.add(&r)
 	var ret RetrievalTally
 	ret.Add(&r)
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -74,8 +64,8 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 		var done, tests int
 		var cellRet RetrievalTally
 		err = tx.NewUpdate().Model((*cellRow)(nil)).
-			Set("done = done + 1").Set("passed = passed + ?", passed).Set("failed = failed + ?", failed).
-			Set("errors = errors + ?", errs).Set("score_sum = score_sum + ?", scoreSum).
+			Set("done = done + 1").Set("passed = passed + ?", t.passed).Set("failed = failed + ?", t.failed).
+			Set("errors = errors + ?", t.errs).Set("score_sum = score_sum + ?", t.scoreSum).
 			Set("retrieval_tests = retrieval_tests + ?", ret.Tests).
 			Set("retrieval_recall = retrieval_recall + ?", ret.RecallSum).
 			Set("retrieval_hits = retrieval_hits + ?", ret.Hits).
@@ -88,8 +78,8 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 		}
 		var counted bool
 		err = tx.NewUpdate().Model((*runRow)(nil)).
-			Set("done_tests = done_tests + 1").Set("passed = passed + ?", passed).Set("failed = failed + ?", failed).
-			Set("errors = errors + ?", errs).Set("total_tokens = total_tokens + ?", r.PromptTokens+r.CompletionTokens).
+			Set("done_tests = done_tests + 1").Set("passed = passed + ?", t.passed).Set("failed = failed + ?", t.failed).
+			Set("errors = errors + ?", t.errs).Set("total_tokens = total_tokens + ?", r.PromptTokens+r.CompletionTokens).
 			Set("cache_hits = cache_hits + ?", cacheHitsOf(r)).Set("counted = counted AND ?", known).
 			Where("run_id = ? AND status = ?", r.RunID, StatusRunning).Returning("counted").Scan(ctx, &counted)
 		if errors.Is(err, sql.ErrNoRows) {

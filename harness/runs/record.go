@@ -69,9 +69,9 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 		level  int
 	}
 	type counts struct {
-		done, passed, failed, errs, tokens, cacheHits int
-		scoreSum                                      float64
-		retrieval                                     RetrievalTally
+		tally
+		tokens, cacheHits int
+		retrieval         RetrievalTally
 	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		clear(inserted)
@@ -126,22 +126,11 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 				cells[cellKey{r.Domain, r.Level}] = c
 			}
 			for _, n := range []*counts{c, &run} {
-				n.done++
-				switch r.Status {
-				case TestPassed:
-					n.passed++
-					n.scoreSum += r.Score
-				case TestFailed:
-					n.failed++
-					n.scoreSum += r.Score
-				default:
-					n.errs++
-				}
+				known = n.add(&r) && known
 				n.tokens += r.PromptTokens + r.CompletionTokens
 				n.cacheHits += cacheHitsOf(r)
 			}
 			c.retrieval.Add(&r)
-			known = known && slices.Contains([]string{TestPassed, TestFailed, TestError}, r.Status)
 		}
 		n, err := sqldb.InsertNew(ctx, tx, rows, `"run_id", "test_id", "repeat"`)
 		if err != nil {

@@ -337,30 +337,41 @@ type cellID struct {
 	level       int
 }
 
-// cellMove is how a cell's counters move with the results stored.
-type cellMove struct {
-	cellID
+// tally is how the counters of a cell (or a run) move with results: done,
+// passed, failed, errors, and the scored results' score sum.
+type tally struct {
 	done, passed, failed, errs int
 	scoreSum                   float64
 }
 
-// add counts a result; false for a status that is none of passed, failed
-// and error, which no counter says.
-func (m *cellMove) add(r *Result) bool {
+// knownStatus reports whether a counter says results of status: passed,
+// failed and error.
+func knownStatus(status string) bool {
+	return status == TestPassed || status == TestFailed || status == TestError
+}
+
+// add counts a result. A status no counter says counts as an error, and
+// add returns false: its run's counters no longer say its results by
+// status.
+func (t *tally) add(r *Result) bool {
+	t.done++
 	switch r.Status {
 	case TestPassed:
-		m.passed++
-		m.scoreSum += r.Score
+		t.passed++
+		t.scoreSum += r.Score
 	case TestFailed:
-		m.failed++
-		m.scoreSum += r.Score
-	case TestError:
-		m.errs++
+		t.failed++
+		t.scoreSum += r.Score
 	default:
-		return false
+		t.errs++
 	}
-	m.done++
-	return true
+	return knownStatus(r.Status)
+}
+
+// cellMove is how a cell's counters move with the results stored.
+type cellMove struct {
+	cellID
+	tally
 }
 
 // cellMoves sums the results of counted runs by cell, in key order (two
@@ -380,9 +391,13 @@ func cellMoves(results []Result, counted map[string]bool) (moves []cellMove, odd
 			at[k] = i
 			moves = append(moves, cellMove{cellID: k})
 		}
-		if !moves[i].add(r) {
+		// A result no counter says is counted in no counter: its run
+		// is uncounted.
+		if !knownStatus(r.Status) {
 			odd = append(odd, r.RunID)
+			continue
 		}
+		moves[i].add(r)
 	}
 	slices.SortFunc(moves, func(a, b cellMove) int {
 		return cmp.Or(cmp.Compare(a.run, b.run), cmp.Compare(a.domain, b.domain), cmp.Compare(a.level, b.level))
