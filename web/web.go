@@ -1,17 +1,13 @@
 package web
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"io/fs"
 	"mime"
 	"net/http"
 	"path"
 	"strings"
 	"sync"
-	"time"
 )
 
 //go:embed static
@@ -57,17 +53,9 @@ func ContentType(name string) string {
 	return "application/octet-stream"
 }
 
-// file is an embedded file ready to serve.
-type file struct {
-	name  string
-	data  []byte
-	etag  string
-	ctype string
-}
-
 // files reads every embedded file once, keyed by its path in FS.
-var files = sync.OnceValue(func() map[string]*file {
-	out := map[string]*file{}
+var files = sync.OnceValue(func() map[string]*Asset {
+	out := map[string]*Asset{}
 	root := FS()
 	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -77,8 +65,7 @@ var files = sync.OnceValue(func() map[string]*file {
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(data)
-		out[p] = &file{name: p, data: data, etag: `"` + hex.EncodeToString(sum[:10]) + `"`, ctype: ContentType(p)}
+		out[p] = NewAsset(p, ContentType(p), data)
 		return nil
 	})
 	if err != nil {
@@ -111,20 +98,19 @@ func serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+	if !GetOrHead(w, r) {
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", f.ctype)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("ETag", f.etag)
-	h.Set("X-Content-Type-Options", "nosniff")
-	if f.name == "index.html" {
-		h.Set("Content-Security-Policy", CSP)
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "same-origin")
+	var page http.Header
+	if f.Name == "index.html" {
+		page = pageHeaders
 	}
-	http.ServeContent(w, r, f.name, time.Time{}, bytes.NewReader(f.data))
+	f.Serve(w, r, page)
+}
+
+// pageHeaders are the headers of the dashboard's page.
+var pageHeaders = http.Header{
+	"Content-Security-Policy": {CSP},
+	"X-Frame-Options":         {"DENY"},
+	"Referrer-Policy":         {"same-origin"},
 }

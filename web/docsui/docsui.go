@@ -16,15 +16,12 @@
 package docsui
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/gauntlet-eval/gauntlet/web"
 )
 
 // Prefix is the path the page and its stylesheet are served under.
@@ -41,24 +38,13 @@ const (
 	DocumentJSON = "/openapi.json"
 )
 
-// asset is a response ready to serve.
-type asset struct {
-	name, ctype, etag string
-	data              []byte
-}
-
-func newAsset(name, ctype string, data []byte) *asset {
-	sum := sha256.Sum256(data)
-	return &asset{name: name, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:10]) + `"`, data: data}
-}
-
 // stylesheet is the page's CSS, embedded with the template.
-var stylesheet = sync.OnceValue(func() *asset {
+var stylesheet = sync.OnceValue(func() *web.Asset {
 	data, err := files.ReadFile("docs.css")
 	if err != nil {
 		panic("docsui: " + err.Error()) // embedded: cannot happen
 	}
-	return newAsset("docs.css", "text/css; charset=utf-8", data)
+	return web.NewAsset("docs.css", "text/css; charset=utf-8", data)
 })
 
 // Handler serves GET (or HEAD) /docs, the reference of doc, and
@@ -68,18 +54,18 @@ var stylesheet = sync.OnceValue(func() *asset {
 // browser revalidates with a cheap 304.
 func Handler(doc *huma.OpenAPI) http.Handler {
 	h := &handler{}
-	h.page = sync.OnceValues(func() (*asset, error) {
+	h.page = sync.OnceValues(func() (*web.Asset, error) {
 		data, err := render(doc)
 		if err != nil {
 			return nil, err
 		}
-		return newAsset("index.html", "text/html; charset=utf-8", data), nil
+		return web.NewAsset("index.html", "text/html; charset=utf-8", data), nil
 	})
 	return h
 }
 
 type handler struct {
-	page func() (*asset, error)
+	page func() (*web.Asset, error)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -88,28 +74,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+	if !web.GetOrHead(w, r) {
 		return
 	}
-	a := stylesheet()
-	if path == Prefix {
-		var err error
-		if a, err = h.page(); err != nil {
-			http.Error(w, "cannot render the API reference: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
+	if path != Prefix {
+		stylesheet().Serve(w, r, nil)
+		return
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", a.ctype)
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("ETag", a.etag)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	if a.name == "index.html" {
-		hd.Set("Content-Security-Policy", CSP)
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
+	a, err := h.page()
+	if err != nil {
+		http.Error(w, "cannot render the API reference: "+err.Error(), http.StatusInternalServerError)
+		return
 	}
-	http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.data))
+	a.Serve(w, r, pageHeaders)
+}
+
+// pageHeaders are the headers of the reference's page.
+var pageHeaders = http.Header{
+	"Content-Security-Policy": {CSP},
+	"X-Frame-Options":         {"DENY"},
+	"Referrer-Policy":         {"no-referrer"},
 }
