@@ -452,8 +452,9 @@ type levelFile struct {
 // already.
 type levelSink interface {
 	// holds reports whether the sink holds the file as it is: it is then
-	// neither read nor added, only kept. It is called from several
-	// goroutines at once, and must not change the sink.
+	// neither read nor added, only kept. It is called ahead of the file's
+	// turn, from another goroutine than the other methods, and must not
+	// change the sink.
 	holds(f levelFile) bool
 	// keep takes a file the sink holds, in its turn.
 	keep(f levelFile)
@@ -514,12 +515,8 @@ type decoded struct {
 	readErr bool  // err is a failure to read it
 }
 
-func decodeFile(root fs.FS, v harness.Validator, sink levelSink, f levelFile) *decoded {
+func decodeFile(root fs.FS, v harness.Validator, f levelFile) *decoded {
 	d := &decoded{}
-	if sink.holds(f) {
-		d.kept = true
-		return d
-	}
 	data, err := readDefFile(root, f.rel)
 	if err != nil {
 		d.err, d.readErr = err, true
@@ -573,15 +570,16 @@ func readLevels(root fs.FS, o *outline, sink levelSink) ([]FileError, error) {
 			case <-ctx.Done():
 				return
 			}
-			var weight int64
-			if !sink.holds(*it.level) {
-				weight = 1
-				if fi, err := fs.Stat(root, it.level.rel); err == nil {
-					weight = min(max(fi.Size(), 1), decodeBudget)
-				}
-				if budget.Acquire(ctx, weight) != nil {
-					return
-				}
+			if sink.holds(*it.level) {
+				out[i] <- &decoded{kept: true} // not read
+				continue
+			}
+			weight := int64(1)
+			if fi, err := fs.Stat(root, it.level.rel); err == nil {
+				weight = min(max(fi.Size(), 1), decodeBudget)
+			}
+			if budget.Acquire(ctx, weight) != nil {
+				return
 			}
 			select {
 			case jobs <- job{i, weight}:
@@ -594,7 +592,7 @@ func readLevels(root fs.FS, o *outline, sink levelSink) ([]FileError, error) {
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
-				d := decodeFile(root, o.v, sink, *items[j.i].level)
+				d := decodeFile(root, o.v, *items[j.i].level)
 				budget.Release(j.weight)
 				out[j.i] <- d
 			}
