@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"math"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -491,13 +489,7 @@ func TestREADMEKnowledgePath(t *testing.T) {
 	script = "set -e\ntrap 'kill $srv $mock 2>/dev/null; wait' EXIT\n" + strings.Join(lines, "\n") + "\n"
 
 	dir, bin := readmeSandbox(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", script)
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
+	out, err := runSandboxed(dir, bin, script)
 	if err != nil {
 		serveErr, _ := os.ReadFile(filepath.Join(dir, "serve.err"))
 		t.Fatalf("the README's commands failed: %v\n%s\nserver log:\n%s", err, out, serveErr)

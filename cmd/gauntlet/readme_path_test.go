@@ -72,13 +72,7 @@ func TestREADMEDatasetPath(t *testing.T) {
 		"mock=$!\ntrap 'kill $mock 2>/dev/null' EXIT\n" +
 		"until grep -q '^http://' mock.out; do kill -0 $mock || { cat mock.err; exit 1; }; done\n" + script[i+3:]
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", script)
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
+	out, err := runSandboxed(dir, bin, script)
 	if err != nil {
 		t.Fatalf("the README's commands failed: %v\n%s", err, out)
 	}
@@ -91,6 +85,19 @@ func TestREADMEDatasetPath(t *testing.T) {
 // from the repository's root: examples/ is there (a link to the
 // repository's), and bin/ holds a gauntlet command that runs this test
 // binary's main.
+// runSandboxed runs a shell script of README commands in a sandbox of
+// readmeSandbox (dir, with the built binaries in bin first on PATH), for
+// at most five minutes, and returns its output.
+func runSandboxed(dir, bin, script string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	return cmd.CombinedOutput()
+}
+
 func readmeSandbox(t *testing.T) (dir, bin string) {
 	t.Helper()
 	dir = t.TempDir()
