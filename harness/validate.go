@@ -48,6 +48,48 @@ func TextProblem(s string) string {
 	return ""
 }
 
+// NameProblem says why s cannot be a name, an identifier, a file name or
+// a user id, text that people read to tell records apart: TextProblem's
+// reasons, "contains a control character" (a tab, a line break, the ESC of
+// an ANSI escape sequence, DEL, a C1 control) or "contains a bidirectional
+// control character (U+202E)" (U+202A to U+202E, U+2066 to U+2069,
+// U+200E, U+200F, U+061C), which make a name show as other text:
+// "invoice\u202Efdp.exe" reads "invoiceexe.pdf". "" when s is fine.
+// Prompts, messages and answers may hold any text; only names are held to
+// this.
+func NameProblem(s string) string {
+	if p := TextProblem(s); p != "" {
+		return p
+	}
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r):
+			return "contains a control character"
+		case isBidiControl(r):
+			return fmt.Sprintf("contains a bidirectional control character (%U)", r)
+		}
+	}
+	return ""
+}
+
+// isBidiControl reports whether r is one of the invisible characters that
+// change the direction of the text around it.
+func isBidiControl(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+// CheckName adds to ve a field error when s cannot be a name (see
+// NameProblem). A NUL or invalid UTF-8 is left to CheckText, which
+// validators run on the whole record, so that it is reported once.
+func CheckName(ve *ValidationError, field, s string) {
+	if TextProblem(s) != "" {
+		return
+	}
+	if p := NameProblem(s); p != "" {
+		ve.Add(field, "%s", p)
+	}
+}
+
 // CheckText adds to ve a field error for every string in v that holds a
 // NUL or invalid UTF-8 (see TextProblem): v itself when it is a string,
 // else the strings of its fields (named by their json tags), map keys and
@@ -175,6 +217,7 @@ func (v Validator) Domain(d *Domain) error {
 	if strings.TrimSpace(d.Name) == "" {
 		ve.Add("name", "is required")
 	}
+	CheckName(ve, "name", d.Name)
 	if d.Color != "" && !ValidColor(d.Color) {
 		ve.Add("color", "must be a hex colour #RRGGBB")
 	}
@@ -218,6 +261,7 @@ func (v Validator) Test(t *Test) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", t)
 	checkID(ve, "id", t.ID)
+	CheckName(ve, "name", t.Name)
 	switch {
 	case t.DomainID == "":
 		ve.Add("domain_id", "is required")
@@ -298,6 +342,8 @@ func sourceNameProblem(name string) string {
 		return "must not start or end with a space"
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
 		return "must not contain control characters"
+	case strings.IndexFunc(name, isBidiControl) >= 0:
+		return "must not contain bidirectional control characters"
 	}
 	return ""
 }
@@ -323,6 +369,7 @@ func (v Validator) Evaluator(e *EvaluatorConfig) error {
 	if strings.TrimSpace(e.Name) == "" {
 		ve.Add("name", "is required")
 	}
+	CheckName(ve, "name", e.Name)
 	if e.Type == "" {
 		e.Type = EvaluatorTypeRegex
 	}
@@ -358,6 +405,7 @@ func (v Validator) Tool(t *ToolDefinition) error {
 	if strings.TrimSpace(t.Name) == "" {
 		ve.Add("name", "is required")
 	}
+	CheckName(ve, "name", t.Name)
 	ve.Merge("function.parameters", checkParameters(t.Function.Parameters))
 	if t.MockResponse != nil {
 		if _, err := json.Marshal(t.MockResponse); err != nil {
@@ -413,5 +461,6 @@ func (v Validator) Agent(a *Agent) error {
 	case !ValidAgentID(a.ID):
 		ve.Add("id", "must match ^[a-zA-Z0-9_]+$ (at most 128 characters)")
 	}
+	CheckName(ve, "name", a.Name)
 	return ve.Err()
 }

@@ -197,6 +197,7 @@ func (sv *Supervisor) check(ve *harness.ValidationError, c *harness.ChannelConfi
 		c.Config = map[string]any{}
 	}
 	harness.CheckText(ve, "name", c.Name)
+	harness.CheckName(ve, "name", c.Name)
 	harness.CheckText(ve, "config", c.Config)
 	impl, ok := sv.reg.Channel(c.Type)
 	switch {
