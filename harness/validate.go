@@ -157,6 +157,91 @@ func keyString(k reflect.Value) string {
 	return fmt.Sprint(k.Interface())
 }
 
+// MaxRecordBytes is the most text one definition (a domain, level, test,
+// evaluator, tool or agent) may hold, all its strings together: 1 MiB,
+// the body limit of the API operations that create one. The validators
+// hold every record to it, so that the importers (the definitions import,
+// the definitions files, the dataset import) take nothing the API would
+// refuse.
+const MaxRecordBytes = 1 << 20
+
+// checkRecordSize adds a field error when the strings of v (its fields,
+// map keys and values, slice elements, to any depth) add up to more than
+// MaxRecordBytes, naming the largest of them.
+func checkRecordSize(ve *ValidationError, kind string, v any) {
+	rv := reflect.ValueOf(v)
+	total := 0
+	walkText(rv, "", false, func(_ string, n int) { total += n })
+	if total <= MaxRecordBytes {
+		return
+	}
+	field, largest := "", -1
+	walkText(rv, "", true, func(f string, n int) {
+		if n > largest {
+			field, largest = f, n
+		}
+	})
+	ve.Add(field, "is %d bytes; a %s holds at most %d bytes of text (1 MiB, as the API that creates one takes), and this one holds %d",
+		largest, kind, MaxRecordBytes, total)
+}
+
+// walkText calls fn with the byte length of every string in v, and its
+// field name (as CheckText names it) when named is set.
+func walkText(v reflect.Value, field string, named bool, fn func(field string, n int)) {
+	join := func(name string) string {
+		if !named {
+			return ""
+		}
+		return joinField(field, name)
+	}
+	switch v.Kind() {
+	case reflect.String:
+		fn(field, v.Len())
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkText(v.Elem(), field, named, fn)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			fn(field, v.Len())
+			return
+		}
+		for i := range v.Len() {
+			f := ""
+			if named {
+				f = field + "[" + itoa(i) + "]"
+			}
+			walkText(v.Index(i), f, named, fn)
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			name := keyString(iter.Key())
+			fn(join(name), len(name))
+			walkText(iter.Value(), join(name), named, fn)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			tag, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			switch {
+			case tag == "-":
+				continue
+			case tag == "" && sf.Anonymous:
+				walkText(v.Field(i), field, named, fn)
+				continue
+			case tag == "":
+				tag = sf.Name
+			}
+			walkText(v.Field(i), join(tag), named, fn)
+		}
+	}
+}
+
 // Lookup answers whether referenced definitions exist. The catalog
 // implements it over its current contents; a nil Lookup skips reference
 // checks.
@@ -213,6 +298,7 @@ func (v Validator) checkTools(ve *ValidationError, field string, ids []string) {
 func (v Validator) Domain(d *Domain) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", d)
+	checkRecordSize(ve, "domain", d)
 	checkID(ve, "id", d.ID)
 	if strings.TrimSpace(d.Name) == "" {
 		ve.Add("name", "is required")
@@ -231,6 +317,7 @@ func (v Validator) Domain(d *Domain) error {
 func (v Validator) Level(l *LevelConfig) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", l)
+	checkRecordSize(ve, "level", l)
 	if l.SystemPromptMode == "" {
 		l.SystemPromptMode = PromptAppend
 	}
@@ -260,6 +347,7 @@ func (v Validator) Level(l *LevelConfig) error {
 func (v Validator) Test(t *Test) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", t)
+	checkRecordSize(ve, "test", t)
 	checkID(ve, "id", t.ID)
 	CheckName(ve, "name", t.Name)
 	switch {
@@ -365,6 +453,7 @@ func (v Validator) Expected(e Expected) error {
 func (v Validator) Evaluator(e *EvaluatorConfig) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", e)
+	checkRecordSize(ve, "evaluator", e)
 	checkID(ve, "id", e.ID)
 	if strings.TrimSpace(e.Name) == "" {
 		ve.Add("name", "is required")
@@ -392,6 +481,7 @@ func (v Validator) Evaluator(e *EvaluatorConfig) error {
 func (v Validator) Tool(t *ToolDefinition) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", t)
+	checkRecordSize(ve, "tool", t)
 	checkID(ve, "id", t.ID)
 	if t.Name == "" {
 		t.Name = t.Function.Name
@@ -455,6 +545,7 @@ func checkParameters(p map[string]any) error {
 func (v Validator) Agent(a *Agent) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", a)
+	checkRecordSize(ve, "agent", a)
 	switch {
 	case a.ID == "":
 		ve.Add("id", "is required")
