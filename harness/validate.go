@@ -48,6 +48,48 @@ func TextProblem(s string) string {
 	return ""
 }
 
+// NameProblem says why s cannot be a name, an identifier, a file name or
+// a user id, text that people read to tell records apart: TextProblem's
+// reasons, "contains a control character" (a tab, a line break, the ESC of
+// an ANSI escape sequence, DEL, a C1 control) or "contains a bidirectional
+// control character (U+202E)" (U+202A to U+202E, U+2066 to U+2069,
+// U+200E, U+200F, U+061C), which make a name show as other text:
+// "invoice\u202Efdp.exe" reads "invoiceexe.pdf". "" when s is fine.
+// Prompts, messages and answers may hold any text; only names are held to
+// this.
+func NameProblem(s string) string {
+	if p := TextProblem(s); p != "" {
+		return p
+	}
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r):
+			return "contains a control character"
+		case isBidiControl(r):
+			return fmt.Sprintf("contains a bidirectional control character (%U)", r)
+		}
+	}
+	return ""
+}
+
+// isBidiControl reports whether r is one of the invisible characters that
+// change the direction of the text around it.
+func isBidiControl(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+// CheckName adds to ve a field error when s cannot be a name (see
+// NameProblem). A NUL or invalid UTF-8 is left to CheckText, which
+// validators run on the whole record, so that it is reported once.
+func CheckName(ve *ValidationError, field, s string) {
+	if TextProblem(s) != "" {
+		return
+	}
+	if p := NameProblem(s); p != "" {
+		ve.Add(field, "%s", p)
+	}
+}
+
 // CheckText adds to ve a field error for every string in v that holds a
 // NUL or invalid UTF-8 (see TextProblem): v itself when it is a string,
 // else the strings of its fields (named by their json tags), map keys and
@@ -115,6 +157,91 @@ func keyString(k reflect.Value) string {
 	return fmt.Sprint(k.Interface())
 }
 
+// MaxRecordBytes is the most text one definition (a domain, level, test,
+// evaluator, tool or agent) may hold, all its strings together: 1 MiB,
+// the body limit of the API operations that create one. The validators
+// hold every record to it, so that the importers (the definitions import,
+// the definitions files, the dataset import) take nothing the API would
+// refuse.
+const MaxRecordBytes = 1 << 20
+
+// checkRecordSize adds a field error when the strings of v (its fields,
+// map keys and values, slice elements, to any depth) add up to more than
+// MaxRecordBytes, naming the largest of them.
+func checkRecordSize(ve *ValidationError, kind string, v any) {
+	rv := reflect.ValueOf(v)
+	total := 0
+	walkText(rv, "", false, func(_ string, n int) { total += n })
+	if total <= MaxRecordBytes {
+		return
+	}
+	field, largest := "", -1
+	walkText(rv, "", true, func(f string, n int) {
+		if n > largest {
+			field, largest = f, n
+		}
+	})
+	ve.Add(field, "is %d bytes; a %s holds at most %d bytes of text (1 MiB, as the API that creates one takes), and this one holds %d",
+		largest, kind, MaxRecordBytes, total)
+}
+
+// walkText calls fn with the byte length of every string in v, and its
+// field name (as CheckText names it) when named is set.
+func walkText(v reflect.Value, field string, named bool, fn func(field string, n int)) {
+	join := func(name string) string {
+		if !named {
+			return ""
+		}
+		return joinField(field, name)
+	}
+	switch v.Kind() {
+	case reflect.String:
+		fn(field, v.Len())
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkText(v.Elem(), field, named, fn)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			fn(field, v.Len())
+			return
+		}
+		for i := range v.Len() {
+			f := ""
+			if named {
+				f = field + "[" + itoa(i) + "]"
+			}
+			walkText(v.Index(i), f, named, fn)
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			name := keyString(iter.Key())
+			fn(join(name), len(name))
+			walkText(iter.Value(), join(name), named, fn)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			tag, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			switch {
+			case tag == "-":
+				continue
+			case tag == "" && sf.Anonymous:
+				walkText(v.Field(i), field, named, fn)
+				continue
+			case tag == "":
+				tag = sf.Name
+			}
+			walkText(v.Field(i), join(tag), named, fn)
+		}
+	}
+}
+
 // Lookup answers whether referenced definitions exist. The catalog
 // implements it over its current contents; a nil Lookup skips reference
 // checks.
@@ -171,10 +298,12 @@ func (v Validator) checkTools(ve *ValidationError, field string, ids []string) {
 func (v Validator) Domain(d *Domain) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", d)
+	checkRecordSize(ve, "domain", d)
 	checkID(ve, "id", d.ID)
 	if strings.TrimSpace(d.Name) == "" {
 		ve.Add("name", "is required")
 	}
+	CheckName(ve, "name", d.Name)
 	if d.Color != "" && !ValidColor(d.Color) {
 		ve.Add("color", "must be a hex colour #RRGGBB")
 	}
@@ -188,6 +317,7 @@ func (v Validator) Domain(d *Domain) error {
 func (v Validator) Level(l *LevelConfig) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", l)
+	checkRecordSize(ve, "level", l)
 	if l.SystemPromptMode == "" {
 		l.SystemPromptMode = PromptAppend
 	}
@@ -217,7 +347,9 @@ func (v Validator) Level(l *LevelConfig) error {
 func (v Validator) Test(t *Test) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", t)
+	checkRecordSize(ve, "test", t)
 	checkID(ve, "id", t.ID)
+	CheckName(ve, "name", t.Name)
 	switch {
 	case t.DomainID == "":
 		ve.Add("domain_id", "is required")
@@ -298,6 +430,8 @@ func sourceNameProblem(name string) string {
 		return "must not start or end with a space"
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
 		return "must not contain control characters"
+	case strings.IndexFunc(name, isBidiControl) >= 0:
+		return "must not contain bidirectional control characters"
 	}
 	return ""
 }
@@ -319,10 +453,12 @@ func (v Validator) Expected(e Expected) error {
 func (v Validator) Evaluator(e *EvaluatorConfig) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", e)
+	checkRecordSize(ve, "evaluator", e)
 	checkID(ve, "id", e.ID)
 	if strings.TrimSpace(e.Name) == "" {
 		ve.Add("name", "is required")
 	}
+	CheckName(ve, "name", e.Name)
 	if e.Type == "" {
 		e.Type = EvaluatorTypeRegex
 	}
@@ -345,6 +481,7 @@ func (v Validator) Evaluator(e *EvaluatorConfig) error {
 func (v Validator) Tool(t *ToolDefinition) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", t)
+	checkRecordSize(ve, "tool", t)
 	checkID(ve, "id", t.ID)
 	if t.Name == "" {
 		t.Name = t.Function.Name
@@ -358,6 +495,7 @@ func (v Validator) Tool(t *ToolDefinition) error {
 	if strings.TrimSpace(t.Name) == "" {
 		ve.Add("name", "is required")
 	}
+	CheckName(ve, "name", t.Name)
 	ve.Merge("function.parameters", checkParameters(t.Function.Parameters))
 	if t.MockResponse != nil {
 		if _, err := json.Marshal(t.MockResponse); err != nil {
@@ -407,11 +545,13 @@ func checkParameters(p map[string]any) error {
 func (v Validator) Agent(a *Agent) error {
 	ve := &ValidationError{}
 	CheckText(ve, "", a)
+	checkRecordSize(ve, "agent", a)
 	switch {
 	case a.ID == "":
 		ve.Add("id", "is required")
 	case !ValidAgentID(a.ID):
 		ve.Add("id", "must match ^[a-zA-Z0-9_]+$ (at most 128 characters)")
 	}
+	CheckName(ve, "name", a.Name)
 	return ve.Err()
 }

@@ -538,3 +538,60 @@ func manySources(n int) []string {
 	}
 	return out
 }
+
+func TestNameProblem(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"Plain name", ""},
+		{"名前 — Ünïcødé 🙂 (x) 'y' \"z\"", ""},
+		{"שלום مرحبا", ""},
+		{"a\x00b", "contains a NUL character"},
+		{"a\xffb", "is not valid UTF-8"},
+		{"\x1b[31mred", "contains a control character"},
+		{"a\tb", "contains a control character"},
+		{"a\nb", "contains a control character"},
+		{"a\x7fb", "contains a control character"},
+		{"a\u0085b", "contains a control character"},
+		{"invoice\u202Efdp.exe", "contains a bidirectional control character (U+202E)"},
+		{"a\u202Ab", "contains a bidirectional control character (U+202A)"},
+		{"a\u2066b", "contains a bidirectional control character (U+2066)"},
+		{"a\u2069b", "contains a bidirectional control character (U+2069)"},
+		{"a\u200Eb", "contains a bidirectional control character (U+200E)"},
+		{"a\u200Fb", "contains a bidirectional control character (U+200F)"},
+		{"a\u061Cb", "contains a bidirectional control character (U+061C)"},
+	} {
+		if got := NameProblem(tc.name); got != tc.want {
+			t.Errorf("NameProblem(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// CheckName leaves NUL and invalid UTF-8 to CheckText.
+	ve := &ValidationError{}
+	CheckName(ve, "name", "a\x00b")
+	CheckName(ve, "name", "ok")
+	if ve.Err() != nil {
+		t.Errorf("CheckName reported %v", ve)
+	}
+	CheckName(ve, "name", "a\u202Eb")
+	if len(ve.Fields) != 1 || ve.Fields[0].Field != "name" {
+		t.Errorf("CheckName: %v", ve)
+	}
+}
+
+func TestValidatorsRefuseControlNames(t *testing.T) {
+	v := Validator{}
+	const bad = "evil\u202Etxt.exe"
+	for what, err := range map[string]error{
+		"domain":    v.Domain(&Domain{ID: "d", Name: bad}),
+		"test":      v.Test(&Test{ID: "t", DomainID: "d", Prompt: "p", Name: bad, Expected: Expected{Answer: "a"}}),
+		"evaluator": v.Evaluator(&EvaluatorConfig{ID: "e", Name: bad}),
+		"tool":      v.Tool(&ToolDefinition{ID: "t", Name: bad, Function: FunctionDef{Name: "f"}}),
+		"agent":     v.Agent(&Agent{ID: "a", Name: bad}),
+		"source":    v.Test(&Test{ID: "t", DomainID: "d", Prompt: "p", Expected: Expected{Answer: "a", Sources: []string{bad}}}),
+	} {
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Fields) != 1 {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+}

@@ -72,7 +72,8 @@ func registerDatasets(api huma.API, store dataset.Store, log *slog.Logger) {
 		Summary: "Import tests from a dataset", Tags: []string{tagTests}, MaxBodyBytes: MaxImportBytes,
 		Description: "Creates tests in one level from the rows of a JSON Lines or CSV file, in one write. " +
 			"Columns: prompt (or input, question), answer (or target), optional type and id, renamed by mapping; " +
-			"presets gsm8k and mmlu read those datasets' layouts. Every row is validated as create-test would; " +
+			"presets gsm8k and mmlu read those datasets' layouts. Every row is validated as create-test would, size included " +
+			"(at most 1 MiB of text per test, create-test's body limit); " +
 			"refused rows are listed with their row, line and column, and then nothing is written (success false) " +
 			"unless skip_invalid is set. Rows without an id get one generated from their content, so importing the same " +
 			"file again replaces its tests rather than adding copies; an id that names a test of another level is refused. " +

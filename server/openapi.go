@@ -214,7 +214,9 @@ var errorDescriptions = map[int]string{
 //   - with huma, which decodes and validates the request: 400, 413, 415
 //     and 422 on operations with a JSON body (malformed, too large, not
 //     JSON, not valid), and 422 on operations with a parameter huma
-//     parses or checks (a number, an enumeration, a bound).
+//     parses or checks (a number, an enumeration, a bound);
+//   - 422 on every operation with a path or query parameter, which may
+//     hold a NUL or a control character (rejectBadParams).
 func documentErrors(op *huma.Operation, declared []int, byHuma bool) {
 	codes := slices.Clone(declared)
 	if strings.HasPrefix(op.Path, "/api/") && op.Security == nil {
@@ -228,6 +230,9 @@ func documentErrors(op *huma.Operation, declared []int, byHuma bool) {
 		if s := p.Schema; byHuma && s != nil && (s.Type != huma.TypeString || len(s.Enum) > 0 || s.Pattern != "" ||
 			s.MinLength != nil || s.MaxLength != nil) {
 			codes = append(codes, http.StatusUnprocessableEntity)
+		}
+		if p.In == "path" || p.In == "query" {
+			codes = append(codes, http.StatusUnprocessableEntity) // rejectBadParams
 		}
 	}
 	codes = append(codes, http.StatusInternalServerError)

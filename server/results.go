@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
-	"encoding/csv"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/internal/csvsafe"
 )
 
 // resultQuerier is what the results explorer and the export read: the
@@ -92,6 +92,7 @@ type resultsOutput struct {
 type exportInput struct {
 	RunID  string      `path:"run_id" doc:"Run id."`
 	Format string      `query:"format" default:"jsonl" enum:"csv,jsonl" doc:"jsonl: one result per line, as list-run-results gives them. csv: one row per result with a header row."`
+	Raw    bool        `query:"raw" doc:"csv only: write every cell exactly as stored, for programs. By default a cell that starts with =, +, -, @, a tab or a carriage return gets a single quote in front, so that a spreadsheet shows it as text instead of running it as a formula."`
 	Domain string      `query:"domain" doc:"Only results of this domain."`
 	Level  optionalInt `query:"level" minimum:"0" doc:"Only results of this level."`
 	Status string      `query:"status" enum:"passed,failed,error" doc:"Only results with this status."`
@@ -125,13 +126,16 @@ func registerResults(api huma.API, store resultQuerier, log *slog.Logger) {
 			"named <run_id>.csv or <run_id>.jsonl. JSON Lines carries one result per line in the shape list-run-results gives " +
 			"(response_base64 holds a response's exact bytes when they are not UTF-8). CSV has a header row; text is UTF-8, " +
 			"a response that is not valid UTF-8 has its invalid bytes replaced by U+FFFD in response and its exact bytes in response_base64 " +
-			"(empty otherwise). 404 for an unknown run.",
+			"(empty otherwise). For spreadsheets, a CSV cell that starts with =, +, -, @, a tab or a carriage return is written with a " +
+			"single quote in front (=1+2 becomes '=1+2), so that it is shown as text and never run as a formula; raw=true writes every cell " +
+			"exactly as stored, for programs. JSON Lines is always exact. 404 for an unknown run.",
 		Responses: map[string]*huma.Response{"200": {
 			Description: "The results, as a download.",
 			Headers: map[string]*huma.Param{"Content-Disposition": {
 				Description: "attachment; filename=\"<run_id>.csv\" (or .jsonl)", Schema: &huma.Schema{Type: huma.TypeString}}},
 			Content: map[string]*huma.MediaType{
-				"text/csv":             {Schema: &huma.Schema{Type: huma.TypeString, Description: "RFC 4180 CSV, UTF-8, header row first."}},
+				"text/csv": {Schema: &huma.Schema{Type: huma.TypeString,
+					Description: "RFC 4180 CSV, UTF-8, header row first; cells that a spreadsheet would read as a formula start with ' unless raw=true."}},
 				"application/x-ndjson": {Schema: &huma.Schema{Ref: schemaPrefix + "TestResult"}}, // each line
 			},
 		}},
@@ -172,9 +176,9 @@ func (h *resultsHandler) export(ctx context.Context, in *exportInput) (*huma.Str
 		hc.SetStatus(http.StatusOK)
 		w := bufio.NewWriterSize(hc.BodyWriter(), 64<<10)
 		var write func(runs.Result) error
-		var cw *csv.Writer
+		var cw *csvsafe.Writer
 		if in.Format == "csv" {
-			cw = csv.NewWriter(w)
+			cw = csvsafe.NewWriter(w, in.Raw)
 			row := make([]string, len(csvHeader))
 			write = func(r runs.Result) error {
 				csvRow(row, r)

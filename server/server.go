@@ -115,7 +115,7 @@ func New(opts Options) (*Server, error) {
 	// CORS before the token check (a preflight carries no token), so that
 	// a 401 carries the CORS headers too; compression around everything
 	// that writes a body.
-	s.handler = s.logRequests(cors.handler(compress(s.authenticate(assumeJSON(rejectBadText(s.mux))))))
+	s.handler = s.logRequests(cors.handler(compress(s.authenticate(assumeJSON(rejectBadText(rejectBadParams(s.mux)))))))
 	return s, nil
 }
 

@@ -197,6 +197,7 @@ func (sv *Supervisor) check(ve *harness.ValidationError, c *harness.ChannelConfi
 		c.Config = map[string]any{}
 	}
 	harness.CheckText(ve, "name", c.Name)
+	harness.CheckName(ve, "name", c.Name)
 	harness.CheckText(ve, "config", c.Config)
 	impl, ok := sv.reg.Channel(c.Type)
 	switch {
@@ -318,6 +319,7 @@ func (sv *Supervisor) Update(ctx context.Context, agentID, channelID string, app
 		ve.Add("agent_id", "cannot be changed (is %q)", agentID)
 	}
 	c.Config = cloneConfig(c.Config)
+	restoreURLs(ve, "config", c.Config, old.Config)
 	checkSecretsStay(ve, c.Config, old.Config)
 	unmask(ve, "config", c.Config, old.Config)
 	sv.check(ve, &c)

@@ -58,6 +58,7 @@ func checkUserID(ve *harness.ValidationError, userID string) {
 		ve.Add("user_id", "is longer than %d bytes", MaxUserIDBytes)
 	default:
 		harness.CheckText(ve, "user_id", userID)
+		harness.CheckName(ve, "user_id", userID)
 	}
 }
 

@@ -43,7 +43,10 @@
 // RowError.Line gives where a row starts in the file (from 1, counting
 // every line, the header and blank ones included), for an editor. A row
 // that cannot be read or fails validation is a RowError naming its row and,
-// where it can, the column: `row 7: column "answer": missing`. A problem
+// where it can, the column: `row 7: column "answer": missing`. Validation
+// is the catalog's, size included: a test holds at most
+// harness.MaxRecordBytes of text, as one created through the API, so a
+// row with a larger cell is refused naming that cell's column. A problem
 // with the whole input (an unknown format or preset, a CSV header without
 // the needed columns, an unknown domain, too much data) is an error of
 // Parse instead, wrapping harness.ErrInvalid or ErrTooLarge.

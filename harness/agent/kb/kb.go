@@ -137,7 +137,8 @@ type File struct {
 
 // ValidName checks a knowledge-base file name: a plain
 // name of at most 255 bytes of valid UTF-8, with no "/", "\", "..", leading
-// dot or control character (NUL included). A bad name gives an error
+// dot, control character (NUL included) or bidirectional control character
+// (see harness.NameProblem). A bad name gives an error
 // wrapping harness.ErrInvalid naming "filename".
 func ValidName(name string) error {
 	bad := func(why string) error { return harness.Invalid("filename", "%s", why) }
@@ -161,6 +162,9 @@ func ValidName(name string) error {
 		if unicode.IsControl(r) {
 			return bad("must not contain control characters")
 		}
+	}
+	if p := harness.NameProblem(name); p != "" {
+		return bad(p) // a bidirectional control character
 	}
 	return nil
 }
