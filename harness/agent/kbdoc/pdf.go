@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
 )
@@ -242,19 +243,22 @@ func pdfContent(l *limits, p pdfLeaf) []pdfRow {
 		}
 		cur.Reset()
 	}
-	add := func(y, size float64, s string) {
+	add := func(y, size float64, ch rune) {
 		if !started || math.Abs(y-row.y) > max(row.size, size, 1)*0.5 {
 			end()
 			row = pdfRow{y: y}
 			started = true
 		}
-		pageText += len(s)
+		pageText += utf8.RuneLen(ch)
 		l.pendingText(pageText)
-		cur.WriteString(s)
+		cur.WriteRune(ch)
 		row.size = max(row.size, size)
 	}
 	showText := func(s string) {
 		l.tick()
+		// Each code of at most 4 bytes gives a character: a string too long
+		// for the text limit is refused before it is decoded.
+		l.pendingText(pageText + len(s)/4)
 		if enc == nil {
 			enc = nopEncoding{}
 		}
@@ -266,10 +270,15 @@ func pdfContent(l *limits, p pdfLeaf) []pdfRow {
 				w0 = g.Tf.width(int(s[n]))
 			}
 			n++
-			trm := pdfMatrix{{g.Tfs * g.Th, 0, 0}, {0, g.Tfs, 0}, {0, g.Trise, 1}}.mul(g.Tm).mul(g.CTM)
-			add(trm[2][1], trm[0][0], string(ch))
+			// The text rendering matrix is [Tfs*Th 0 0; 0 Tfs 0; 0 Trise 1]
+			// x Tm x CTM: its font size and baseline, worked out.
+			p := g.Tm.mul(g.CTM)
+			add(g.Trise*p[1][1]+p[2][1], g.Tfs*g.Th*p[0][0], ch)
+			// Tm = [1 0 0; 0 1 0; tx 0 1] x Tm.
 			tx := (w0/1000*g.Tfs + g.Tc) * g.Th
-			g.Tm = pdfMatrix{{1, 0, 0}, {0, 1, 0}, {tx, 0, 1}}.mul(g.Tm)
+			for j := range 3 {
+				g.Tm[2][j] += tx * g.Tm[0][j]
+			}
 		}
 	}
 	matrixOf := func(args []pdf.Value) pdfMatrix {

@@ -131,6 +131,19 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// outOfMemory tells, from a child's stderr, a child the system refused
+// memory: the Go runtime says so, or, when the refused mapping was one of
+// its own (a thread's stack, say), dies of a segmentation fault, which
+// pure Go code does not otherwise cause.
+func outOfMemory(stderr string) bool {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "SIGSEGV", "unexpected signal"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // extractChild extracts a document in a child process: the executable
 // itself, which RunIfChild turns into the extractor. The child is killed
 // at the time limit (or when ctx ends) and when its memory passes the
@@ -167,7 +180,7 @@ func extractChild(ctx context.Context, name string, f Format, data []byte, o Opt
 	switch {
 	case ctx.Err() != nil:
 		return nil, u, ctx.Err()
-	case overMemory.Load() || strings.Contains(errText, "out of memory") || strings.Contains(errText, "cannot allocate memory"):
+	case overMemory.Load() || outOfMemory(errText):
 		return nil, u, fmt.Errorf("needs more than %s of memory to read: %w", size(o.MaxMemory), ErrTooLarge)
 	case cctx.Err() != nil || cpuLimited(cmd.ProcessState):
 		return nil, u, timedOut(o.Timeout)
