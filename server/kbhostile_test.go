@@ -21,7 +21,7 @@ func TestKBHostileDocuments(t *testing.T) {
 		status     int
 		reason     string
 	}{
-		{"pdf stream inflating past the text limit", "bomb.pdf", kbdoctest.FlateBombPDF(12 << 20), http.StatusRequestEntityTooLarge, "more than 10 MiB of text"},
+		{"pdf stream inflating to 80 MB", "bomb.pdf", kbdoctest.FlateBombPDF(80 << 20), http.StatusRequestEntityTooLarge, "decompresses to more than 64 MiB"},
 		{"pdf page tree that refers to itself", "cycle.pdf", kbdoctest.CyclicPDF(), http.StatusUnsupportedMediaType, "page tree refers to itself"},
 		{"pdf claiming 2^31 pages", "count.pdf", kbdoctest.CountPDF(1 << 31), http.StatusRequestEntityTooLarge, "2147483648 pages"},
 		{"docx of 200 MB of text", "bomb.docx", kbdoctest.BombDOCX(200 << 20), http.StatusRequestEntityTooLarge, "decompresses to more than 64 MiB"},

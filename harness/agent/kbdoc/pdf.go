@@ -262,8 +262,12 @@ func pdfContent(l *limits, p pdfLeaf) []pdfRow {
 		if enc == nil {
 			enc = nopEncoding{}
 		}
+		decoded := enc.Decode(s)
+		// The characters add at least the decoded bytes: a string past the
+		// limit is refused before a character is placed.
+		l.pendingText(pageText + len(decoded))
 		n := 0
-		for _, ch := range enc.Decode(s) {
+		for _, ch := range decoded {
 			l.tick()
 			var w0 float64
 			if n < len(s) {
