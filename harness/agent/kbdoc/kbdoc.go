@@ -157,6 +157,11 @@ func ExtractContext(ctx context.Context, name string, data []byte, opts Options)
 	var u Usage
 	if sandboxed(f) && !opts.InProcess && hooked.Load() {
 		d, u, err = extractChild(ctx, name, f, data, opts)
+		if errors.Is(err, errNoChild) {
+			// Better bounded in process than not read at all.
+			u = Usage{}
+			d, err = extractWait(ctx, f, data, opts)
+		}
 	} else {
 		d, err = extractWait(ctx, f, data, opts)
 	}

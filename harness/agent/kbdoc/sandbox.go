@@ -26,6 +26,10 @@ const childEnv = "GAUNTLET_KBDOC_CHILD"
 // childResponse on its stdout.
 const childProtocol = "1"
 
+// errNoChild reports a child process that could not be started; the
+// document is then extracted in process.
+var errNoChild = errors.New("cannot start the extraction child")
+
 // hooked is set once RunIfChild has been called in a process that is not
 // a child: that process's executable serves children.
 var hooked atomic.Bool
@@ -151,9 +155,9 @@ func outOfMemory(stderr string) bool {
 // can have.
 func extractChild(ctx context.Context, name string, f Format, data []byte, o Options) (*Document, Usage, error) {
 	u := Usage{Child: true}
-	exe, err := os.Executable()
+	exe, err := childExecutable()
 	if err != nil {
-		return nil, u, fmt.Errorf("extract %s: find the executable for the child process: %w", name, err)
+		return nil, u, fmt.Errorf("%w: find the executable: %v", errNoChild, err)
 	}
 	var req bytes.Buffer
 	if err := gob.NewEncoder(&req).Encode(&childRequest{Name: name, Format: f, Data: data, Limits: o}); err != nil {
@@ -170,7 +174,7 @@ func extractChild(ctx context.Context, name string, f Format, data []byte, o Opt
 	cmd.SysProcAttr = childAttr()
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		return nil, u, fmt.Errorf("extract %s: start the child process: %w", name, err)
+		return nil, u, fmt.Errorf("%w: %v", errNoChild, err)
 	}
 	var overMemory atomic.Bool
 	stopWatch := watchMemory(cmd.Process, o.MaxMemory, &overMemory)

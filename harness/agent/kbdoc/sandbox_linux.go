@@ -33,6 +33,10 @@ func limitChild(mem int64, timeout time.Duration) {
 	}
 }
 
+// childExecutable is this process's own executable, as the kernel holds
+// it: still the right file after the binary was replaced on disk.
+func childExecutable() (string, error) { return "/proc/self/exe", nil }
+
 // childAttr makes the child die with its parent.
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -12,6 +12,8 @@ import (
 // Elsewhere than Linux the child is bounded by the parent's time limit
 // only: neither its memory nor its CPU time is limited by the system.
 
+func childExecutable() (string, error) { return os.Executable() }
+
 func limitChild(mem int64, timeout time.Duration) {}
 
 func childAttr() *syscall.SysProcAttr { return nil }
