@@ -36,10 +36,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
 
 func main() {
+	// First: a copy of this binary started to extract one knowledge-base
+	// document does that and exits here.
+	kbdoc.RunIfChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {

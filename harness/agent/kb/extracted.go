@@ -1,6 +1,7 @@
 package kb
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -161,7 +162,7 @@ func (s *Store) loadExtracted(agentID, name string, fi fs.FileInfo) (*kbdoc.Docu
 // one kept at upload when it still matches, else extracted now from the
 // content read by data (files put in the directory by hand, or kept
 // before this form).
-func (s *Store) extracted(agentID, name string, fi fs.FileInfo, data func() ([]byte, error)) (*kbdoc.Document, string, error) {
+func (s *Store) extracted(ctx context.Context, agentID, name string, fi fs.FileInfo, data func() ([]byte, error)) (*kbdoc.Document, string, error) {
 	if doc, text, ok := s.loadExtracted(agentID, name, fi); ok {
 		return doc, text, nil
 	}
@@ -169,7 +170,7 @@ func (s *Store) extracted(agentID, name string, fi fs.FileInfo, data func() ([]b
 	if err != nil {
 		return nil, "", err
 	}
-	doc, err := kbdoc.Extract(name, b)
+	doc, err := kbdoc.ExtractContext(ctx, name, b, s.opts.Extract)
 	if err != nil {
 		return nil, "", err
 	}

@@ -36,11 +36,15 @@ const MaxNameBytes = 255
 
 var (
 	// ErrTooLarge reports a knowledge-base file over the limit of its
-	// format (MaxFileBytes, MaxDocumentBytes). The server answers it 413.
+	// format (MaxFileBytes, MaxDocumentBytes), or whose extraction passes
+	// a limit of Options.Extract (text, pages, decompressed size, objects,
+	// memory). The server answers it 413.
 	ErrTooLarge = kbdoc.ErrTooLarge
 	// ErrUnsupported reports content that cannot be read: neither UTF-8
 	// text (without NUL bytes), nor a PDF with a text layer, nor a DOCX;
-	// the error says why. The server answers it 415.
+	// the error says why (a damaged file, a PDF page tree that refers to
+	// itself, nesting too deep, an extraction past its time limit). The
+	// server answers it 415.
 	ErrUnsupported = kbdoc.ErrUnsupported
 )
 
@@ -63,6 +67,11 @@ type Options struct {
 	// agent service makes it start the embedding of the changed chunks;
 	// it must not block.
 	OnChange func(agentID string)
+	// Extract bounds the extraction of each file (text size, pages,
+	// decompressed size, objects, time, memory); zero fields take
+	// kbdoc's defaults. Past a limit a write fails with ErrTooLarge or
+	// ErrUnsupported, saying which.
+	Extract kbdoc.Options
 }
 
 // Store keeps the knowledge-base files of agents on disk. It is safe for
@@ -265,7 +274,7 @@ func (s *Store) Read(ctx context.Context, agentID, name string) (File, error) {
 		return File{}, fmt.Errorf("read knowledge base file %q: %w", name, err)
 	}
 	out := fileInfo(name, fi)
-	doc, content, err := s.extracted(agentID, name, fi, func() ([]byte, error) { return data, nil })
+	doc, content, err := s.extracted(ctx, agentID, name, fi, func() ([]byte, error) { return data, nil })
 	if err != nil {
 		return File{}, fmt.Errorf("read knowledge base file %q: %w", name, err)
 	}
@@ -393,7 +402,7 @@ func (s *Store) Write(ctx context.Context, agentID, name string, r io.Reader, mu
 	if err != nil {
 		return fail(err)
 	}
-	doc, err := kbdoc.Extract(name, data)
+	doc, err := kbdoc.ExtractContext(ctx, name, data, s.opts.Extract)
 	if err != nil {
 		return fail(err)
 	}
@@ -689,7 +698,7 @@ func (s *Store) Documents(agentID string) ([]Document, error) {
 		}
 		// The original is read only when its extraction is not kept.
 		missing := false
-		doc, text, err := s.extracted(agentID, f.name, fi, func() ([]byte, error) {
+		doc, text, err := s.extracted(context.Background(), agentID, f.name, fi, func() ([]byte, error) {
 			data, err := root.ReadFile(f.name)
 			missing = errors.Is(err, fs.ErrNotExist)
 			return data, err

@@ -20,6 +20,41 @@
 // [Document.EmptyPages]. HTML is reduced to its text: scripts, styles,
 // templates and comments are dropped, never run nor kept as markup.
 //
-// Size limits ([MaxBytes]) are the caller's to enforce as it reads; Extract
-// checks them again and gives [ErrTooLarge].
+// Size limits of the files ([MaxBytes]) are the caller's to enforce as it
+// reads; Extract checks them again and gives [ErrTooLarge].
+//
+// # Limits and the child process
+//
+// A document is untrusted: a few kilobytes can inflate to gigabytes, a PDF
+// page tree can refer to itself, a page count can claim 2^31 pages. Each
+// extraction is bounded ([Options], with defaults): the text it gives
+// (10 MiB), its sections, the pages of a PDF (10 000), the decompressed
+// size of each stream or archive part (64 MiB) and of all (256 MiB), the
+// objects looked at (100 000), nesting (256 levels), time (30 s) and
+// memory (512 MiB). Past a size limit the error wraps [ErrTooLarge]; a
+// document that cannot be read within them (a cyclic page tree, nesting
+// too deep, the time limit) gives [ErrUnsupported]; the message names the
+// limit.
+//
+// Some of a reader's work cannot be bounded from inside: the PDF reader's
+// parsing, its allocations. So PDF, DOCX and HTML are extracted in a child
+// process, the program's own executable started again, when the program
+// called [RunIfChild] first thing in main:
+//
+//	func main() {
+//		kbdoc.RunIfChild() // a child extracts one document and exits here
+//		...
+//	}
+//
+// The child's memory is bounded by the system (its data segment, on
+// Linux) and watched by the parent, which kills it past MaxMemory or the
+// time limit, and reads at most what a document within the limits can
+// be. Tests of packages that extract documents do the same in TestMain.
+//
+// Without the hook everything is extracted in the calling process, with
+// every limit but memory: the text, pages, sizes, objects and nesting are
+// counted as they are read, and the call returns at the time limit, but a
+// reader caught where it checks nothing keeps its goroutine busy until its
+// next check, and what the PDF reader allocates is not bounded. Text and
+// Markdown, linear in their size, are always extracted in process.
 package kbdoc

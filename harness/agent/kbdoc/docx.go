@@ -3,6 +3,7 @@ package kbdoc
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -10,19 +11,21 @@ import (
 	"strings"
 )
 
-// maxDocumentXML bounds the uncompressed word/document.xml (and
-// word/styles.xml) read from a DOCX, against zip bombs.
-const maxDocumentXML = 256 << 20
-
 // extractDOCX reads the paragraphs of word/document.xml: a paragraph with
 // a heading style (Heading 1 to 9, Title, or an outline level) starts a
 // section, a numbered or bulleted paragraph is a "- " line, a table row a
 // line of cells separated by " | ".
-func extractDOCX(data []byte) (*Document, error) {
+func extractDOCX(l *limits, data []byte) (*Document, error) {
+	// The entries are counted before the archive is read: reading its
+	// directory costs memory by entry.
+	if n, ok := zipEntries(data); ok && n > uint64(l.o.MaxObjects) {
+		l.tooLarge("is a zip archive of %d entries, more than %d", n, l.o.MaxObjects)
+	}
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, fmt.Errorf("is not a readable zip archive, so not a DOCX (%v): %w", err, ErrUnsupported)
 	}
+	l.object(len(zr.File), "zip entries")
 	var doc, styles *zip.File
 	for _, f := range zr.File {
 		switch f.Name {
@@ -37,16 +40,70 @@ func extractDOCX(data []byte) (*Document, error) {
 	}
 	levels := map[string]int{}
 	if styles != nil {
-		if err := readStyles(styles, levels); err != nil {
+		if err := readStyles(l, styles, levels); err != nil {
 			return nil, err
 		}
 	}
-	rc, err := doc.Open()
+	rc, err := openPart(l, doc)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return readDocumentXML(l, rc, levels)
+}
+
+// openPart opens a part of a DOCX archive whose decompressed bytes count
+// against the limits as they are read.
+func openPart(l *limits, f *zip.File) (io.ReadCloser, error) {
+	if f.UncompressedSize64 > uint64(l.o.MaxStreamBytes) {
+		l.tooLarge("%s decompresses to more than %s", f.Name, size(l.o.MaxStreamBytes))
+	}
+	rc, err := f.Open()
 	if err != nil {
 		return nil, fmt.Errorf("is a damaged DOCX (%v): %w", err, ErrUnsupported)
 	}
-	defer rc.Close()
-	return readDocumentXML(io.LimitReader(rc, maxDocumentXML), levels)
+	return &countingReader{rc: rc, l: l, what: f.Name}, nil
+}
+
+// countingReader counts the bytes read from a part.
+type countingReader struct {
+	rc   io.ReadCloser
+	l    *limits
+	what string
+	n    int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.l.tick()
+	n, err := c.rc.Read(p)
+	c.n += int64(n)
+	c.l.inflated(int64(n), c.n, c.what)
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.rc.Close() }
+
+// zipEntries reads the number of entries a zip archive's end record
+// declares; false when there is none to read (zip.NewReader then says
+// what is wrong).
+func zipEntries(data []byte) (uint64, bool) {
+	const endLen = 22
+	from := max(0, len(data)-endLen-0xffff)
+	i := bytes.LastIndex(data[from:], []byte("PK\x05\x06"))
+	if i < 0 || from+i+endLen > len(data) {
+		return 0, false
+	}
+	end := from + i
+	n := uint64(binary.LittleEndian.Uint16(data[end+10:]))
+	// Zip64: a locator just before the end record points to the zip64
+	// end record, which holds the count on 8 bytes.
+	if loc := end - 20; loc >= 0 && bytes.Equal(data[loc:loc+4], []byte("PK\x06\x07")) {
+		off := binary.LittleEndian.Uint64(data[loc+8:])
+		if off <= uint64(len(data)-56) && bytes.Equal(data[off:off+4], []byte("PK\x06\x06")) {
+			n = max(n, binary.LittleEndian.Uint64(data[off+32:]))
+		}
+	}
+	return n, true
 }
 
 // headingLevel returns the heading level a style id or name means, or 0.
@@ -65,26 +122,33 @@ func headingLevel(s string) int {
 
 // readStyles maps the ids of heading styles to their levels, from their
 // names ("heading 1") or outline levels: ids are often localised.
-func readStyles(f *zip.File, levels map[string]int) error {
-	rc, err := f.Open()
+func readStyles(l *limits, f *zip.File, levels map[string]int) error {
+	rc, err := openPart(l, f)
 	if err != nil {
-		return fmt.Errorf("is a damaged DOCX (%v): %w", err, ErrUnsupported)
+		return err
 	}
 	defer rc.Close()
-	dec := xml.NewDecoder(io.LimitReader(rc, maxDocumentXML))
+	dec := xml.NewDecoder(rc)
 	id := ""
+	depth := 0
 	for {
 		tok, err := dec.Token()
+		l.tick()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("is a damaged DOCX: word/styles.xml: %v: %w", err, ErrUnsupported)
 		}
+		if _, ok := tok.(xml.EndElement); ok {
+			depth--
+		}
 		se, ok := tok.(xml.StartElement)
 		if !ok {
 			continue
 		}
+		depth++
+		l.depth(depth, "XML elements (word/styles.xml)")
 		switch se.Name.Local {
 		case "style":
 			id = attr(se, "styleId")
@@ -114,9 +178,11 @@ func attr(se xml.StartElement, local string) string {
 	return ""
 }
 
-func readDocumentXML(r io.Reader, levels map[string]int) (*Document, error) {
+func readDocumentXML(l *limits, r io.Reader, levels map[string]int) (*Document, error) {
 	dec := xml.NewDecoder(r)
-	var b builder
+	b := builder{lim: l}
+	depth := 0
+	cellBytes := 0 // text held in cells of the current row
 	var (
 		para    strings.Builder
 		level   int  // heading level of the paragraph, 0 for none
@@ -133,8 +199,11 @@ func readDocumentXML(r io.Reader, levels map[string]int) (*Document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("is a damaged DOCX: word/document.xml: %v: %w", err, ErrUnsupported)
 		}
+		l.tick()
 		switch t := tok.(type) {
 		case xml.StartElement:
+			depth++
+			l.depth(depth, "XML elements (word/document.xml)")
 			switch t.Name.Local {
 			case "p":
 				para.Reset()
@@ -163,12 +232,17 @@ func readDocumentXML(r io.Reader, levels map[string]int) (*Document, error) {
 				tblDeep++
 			case "tr":
 				cells = cells[:0]
+				cellBytes = 0
 			}
 		case xml.CharData:
 			if inText {
+				// Text held before it reaches the document counts too:
+				// one paragraph may be the whole bomb.
+				l.pendingText(para.Len() + cellBytes + len(t))
 				para.Write(t)
 			}
 		case xml.EndElement:
+			depth--
 			switch t.Name.Local {
 			case "t":
 				inText = false
@@ -176,7 +250,10 @@ func readDocumentXML(r io.Reader, levels map[string]int) (*Document, error) {
 				text := strings.TrimSpace(para.String())
 				switch {
 				case tblDeep > 0:
-					cells = append(cells, text)
+					if text != "" { // empty cells are dropped from the row anyway
+						cells = append(cells, text)
+						cellBytes += len(text)
+					}
 					continue
 				case text == "":
 				case level > 0:
@@ -193,6 +270,7 @@ func readDocumentXML(r io.Reader, levels map[string]int) (*Document, error) {
 					b.paragraph(row, true)
 				}
 				cells = cells[:0]
+				cellBytes = 0
 			case "tbl":
 				tblDeep--
 			}

@@ -30,12 +30,13 @@ var blocks = map[atom.Atom]bool{
 // its text: headings h1 to h6 start sections, list items become "- "
 // lines, table rows lines of cells separated by " | ", other block
 // elements paragraphs. Comments and the elements in skipped are dropped.
-func extractHTML(data []byte) (*Document, error) {
+func extractHTML(l *limits, data []byte) (*Document, error) {
 	root, err := html.Parse(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("is not readable HTML: %v: %w", err, ErrUnsupported)
 	}
-	w := &htmlWalker{}
+	htmlDepth(l, root)
+	w := &htmlWalker{b: builder{lim: l}, lim: l}
 	if t := findTitle(root); t != "" {
 		w.title = t
 	}
@@ -60,7 +61,27 @@ func findTitle(n *html.Node) string {
 	return ""
 }
 
+// htmlDepth refuses a tree nested deeper than the limit, before any
+// recursive walk of it.
+func htmlDepth(l *limits, root *html.Node) {
+	type item struct {
+		n     *html.Node
+		depth int
+	}
+	stack := []item{{root, 0}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		l.tick()
+		l.depth(it.depth, "elements")
+		for c := it.n.FirstChild; c != nil; c = c.NextSibling {
+			stack = append(stack, item{c, it.depth + 1})
+		}
+	}
+}
+
 type htmlWalker struct {
+	lim   *limits
 	b     builder
 	title string
 	para  strings.Builder
@@ -79,6 +100,7 @@ func (w *htmlWalker) endPara(line bool) {
 }
 
 func (w *htmlWalker) walk(n *html.Node) {
+	w.lim.tick()
 	switch n.Type {
 	case html.CommentNode, html.DoctypeNode:
 		return

@@ -2,10 +2,12 @@ package kbdoc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -124,9 +126,19 @@ func (d *Document) render(b *strings.Builder) {
 	}
 }
 
-// Extract reads a knowledge-base file, named name, whose content is data.
-// See the package documentation for the formats and what is refused.
+// Extract reads a knowledge-base file, named name, whose content is data,
+// with the default limits: ExtractContext with a background context and
+// zero Options. See the package documentation for the formats, what is
+// refused and where the extraction runs.
 func Extract(name string, data []byte) (*Document, error) {
+	return ExtractContext(context.Background(), name, data, Options{})
+}
+
+// ExtractContext reads a knowledge-base file within the limits of opts:
+// PDF, DOCX and HTML in a child process when RunIfChild was called first
+// thing in main (and opts.InProcess is false), else, and for text and
+// Markdown, in this process. A cancelled ctx stops it with ctx's error.
+func ExtractContext(ctx context.Context, name string, data []byte, opts Options) (*Document, error) {
 	f, err := Detect(name, data)
 	if err != nil {
 		return nil, err
@@ -139,18 +151,87 @@ func Extract(name string, data []byte) (*Document, error) {
 			return nil, err
 		}
 	}
+	opts = opts.withDefaults()
+	start := time.Now()
 	var d *Document
+	var u Usage
+	if sandboxed(f) && !opts.InProcess && hooked.Load() {
+		d, u, err = extractChild(ctx, name, f, data, opts)
+		if errors.Is(err, errNoChild) {
+			// Better bounded in process than not read at all.
+			u = Usage{}
+			d, err = extractWait(ctx, f, data, opts)
+		}
+	} else {
+		d, err = extractWait(ctx, f, data, opts)
+	}
+	if opts.Usage != nil {
+		u.Elapsed = time.Since(start)
+		opts.Usage(u)
+	}
+	return d, err
+}
+
+// sandboxed tells the formats whose readers are run in a child process:
+// those whose work or memory is not linear in the file's size.
+func sandboxed(f Format) bool { return f == PDF || f == DOCX || f == HTML }
+
+// extractWait extracts in this process, in a goroutine of its own so that
+// the call returns by the deadline even when the reader is caught in a
+// loop that checks no limit; such a goroutine stops at its next check.
+func extractWait(ctx context.Context, f Format, data []byte, o Options) (*Document, error) {
+	l := newLimits(ctx, o)
+	if !sandboxed(f) {
+		return extractLocal(l, f, data)
+	}
+	type result struct {
+		d   *Document
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := extractLocal(l, f, data)
+		done <- result{d, err}
+	}()
+	timer := time.NewTimer(o.Timeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.d, r.err
+	case <-timer.C:
+		l.expired.Store(true)
+		return nil, timedOut(o.Timeout)
+	case <-ctx.Done():
+		l.expired.Store(true)
+		return nil, ctx.Err()
+	}
+}
+
+// extractLocal runs the reader of format f within l.
+func extractLocal(l *limits, f Format, data []byte) (d *Document, err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			if lerr, ok := recoverLimit(x); ok {
+				d, err = nil, lerr
+				return
+			}
+			d, err = nil, fmt.Errorf("is a damaged or unreadable %s file (%v): %w", f, x, ErrUnsupported)
+		}
+	}()
 	switch f {
 	case PDF:
-		d, err = extractPDF(data)
+		d, err = extractPDF(l, data)
 	case DOCX:
-		d, err = extractDOCX(data)
+		d, err = extractDOCX(l, data)
 	case HTML:
-		d, err = extractHTML(data)
+		d, err = extractHTML(l, data)
 	case Markdown:
-		d = extractMarkdown(string(data))
+		d = extractMarkdown(l, string(data))
 	default:
-		d = extractText(string(data))
+		d = extractText(l, string(data))
+	}
+	if l.err != nil {
+		return nil, l.err
 	}
 	if err != nil {
 		return nil, err
@@ -232,6 +313,7 @@ func CheckText(b []byte, partial bool) error {
 
 // builder collects sections as a reader walks a document.
 type builder struct {
+	lim      *limits // counts the text and sections; nil for none
 	sections []Section
 	path     []string // current heading path
 	levels   []int    // heading level of each element of path
@@ -246,6 +328,9 @@ func (b *builder) heading(level int, title string) {
 		return
 	}
 	b.flush()
+	if b.lim != nil {
+		b.lim.addText(len(title) + 2)
+	}
 	for len(b.levels) > 0 && b.levels[len(b.levels)-1] >= level {
 		b.levels = b.levels[:len(b.levels)-1]
 		b.path = b.path[:len(b.path)-1]
@@ -267,6 +352,10 @@ func (b *builder) paragraph(text string, line bool) {
 	if text == "" {
 		return
 	}
+	if b.lim != nil {
+		b.lim.tick()
+		b.lim.addText(len(text) + 2)
+	}
 	if b.cur.Len() > 0 {
 		if line {
 			b.cur.WriteString("\n")
@@ -284,6 +373,13 @@ func (b *builder) flush() {
 		b.cur.Reset()
 		return
 	}
+	if b.lim != nil {
+		n := 0
+		for _, h := range b.path {
+			n += len(h)
+		}
+		b.lim.addSection(n)
+	}
 	s := Section{Headings: append([]string(nil), b.path...), Page: b.page, Text: b.cur.String()}
 	b.sections = append(b.sections, s)
 	b.cur.Reset()
@@ -294,7 +390,8 @@ func (b *builder) document() *Document {
 	return &Document{Sections: b.sections}
 }
 
-func extractText(s string) *Document {
+func extractText(l *limits, s string) *Document {
 	s = strings.ReplaceAll(strings.TrimPrefix(s, "\uFEFF"), "\r\n", "\n")
+	l.addText(len(s))
 	return &Document{Sections: []Section{{Text: s}}}
 }

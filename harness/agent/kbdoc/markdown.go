@@ -6,10 +6,10 @@ import "strings"
 // links stay readable as text) and takes its structure from headings:
 // "#" to "######" lines, and setext headings (a line underlined with "="
 // or "-"). Lines inside fenced code blocks are never headings.
-func extractMarkdown(s string) *Document {
+func extractMarkdown(l *limits, s string) *Document {
 	s = strings.ReplaceAll(strings.TrimPrefix(s, "\uFEFF"), "\r\n", "\n")
 	lines := strings.Split(s, "\n")
-	var b builder
+	b := builder{lim: l}
 	var para []string
 	fence := ""
 	flushPara := func() {
