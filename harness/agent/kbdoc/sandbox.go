@@ -30,6 +30,14 @@ const childProtocol = "1"
 // document is then extracted in process.
 var errNoChild = errors.New("cannot start the extraction child")
 
+// MaxChildren is how many extraction children run at once in a process;
+// a document waits for a slot within its time limit. Each child may use
+// Options.MaxMemory, so the memory of all of them is bounded as well.
+const MaxChildren = 2
+
+// childSlots holds a token per running child.
+var childSlots = make(chan struct{}, MaxChildren)
+
 // hooked is set once RunIfChild has been called in a process that is not
 // a child: that process's executable serves children.
 var hooked atomic.Bool
@@ -165,6 +173,18 @@ func extractChild(ctx context.Context, name string, f Format, data []byte, o Opt
 	}
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	// A slot first: each child may use MaxMemory, so the children at once
+	// are bounded too. The wait counts against the document's time.
+	select {
+	case childSlots <- struct{}{}:
+		defer func() { <-childSlots }()
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return nil, u, ctx.Err()
+		}
+		return nil, u, fmt.Errorf("extract %s: %d documents were being read for %s: %w",
+			name, cap(childSlots), o.Timeout, context.DeadlineExceeded)
+	}
 	cmd := exec.CommandContext(cctx, exe)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %s", childEnv, childProtocol, o.MaxMemory, o.Timeout))
 	cmd.Stdin = &req
