@@ -118,7 +118,9 @@ func (l Limits) bodyTimeout(n int64) time.Duration {
 
 // HTTPServer returns an http.Server serving the API with s's limits: a
 // header timeout, an idle timeout and a header size limit. It sets no
-// write timeout, so that long polls and streamed exports are not cut.
+// write timeout, so that long polls and streamed exports are not cut. The
+// handler applies the body limits and deadlines under any http.Server;
+// one built by hand needs its own header timeout.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.handler,
@@ -162,7 +164,9 @@ func newLimiter(cfg Limits, oa *huma.OpenAPI) *limiter {
 		for method, op := range map[string]*huma.Operation{
 			http.MethodPost: item.Post, http.MethodPut: item.Put, http.MethodPatch: item.Patch,
 		} {
-			if op != nil && op.MaxBodyBytes > 0 && rawBodyRoutes[method+" "+path] == (bodyRule{}) {
+			_, raw := rawBodyRoutes[method+" "+path]
+			_, rawAny := rawBodyRoutes[path]
+			if op != nil && op.MaxBodyBytes > 0 && !raw && !rawAny {
 				l.routes.Handle(method+" "+path, bodyRule{max: op.MaxBodyBytes})
 			}
 		}

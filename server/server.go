@@ -60,7 +60,8 @@ type Options struct {
 	Limits Limits
 }
 
-// Server is the HTTP API. Build it with New; serve Handler().
+// Server is the HTTP API. Build it with New; serve it with HTTPServer(),
+// or Handler() in an http.Server of one's own.
 type Server struct {
 	opts    Options
 	log     *slog.Logger
