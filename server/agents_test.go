@@ -259,8 +259,9 @@ func TestAgentDeleteRemovesEverything(t *testing.T) {
 	if sent := tg.Sent(); len(sent) != 0 {
 		t.Errorf("the deleted agent's bot answered: %v", sent)
 	}
-	// The webhook endpoint no longer knows the channel.
-	mustProblem(t, e.post("/api/channels/"+chID+"/webhook", map[string]any{"user_id": "u", "message": "m"}), http.StatusNotFound)
+	// The webhook endpoint no longer knows the channel: the answer to
+	// any id it does not serve.
+	mustProblem(t, e.post("/api/channels/"+chID+"/webhook", map[string]any{"user_id": "u", "message": "m"}), http.StatusUnauthorized)
 
 	// An agent created again with the same id starts afresh.
 	e.createAgent("doomed", "You are reborn.")

@@ -13,9 +13,9 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// maxCheckedBody is the largest JSON body rejectBadText reads to check. It
-// is at least every operation's own limit, so a larger body is refused
-// (413) by the operation anyway and is passed on unchecked.
+// maxCheckedBody is the largest JSON body rejectBadText reads to check:
+// every route's own limit is at most this, and the limiter (which runs
+// first) has already refused a body over its route's limit.
 const maxCheckedBody = MaxImportBytes
 
 // rejectBadText answers 422 to a JSON request body that is not valid UTF-8
@@ -23,7 +23,9 @@ const maxCheckedBody = MaxImportBytes
 // holds it. Go's JSON decoder would silently turn invalid bytes into
 // U+FFFD, storing something other than what was sent, so the raw bytes are
 // checked before any handler decodes them. A NUL written as the escape
-// \u0000 is valid JSON: the validators catch it once decoded.
+// \u0000 is valid JSON: the validators catch it once decoded. A body that
+// cannot be read whole (over its route's limit, past its read deadline)
+// is answered 413, 408 or 400 here.
 func rejectBadText(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || !isJSON(r.Header.Get("Content-Type")) ||
@@ -31,11 +33,17 @@ func rejectBadText(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxCheckedBody+1))
+		var buf bytes.Buffer
+		if r.ContentLength > 0 {
+			// One allocation of the declared size, not a doubling series.
+			buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		}
+		_, err := buf.ReadFrom(io.LimitReader(r.Body, maxCheckedBody+1))
 		if err != nil {
-			writeProblem(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+			writeBodyError(w, err)
 			return
 		}
+		body := buf.Bytes()
 		if len(body) > maxCheckedBody {
 			// Over every limit: let the operation refuse it.
 			r.Body = struct {

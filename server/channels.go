@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -202,9 +203,11 @@ func registerChannels(api huma.API, mux *http.ServeMux, channels channelStore, l
 		OperationID: "channel-webhook", Method: http.MethodPost, Path: "/api/channels/{channel_id}/webhook",
 		Summary: "Deliver a message to a webhook channel", Tags: tags, Security: []map[string][]string{},
 		Description: "Body {user_id, message}; header X-Gauntlet-Signature: sha256=<hex HMAC-SHA256 of the body keyed with the channel's secret>. " +
-			"Needs no API token. A missing or wrong signature is a 401; a channel that is not running is a 409; " +
-			"a NUL or invalid UTF-8 in the body is a 422. Answers the agent's reply (200), " +
-			"or 202 when the channel has a callback_url and the reply is posted there; " +
+			"Needs no API token. A missing or wrong signature, an unknown channel id, a channel that is not running " +
+			"and one that takes no webhooks all get the same 401, so that channel ids cannot be probed; " +
+			"a NUL or invalid UTF-8 in the body is a 422; a body over 1 MiB is a 413, one that does not arrive within the read deadline a 408. " +
+			"Each client address may have 8 requests in progress and send 10 a second, in bursts of 20 (the defaults): beyond, 429 with Retry-After. " +
+			"Answers the agent's reply (200), or 202 when the channel has a callback_url and the reply is posted there; " +
 			"429 when too many replies wait for delivery, 502 when the model endpoint failed. " +
 			"The bodies shown are the built-in webhook type's; a channel plugin's type answers its own.",
 		Parameters: []*huma.Param{
@@ -223,7 +226,7 @@ func registerChannels(api huma.API, mux *http.ServeMux, channels channelStore, l
 				"application/json": {Schema: reg.Schema(reflect.TypeFor[apiWebhookQueued](), true, "")},
 			}},
 		},
-		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge,
+		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestTimeout, http.StatusConflict, http.StatusRequestEntityTooLarge,
 			http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusBadGateway},
 	})
 }
@@ -286,12 +289,20 @@ func (h *channelHandler) stop(ctx context.Context, in *channelPath) (*channelSta
 }
 
 // maxWebhookBytes bounds a webhook delivery.
-const maxWebhookBytes = 1 << 20
+const maxWebhookBytes = DefaultBodyBytes
+
+// webhookRefused is the one answer (401) to a webhook request whose
+// signature is missing or wrong and to one for a channel id that is
+// unknown, not running, or not a webhook: a client without the secret
+// cannot tell which, so it cannot probe for channel ids.
+const webhookRefused = "the X-Gauntlet-Signature header is missing or wrong, or no running channel with this id takes webhooks"
 
 func (h *channelHandler) webhook(w http.ResponseWriter, r *http.Request) {
+	// The limiter has refused a body over maxWebhookBytes, and bounded
+	// the time it may take, before anything read it.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBytes))
 	if err != nil {
-		writeProblem(w, http.StatusRequestEntityTooLarge, "the body is over 1 MiB")
+		writeBodyError(w, err)
 		return
 	}
 	// Raw bytes were checked by rejectBadText; a NUL written as \u0000
@@ -307,6 +318,11 @@ func (h *channelHandler) webhook(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res, err := h.channels.Inbound(r.Context(), r.PathValue("channel_id"), &harness.InboundRequest{Body: body, Header: r.Header})
+	if errors.Is(err, agent.ErrNotReceiving) || errors.Is(err, harness.ErrUnauthorized) {
+		h.log.DebugContext(r.Context(), "webhook request refused", slog.String("channel", r.PathValue("channel_id")), slog.Any("error", err))
+		writeProblem(w, http.StatusUnauthorized, webhookRefused)
+		return
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return

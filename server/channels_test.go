@@ -222,7 +222,7 @@ func TestChannelsCRUD(t *testing.T) {
 		}
 		mustProblem(t, e.del("/api/agents/bot/channels/"+hookID), http.StatusNotFound)
 		body := []byte(`{"user_id":"u1","message":"ping"}`)
-		mustProblem(t, e.webhookPost(hookID, body, webhook.Sign("first-secret", body)), http.StatusNotFound)
+		mustProblem(t, e.webhookPost(hookID, body, webhook.Sign("first-secret", body)), http.StatusUnauthorized)
 		if got := strings.TrimSpace(string(must(t, e.get("/api/agents/bot/channels"), http.StatusOK).body)); got != `{"channels":[]}` {
 			t.Errorf("list %s", got)
 		}
@@ -299,15 +299,15 @@ func TestWebhookChannel(t *testing.T) {
 		}
 	})
 
-	t.Run("unknown channel is 404", func(t *testing.T) {
-		mustProblem(t, e.webhookPost("nope", body, webhook.Sign(secret, body)), http.StatusNotFound)
+	t.Run("unknown channel is 401, as a wrong signature", func(t *testing.T) {
+		mustProblem(t, e.webhookPost("nope", body, webhook.Sign(secret, body)), http.StatusUnauthorized)
 	})
 
-	t.Run("a stopped channel is 409", func(t *testing.T) {
+	t.Run("a stopped channel is 401, as a wrong signature", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, e.url+"/api/agents/bot/channels/"+id+"/stop", nil)
 		req.Header.Set("Authorization", "Bearer "+apiToken)
 		must(t, e.send(req), http.StatusOK)
-		mustProblem(t, e.webhookPost(id, body, webhook.Sign(secret, body)), http.StatusConflict)
+		mustProblem(t, e.webhookPost(id, body, webhook.Sign(secret, body)), http.StatusUnauthorized)
 	})
 
 	t.Run("a webhook channel of a telegram type is not a receiver", func(t *testing.T) {

@@ -213,7 +213,7 @@ func TestOpenAPI31(t *testing.T) {
 			{"delete", "/api/history/{run_id}", []string{"404", "409"}},
 			{"post", "/api/agents/{agent_id}/kb", []string{"404", "409", "413", "415", "422"}},
 			{"post", "/api/agents/{agent_id}/chat", []string{"404", "422", "502"}},
-			{"post", "/api/channels/{channel_id}/webhook", []string{"401", "404", "409", "413", "422", "429", "502"}},
+			{"post", "/api/channels/{channel_id}/webhook", []string{"401", "404", "408", "409", "413", "422", "429", "502"}},
 			{"get", "/api/v1/history/last/id", []string{"401", "404", "500"}},
 			{"put", "/api/settings/tests/{test_id}", []string{"400", "401", "404", "409", "413", "415", "422", "500"}},
 		} {

@@ -180,13 +180,13 @@ func TestSecretsNeverShown(t *testing.T) {
 
 	// The webhook channel.
 	msg := []byte(`{"user_id": "hook-user", "message": "hello from the hook"}`)
-	expect(hook(hkID, msg, webhook.Sign(hookSecret, msg)), http.StatusConflict)
+	expect(hook(hkID, msg, webhook.Sign(hookSecret, msg)), http.StatusUnauthorized) // not running
 	expect(do(http.MethodPost, "/api/agents/bot/channels/"+hkID+"/start", nil), http.StatusOK)
 	expect(hook(hkID, msg, webhook.Sign(hookSecret, msg)), http.StatusOK)
 	expect(hook(hkID, msg, ""), http.StatusUnauthorized)
 	expect(hook(hkID, msg, webhook.Sign(apiToken, msg)), http.StatusUnauthorized)
 	expect(hook(hkID, msg, "sha256="+url.QueryEscape(hookSecret)), http.StatusUnauthorized)
-	expect(hook("nope", msg, webhook.Sign(hookSecret, msg)), http.StatusNotFound)
+	expect(hook("nope", msg, webhook.Sign(hookSecret, msg)), http.StatusUnauthorized)
 	fail := []byte(`{"user_id": "hook-user", "message": "fail please"}`)
 	if r := hook(hkID, fail, webhook.Sign(hookSecret, fail)); r.status < 400 {
 		t.Errorf("a failing model through the webhook gave %d", r.status)

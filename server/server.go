@@ -55,15 +55,20 @@ type Options struct {
 	CORSOrigins []string
 	// Logger receives request and error logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Limits bound request sizes, read times and the webhooks' rates;
+	// zero fields take DefaultLimits.
+	Limits Limits
 }
 
-// Server is the HTTP API. Build it with New; serve Handler().
+// Server is the HTTP API. Build it with New; serve it with HTTPServer(),
+// or Handler() in an http.Server of one's own.
 type Server struct {
 	opts    Options
 	log     *slog.Logger
 	mux     *http.ServeMux
 	api     huma.API
 	handler http.Handler
+	limits  *limiter
 }
 
 // New builds the API and registers every endpoint.
@@ -112,10 +117,11 @@ func New(opts Options) (*Server, error) {
 
 	s.mountDashboard()
 	s.mux.HandleFunc("/api/", s.apiFallback)
-	// CORS before the token check (a preflight carries no token), so that
-	// a 401 carries the CORS headers too; compression around everything
-	// that writes a body.
-	s.handler = s.logRequests(cors.handler(compress(s.authenticate(assumeJSON(rejectBadText(rejectBadParams(s.mux)))))))
+	// Limits before anything reads a body; CORS before the token check (a
+	// preflight carries no token), so that a 401 carries the CORS headers
+	// too; compression around everything that writes a body.
+	s.limits = newLimiter(opts.Limits, s.api.OpenAPI())
+	s.handler = s.logRequests(s.limits.handler(cors.handler(compress(s.authenticate(assumeJSON(rejectBadText(rejectBadParams(s.mux))))))))
 	return s, nil
 }
 

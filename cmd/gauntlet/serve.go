@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -58,7 +57,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Header and idle timeouts and a header size limit; no write timeout,
+	// which would cut long polls and streamed exports.
+	hs := srv.HTTPServer()
 	fmt.Fprintf(stdout, "Gauntlet is listening on http://%s (dashboard at http://%s/, API docs at http://%s/docs)\n", ln.Addr(), ln.Addr(), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -657,25 +657,40 @@ func runChannel(ctx context.Context, impl harness.Channel, run *harness.ChannelR
 	return impl.Run(ctx, run)
 }
 
+// ErrNotReceiving is matched by the error of Inbound when no running
+// channel with the id takes pushed requests, whichever the reason: a
+// caller that must not tell them apart (an unauthenticated client could
+// probe ids) tests for it alone.
+var ErrNotReceiving = errors.New("no running channel with this id receives pushed requests")
+
+// notReceiving is an error of Inbound that also matches ErrNotReceiving.
+type notReceiving struct{ error }
+
+func (e notReceiving) Unwrap() error        { return e.error }
+func (e notReceiving) Is(target error) bool { return target == ErrNotReceiving }
+
 // Inbound delivers an HTTP request pushed to a channel (POST
 // /api/channels/{id}/webhook) to its implementation's Receive. An unknown
 // channel gives harness.ErrNotFound, a channel not running
 // harness.ErrConflict, an implementation that is not a harness.Receiver
-// harness.ErrInvalid.
+// harness.ErrInvalid; each of the three also matches ErrNotReceiving.
 func (sv *Supervisor) Inbound(ctx context.Context, channelID string, req *harness.InboundRequest) (*harness.InboundResponse, error) {
 	sv.mu.Lock()
 	r := sv.runners[channelID]
 	sv.mu.Unlock()
 	if r == nil {
 		if _, err := sv.load(ctx, sv.db, "", channelID); err != nil {
+			if errors.Is(err, harness.ErrNotFound) {
+				err = notReceiving{err}
+			}
 			return nil, err
 		}
-		return nil, fmt.Errorf("channel %q is not running: %w", channelID, harness.ErrConflict)
+		return nil, notReceiving{fmt.Errorf("channel %q is not running: %w", channelID, harness.ErrConflict)}
 	}
 	impl, ok := sv.reg.Channel(r.run.Channel.Type)
 	recv, isReceiver := impl.(harness.Receiver)
 	if !ok || !isReceiver {
-		return nil, fmt.Errorf("channel %q (type %s) does not receive pushed requests: %w", channelID, r.run.Channel.Type, harness.ErrInvalid)
+		return nil, notReceiving{fmt.Errorf("channel %q (type %s) does not receive pushed requests: %w", channelID, r.run.Channel.Type, harness.ErrInvalid)}
 	}
 	if req == nil {
 		req = &harness.InboundRequest{}

@@ -593,10 +593,10 @@ func TestInbound(t *testing.T) {
 	body := []byte(`{"user_id":"42","message":"pushed hello"}`)
 	header := map[string][]string{"X-Secret": {"s3cret"}}
 
-	if _, err := e.svc.Supervisor().Inbound(ctx, "nope", &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrNotFound) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, "nope", &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrNotFound) || !errors.Is(err, agent.ErrNotReceiving) {
 		t.Errorf("unknown channel: %v", err)
 	}
-	if _, err := e.svc.Supervisor().Inbound(ctx, c.ID, &harness.InboundRequest{Body: body, Header: header}); !errors.Is(err, harness.ErrConflict) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, c.ID, &harness.InboundRequest{Body: body, Header: header}); !errors.Is(err, harness.ErrConflict) || !errors.Is(err, agent.ErrNotReceiving) {
 		t.Errorf("stopped channel: %v", err)
 	}
 	e.svc.Supervisor().Start(ctx, "a", c.ID)
@@ -611,10 +611,10 @@ func TestInbound(t *testing.T) {
 	if h, _ := e.svc.History(ctx, "a", "fake:42"); len(h) != 2 {
 		t.Errorf("history of the pushed user = %v", h)
 	}
-	if _, err := e.svc.Supervisor().Inbound(ctx, c.ID, &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrUnauthorized) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, c.ID, &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrUnauthorized) || errors.Is(err, agent.ErrNotReceiving) {
 		t.Errorf("wrong secret: %v", err)
 	}
-	if _, err := e.svc.Supervisor().Inbound(ctx, p.ID, &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrInvalid) {
+	if _, err := e.svc.Supervisor().Inbound(ctx, p.ID, &harness.InboundRequest{Body: body}); !errors.Is(err, harness.ErrInvalid) || !errors.Is(err, agent.ErrNotReceiving) {
 		t.Errorf("channel without Receive: %v", err)
 	}
 }
