@@ -276,6 +276,10 @@ type Status struct {
 	TotalTests    int     `json:"total_tests"`
 	ModelName     *string `json:"model_name"`
 	LastRunID     *string `json:"last_run_id"` // The most recent run, running or finished.
+	// Preparing: the run is being prepared (its definitions stored, its
+	// cells and jobs recorded) and has not started its first test;
+	// TotalTests is 0 until it is prepared.
+	Preparing bool `json:"preparing"`
 }
 
 // Status reports what the engine is doing.
@@ -294,7 +298,7 @@ func (e *Engine) Status() Status {
 	defer r.mu.Unlock()
 	id, label := r.info.RunID, r.info.ModelName
 	st.Status, st.RunID, st.ModelName = "running", &id, &label
-	st.Progress, st.TotalTests = r.total.done, r.info.TotalTests
+	st.Progress, st.TotalTests, st.Preparing = r.total.done, r.info.TotalTests, r.preparing
 	if r.currentDomain != "" {
 		d, l := r.currentDomain, r.currentLevel
 		st.CurrentDomain, st.CurrentLevel = &d, &l
@@ -673,25 +677,14 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if e.current != nil {
 		return nil, fmt.Errorf("run %s is active; stop it first: %w", e.current.info.RunID, harness.ErrConflict)
 	}
-	// The definitions are stored with the run first; the run then reads
-	// its tests from there, a page at a time, so that what it runs is
-	// what it stored whatever happens to the files meanwhile.
-	hash, err := e.storeDefinitions(ctx, req.Domains)
+	// What can be refused is checked now; the definitions are stored
+	// with the run by its preparation (prepare.go), and the run then
+	// reads its tests from there, a page at a time, so that what it runs
+	// is what it stored whatever happens to the files meanwhile.
+	acc, err := e.accept(ctx, req.Domains, repeats)
 	if err != nil {
 		return nil, err
 	}
-	outline, sizes, err := e.opts.Runs.DefinitionsOutline(ctx, hash)
-	if err != nil {
-		return nil, fmt.Errorf("read the run's definitions: %w", err)
-	}
-	p, err := plan(outline, sizes, req.Domains, repeats)
-	if err != nil {
-		return nil, err
-	}
-	if p.samples == 0 {
-		return nil, harness.Invalid("domains", "the selected domains have no tests")
-	}
-	domains, cells := p.domains, p.cells
 	label := req.ModelName
 	model := req.Model
 	if target != nil {
@@ -712,43 +705,37 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	now := time.Now()
 	info := runs.Info{
 		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: model,
-		Status: runs.StatusRunning, TotalTests: p.samples, Domains: domains,
+		Status: runs.StatusRunning, Domains: acc.domains,
 		Config: &runs.Config{
 			Model: model, BaseURL: e.opts.BaseURL, Concurrency: e.opts.Concurrency,
 			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
-			DefinitionsHash: hash, GauntletVersion: e.opts.Version, Cache: req.Cache,
+			GauntletVersion: e.opts.Version, Cache: req.Cache,
 		},
 	}
 	if target != nil {
 		def := target.Definition
 		info.Config.AgentID, info.Config.Agent = def.ID, &def
 	}
-	keys := make([]runs.CellKey, len(cells))
-	for i, c := range cells {
-		keys[i] = runs.CellKey{Domain: c.domain, Level: c.level, Tests: c.tests}
-	}
-	jobs := p.produce(e.opts.Runs, hash, nil)
-	if err := e.createRun(ctx, info, keys, jobs); err != nil {
+	// Recorded with no tests and no cells until it is prepared.
+	if err := e.opts.Runs.CreateRun(ctx, info, nil); err != nil {
 		return nil, err
 	}
-	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
+	r := e.newRun(ctx, info, now, nil, nil, timeout, retries)
+	r.first = acc.first
+	if p := acc.plan; p != nil {
+		// Shown while the run is prepared: its size and cells as the
+		// definitions are now.
+		r.info.TotalTests, r.cells, r.cellOf = p.samples, p.cells, p.cellOf
+	}
 	r.queued = e.opts.Queue != nil
 	r.params = req.Params
 	r.agent = target
 	if req.Cache {
 		r.cache = &responseCache{}
 	}
+	r.preparing = true
+	r.prepare = func(ctx context.Context) error { return e.prepareStart(ctx, r, acc, repeats) }
 	e.begin(r, req.OnEvent)
-	if repeats > 1 {
-		r.logRun("run %s started: %d tests × %d repeats = %d samples in %d cells, model %s, label %q",
-			info.RunID, p.samples/repeats, repeats, p.samples, len(cells), model, label)
-	} else {
-		r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, p.samples, len(cells), model, label)
-	}
-	if target != nil {
-		r.logRun("run %s evaluates agent %s: its system prompt, %d knowledge-base files, %d tools",
-			info.RunID, target.Definition.ID, len(target.Definition.KnowledgeBase), len(target.Tools))
-	}
 	r.launch(ctx)
 	return r, nil
 }
@@ -823,8 +810,8 @@ func (e *Engine) newRun(ctx context.Context, info runs.Info, now time.Time, cell
 
 // begin makes r the current run: its log file is opened (appended to, for
 // a resumed run), the poll queue cleared, onEvent (the request's, may be
-// nil) subscribed to its events, and EventRunStarted sent. e.mu must be
-// held.
+// nil) subscribed to its events, and EventRunStarted sent, unless the
+// run is being prepared (its preparation sends it). e.mu must be held.
 func (e *Engine) begin(r *run, onEvent func(Event)) {
 	if e.opts.LogDir != "" {
 		if err := os.MkdirAll(e.opts.LogDir, 0o755); err == nil {
@@ -840,8 +827,9 @@ func (e *Engine) begin(r *run, onEvent func(Event)) {
 	} else {
 		close(r.delivered)
 	}
-	info := r.info
-	e.emit(r, Event{Kind: EventRunStarted, Info: &info})
+	if !r.preparing {
+		r.sendStarted()
+	}
 }
 
 // Resume runs again, into the same run and with the definitions and
@@ -874,6 +862,9 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	}
 	if info.RescoredFrom != "" {
 		return harness.Invalid("run_id", "run %s is a rescore of run %s, which asks no model: rescore %s again instead", runID, info.RescoredFrom, info.RescoredFrom)
+	}
+	if runs.Unprepared(info) {
+		return harness.Invalid("run_id", "run %s ended (%s) before its tests were prepared: it ran none, so there is nothing to resume; start a new run", runID, info.Status)
 	}
 	if info.Config == nil || info.Config.DefinitionsHash == "" {
 		return harness.Invalid("run_id", "run %s recorded no definitions (it was made by an older version), so it cannot be resumed", runID)
