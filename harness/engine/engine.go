@@ -567,41 +567,6 @@ func (p *planned) produce(rs *runs.Store, hash string, done func(ctx context.Con
 	}
 }
 
-// storeDefinitions stores the definitions a run starts from in the runs
-// store, test by test when Options.Definitions is a TestSource (it is
-// then never whole in memory), and returns the set's hash and its
-// outline. domains is checked against the outline first.
-func (e *Engine) storeDefinitions(ctx context.Context, domains []string) (string, error) {
-	if src, ok := e.opts.Definitions.(TestSource); ok {
-		outline, err := src.Outline(ctx)
-		if err != nil {
-			return "", err
-		}
-		if _, err := selectDomains(outline, domains); err != nil {
-			return "", err
-		}
-		hash, err := e.opts.Runs.SaveDefinitionsFrom(ctx, outline, func(fn func(harness.Test) error) error {
-			return src.EachTest(ctx, "", fn)
-		})
-		if err != nil {
-			return "", fmt.Errorf("store the run's definitions: %w", err)
-		}
-		return hash, nil
-	}
-	snap, err := e.opts.Definitions.Export(ctx)
-	if err != nil {
-		return "", err
-	}
-	if _, err := selectDomains(snap, domains); err != nil {
-		return "", err
-	}
-	hash, err := e.opts.Runs.SaveDefinitions(ctx, snap)
-	if err != nil {
-		return "", fmt.Errorf("store the run's definitions: %w", err)
-	}
-	return hash, nil
-}
-
 // Start begins a run and returns its id at once; the run goes on in the
 // background. A run already active is an error wrapping
 // harness.ErrConflict; unknown domains, a run with no tests or bounds out
@@ -615,7 +580,16 @@ func (e *Engine) storeDefinitions(ctx context.Context, domains []string) (string
 //
 // The definitions the run uses are stored with it (once per distinct
 // content), so that the run can be understood and resumed after the
-// files change.
+// files change. Storing them, with the run's cells and (with a queue) its
+// jobs, is the run's preparation, which its own goroutine does after
+// Start returned: Start reads no more of the definitions than their
+// outline and their tests' counts (TestCounter), so it answers at once
+// whatever the size of the suite. The run is active from the moment
+// Start accepts it: Status says Preparing until its first test, a stop
+// or reset ends it as usual, and a failure to prepare it stops it with
+// the reason in runs.Info.Error. EventRunStarted comes once it is
+// prepared (with its TotalTests), or just before the end of a run that
+// ended first.
 func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	r, err := e.start(ctx, req)
 	if err != nil {

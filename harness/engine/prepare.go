@@ -52,22 +52,12 @@ var errFound = errors.New("found")
 // harness.ErrInvalid. From a TestSource, it reads the tests' counts
 // (TestCounter) or else no more than one test per domain.
 func (e *Engine) accept(ctx context.Context, domains []string, repeats int) (*accepted, error) {
-	a := &accepted{asked: domains}
-	src, streamed := e.opts.Definitions.(TestSource)
-	var err error
-	if streamed {
-		a.outline, err = src.Outline(ctx)
-	} else {
-		a.snap, err = e.opts.Definitions.Export(ctx)
-		if err == nil {
-			bare := *a.snap
-			bare.Tests = nil
-			a.outline = &bare
-		}
-	}
+	a, err := e.readOutline(ctx)
 	if err != nil {
 		return nil, err
 	}
+	a.asked = domains
+	src, _ := e.opts.Definitions.(TestSource)
 	if a.domains, err = selectDomains(a.outline, domains); err != nil {
 		return nil, err
 	}
@@ -111,6 +101,24 @@ func (e *Engine) accept(ctx context.Context, domains []string, repeats int) (*ac
 	}
 	if !found {
 		return nil, harness.Invalid("domains", "the selected domains have no tests")
+	}
+	return a, nil
+}
+
+// readOutline reads the definitions' outline: from a TestSource, without
+// its tests; else the whole snapshot too.
+func (e *Engine) readOutline(ctx context.Context) (*accepted, error) {
+	a := &accepted{}
+	var err error
+	if src, ok := e.opts.Definitions.(TestSource); ok {
+		a.outline, err = src.Outline(ctx)
+	} else if a.snap, err = e.opts.Definitions.Export(ctx); err == nil {
+		bare := *a.snap
+		bare.Tests = nil
+		a.outline = &bare
+	}
+	if err != nil {
+		return nil, err
 	}
 	return a, nil
 }
