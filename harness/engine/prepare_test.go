@@ -28,12 +28,14 @@ type heldSource struct {
 	reached                   chan struct{} // closed when a full walk waits
 	release                   chan struct{} // closing it lets the walks go on
 	fail                      error         // what a released walk returns, when set
-	once                      sync.Once
+	once                      *sync.Once
+
+	mu sync.Mutex // guards the channels and once, which hold renews
 }
 
 func newHeldSource(domains, levels, perLevel int) *heldSource {
 	return &heldSource{domains: domains, levels: levels, perLevel: perLevel,
-		reached: make(chan struct{}), release: make(chan struct{})}
+		reached: make(chan struct{}), release: make(chan struct{}), once: &sync.Once{}}
 }
 
 func (s *heldSource) outline() *harness.Snapshot {
@@ -65,11 +67,21 @@ func (s *heldSource) CountTests(context.Context) (map[string]map[int]int, error)
 	return out, nil
 }
 
+// hold makes the next full walk wait again, for a release of its own.
+func (s *heldSource) hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reached, s.release, s.once = make(chan struct{}), make(chan struct{}), &sync.Once{}
+}
+
 func (s *heldSource) EachTest(ctx context.Context, domainID string, fn func(harness.Test) error) error {
 	if domainID == "" {
-		s.once.Do(func() { close(s.reached) })
+		s.mu.Lock()
+		reached, release, once := s.reached, s.release, s.once
+		s.mu.Unlock()
+		once.Do(func() { close(reached) })
 		select {
-		case <-s.release:
+		case <-release:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -325,6 +337,30 @@ func TestStartAnswersBeforePreparation(t *testing.T) {
 				m, err := pe.runs.Matrix(ctx, id)
 				if err != nil || len(m) != 2 || m["d1"]["2"].Tests != 6 || m["d1"]["2"].Status != runs.CellPassed {
 					t.Errorf("stored matrix: %+v %v", m, err)
+				}
+
+				// A rescore answers at once too: it stores today's
+				// definitions as it is prepared.
+				src.hold()
+				src.mu.Lock()
+				reached := src.reached
+				src.mu.Unlock()
+				re, err := pe.eng.Rescore(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				<-reached
+				if st := pe.eng.Status(); !st.Preparing || st.TotalTests != 24 || *st.RunID != re {
+					t.Errorf("status while a rescore is prepared: %+v", st)
+				}
+				if live, err := pe.eng.Matrix(ctx); err != nil || live.Domains["d1"]["2"].Tests != 6 {
+					t.Errorf("live matrix while a rescore is prepared: %+v %v", live, err)
+				}
+				if _, err := pe.eng.Stop(30 * time.Second); err != nil {
+					t.Fatal(err)
+				}
+				if info := pe.wait(t, re); info.Status != runs.StatusStopped || info.DoneTests != 0 || info.RescoredFrom != id {
+					t.Errorf("rescore stopped while prepared: %+v", info)
 				}
 			})
 		})
