@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -878,29 +877,6 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	// The live state starts from the results kept (those that are not
-	// errors), read a cell at a time: a finished cell's samples are let go
-	// at once.
-	var total counts
-	var tokens int
-	for _, c := range p.cells {
-		lvl := c.level
-		err := e.opts.Runs.EachResult(ctx, runID, runs.ResultQuery{Domain: c.domain, Level: &lvl}, func(res runs.Result) error {
-			if res.Status == runs.TestError {
-				return nil
-			}
-			c.add(&res)
-			total.add(&res)
-			tokens += res.PromptTokens + res.CompletionTokens
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("resume run %s: %w", runID, err)
-		}
-		if c.done == c.tests {
-			c.settle()
-		}
-	}
 	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)
 	if err != nil {
 		return err
@@ -924,13 +900,13 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 		r.cache = &responseCache{}
 	}
 	r.priorMS = info.TotalDurationMS
-	r.total, r.tokens = total, tokens
+	// Until its preparation read the results kept, the run shows their
+	// number.
+	passed, failed := st.StatusCounts[runs.TestPassed], st.StatusCounts[runs.TestFailed]
+	r.total = counts{done: passed + failed, passed: passed, failed: failed}
+	r.preparing = true
+	r.prepare = func(ctx context.Context) error { return e.prepareResume(ctx, r, left, p.samples, changed) }
 	e.begin(r, nil)
-	r.logRun("run %s resumed: %d of %d samples left to run", runID, left, p.samples)
-	if len(changed) > 0 {
-		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",
-			runID, target.Definition.ID, strings.Join(changed, ", "))
-	}
 	r.launch(ctx)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/uptrace/bun"
 
@@ -256,4 +257,49 @@ func (e *Engine) recordPlan(ctx context.Context, runID string, total int, cfg *r
 		}
 		return nil
 	})
+}
+
+// prepareResume is the preparation of a run Resume accepted: its live
+// state (the cells' and the run's counts, the cells' samples, its
+// tokens) made from the results it kept (those that are not errors),
+// read a cell at a time: a finished cell's samples are let go at once.
+// left and samples are what is left to run of how many, changed what
+// changed in its agent since it started.
+func (e *Engine) prepareResume(ctx context.Context, r *run, left, samples int, changed []string) error {
+	var total counts
+	var tokens int
+	for _, c := range r.cells {
+		r.mu.Lock()
+		tmp := &cell{domain: c.domain, level: c.level, threshold: c.threshold, tests: c.tests, status: c.status}
+		r.mu.Unlock()
+		lvl := c.level
+		err := e.opts.Runs.EachResult(ctx, r.info.RunID, runs.ResultQuery{Domain: c.domain, Level: &lvl}, func(res runs.Result) error {
+			if res.Status == runs.TestError {
+				return nil
+			}
+			tmp.add(&res)
+			total.add(&res)
+			tokens += res.PromptTokens + res.CompletionTokens
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("resume run %s: %w", r.info.RunID, err)
+		}
+		if tmp.done == tmp.tests {
+			tmp.settle()
+		}
+		r.mu.Lock()
+		*c = *tmp
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	r.total, r.tokens, r.reported = total, tokens, total.done
+	r.preparing = false
+	r.mu.Unlock()
+	r.logRun("run %s resumed: %d of %d samples left to run", r.info.RunID, left, samples)
+	if len(changed) > 0 {
+		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",
+			r.info.RunID, r.agent.Definition.ID, strings.Join(changed, ", "))
+	}
+	return nil
 }
