@@ -96,12 +96,14 @@ type apiEngineStatus struct {
 	TotalTests    int     `json:"total_tests"`
 	ModelName     *string `json:"model_name" doc:"The active run's label; null when idle."`
 	LastRunID     *string `json:"last_run_id" doc:"The most recent run, running or finished; null when there has been none."`
+	Preparing     bool    `json:"preparing" doc:"The active run is being prepared (its definitions stored with it, its cells and jobs recorded) and has started no test yet; total_tests is its size as the definitions are now. false when idle."`
 }
 
 func toAPIEngineStatus(s engine.Status) apiEngineStatus {
 	return apiEngineStatus{
 		Status: s.Status, RunID: s.RunID, CurrentDomain: s.CurrentDomain, CurrentLevel: s.CurrentLevel,
 		Progress: s.Progress, TotalTests: s.TotalTests, ModelName: s.ModelName, LastRunID: s.LastRunID,
+		Preparing: s.Preparing,
 	}
 }
 

@@ -41,7 +41,7 @@ func TestStatusIdle(t *testing.T) {
 	m := r.object(t)
 	want := map[string]any{
 		"status": "idle", "run_id": nil, "current_domain": nil, "current_level": nil,
-		"progress": float64(0), "total_tests": float64(0), "last_run_id": nil,
+		"progress": float64(0), "total_tests": float64(0), "last_run_id": nil, "preparing": false,
 	}
 	for k, v := range want {
 		got, ok := m[k]

@@ -15,9 +15,11 @@
 //
 //   - Run(ctx, req) starts a run and blocks until it ends, returning its
 //     final runs.Info. It is the call for a program that wants a score.
-//   - Start(ctx, req) starts a run and returns its id at once; the run
-//     goes on in the background. Resume(ctx, id) runs again what a
-//     finished run left undone.
+//   - Start(ctx, req) starts a run and returns its id at once, whatever
+//     the size of its suite; the run is prepared (its definitions stored,
+//     its cells and jobs recorded: Status says Preparing) and executed in
+//     the background. Resume(ctx, id) runs again what a finished run left
+//     undone, and answers at once as well.
 //   - Stop cancels the requests in flight and keeps what finished (status
 //     stopped); Reset gives up on a stuck run at once (status aborted).
 //

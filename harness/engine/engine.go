@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -276,6 +275,10 @@ type Status struct {
 	TotalTests    int     `json:"total_tests"`
 	ModelName     *string `json:"model_name"`
 	LastRunID     *string `json:"last_run_id"` // The most recent run, running or finished.
+	// Preparing: the run is being prepared (its definitions stored, its
+	// cells and jobs recorded) and has not started its first test;
+	// TotalTests is 0 until it is prepared.
+	Preparing bool `json:"preparing"`
 }
 
 // Status reports what the engine is doing.
@@ -294,7 +297,7 @@ func (e *Engine) Status() Status {
 	defer r.mu.Unlock()
 	id, label := r.info.RunID, r.info.ModelName
 	st.Status, st.RunID, st.ModelName = "running", &id, &label
-	st.Progress, st.TotalTests = r.total.done, r.info.TotalTests
+	st.Progress, st.TotalTests, st.Preparing = r.total.done, r.info.TotalTests, r.preparing
 	if r.currentDomain != "" {
 		d, l := r.currentDomain, r.currentLevel
 		st.CurrentDomain, st.CurrentLevel = &d, &l
@@ -563,41 +566,6 @@ func (p *planned) produce(rs *runs.Store, hash string, done func(ctx context.Con
 	}
 }
 
-// storeDefinitions stores the definitions a run starts from in the runs
-// store, test by test when Options.Definitions is a TestSource (it is
-// then never whole in memory), and returns the set's hash and its
-// outline. domains is checked against the outline first.
-func (e *Engine) storeDefinitions(ctx context.Context, domains []string) (string, error) {
-	if src, ok := e.opts.Definitions.(TestSource); ok {
-		outline, err := src.Outline(ctx)
-		if err != nil {
-			return "", err
-		}
-		if _, err := selectDomains(outline, domains); err != nil {
-			return "", err
-		}
-		hash, err := e.opts.Runs.SaveDefinitionsFrom(ctx, outline, func(fn func(harness.Test) error) error {
-			return src.EachTest(ctx, "", fn)
-		})
-		if err != nil {
-			return "", fmt.Errorf("store the run's definitions: %w", err)
-		}
-		return hash, nil
-	}
-	snap, err := e.opts.Definitions.Export(ctx)
-	if err != nil {
-		return "", err
-	}
-	if _, err := selectDomains(snap, domains); err != nil {
-		return "", err
-	}
-	hash, err := e.opts.Runs.SaveDefinitions(ctx, snap)
-	if err != nil {
-		return "", fmt.Errorf("store the run's definitions: %w", err)
-	}
-	return hash, nil
-}
-
 // Start begins a run and returns its id at once; the run goes on in the
 // background. A run already active is an error wrapping
 // harness.ErrConflict; unknown domains, a run with no tests or bounds out
@@ -611,7 +579,16 @@ func (e *Engine) storeDefinitions(ctx context.Context, domains []string) (string
 //
 // The definitions the run uses are stored with it (once per distinct
 // content), so that the run can be understood and resumed after the
-// files change.
+// files change. Storing them, with the run's cells and (with a queue) its
+// jobs, is the run's preparation, which its own goroutine does after
+// Start returned: Start reads no more of the definitions than their
+// outline and their tests' counts (TestCounter), so it answers at once
+// whatever the size of the suite. The run is active from the moment
+// Start accepts it: Status says Preparing until its first test, a stop
+// or reset ends it as usual, and a failure to prepare it stops it with
+// the reason in runs.Info.Error. EventRunStarted comes once it is
+// prepared (with its TotalTests), or just before the end of a run that
+// ended first.
 func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	r, err := e.start(ctx, req)
 	if err != nil {
@@ -673,25 +650,14 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if e.current != nil {
 		return nil, fmt.Errorf("run %s is active; stop it first: %w", e.current.info.RunID, harness.ErrConflict)
 	}
-	// The definitions are stored with the run first; the run then reads
-	// its tests from there, a page at a time, so that what it runs is
-	// what it stored whatever happens to the files meanwhile.
-	hash, err := e.storeDefinitions(ctx, req.Domains)
+	// What can be refused is checked now; the definitions are stored
+	// with the run by its preparation (prepare.go), and the run then
+	// reads its tests from there, a page at a time, so that what it runs
+	// is what it stored whatever happens to the files meanwhile.
+	acc, err := e.accept(ctx, req.Domains, repeats)
 	if err != nil {
 		return nil, err
 	}
-	outline, sizes, err := e.opts.Runs.DefinitionsOutline(ctx, hash)
-	if err != nil {
-		return nil, fmt.Errorf("read the run's definitions: %w", err)
-	}
-	p, err := plan(outline, sizes, req.Domains, repeats)
-	if err != nil {
-		return nil, err
-	}
-	if p.samples == 0 {
-		return nil, harness.Invalid("domains", "the selected domains have no tests")
-	}
-	domains, cells := p.domains, p.cells
 	label := req.ModelName
 	model := req.Model
 	if target != nil {
@@ -712,43 +678,37 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	now := time.Now()
 	info := runs.Info{
 		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: model,
-		Status: runs.StatusRunning, TotalTests: p.samples, Domains: domains,
+		Status: runs.StatusRunning, Domains: acc.domains,
 		Config: &runs.Config{
 			Model: model, BaseURL: e.opts.BaseURL, Concurrency: e.opts.Concurrency,
 			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
-			DefinitionsHash: hash, GauntletVersion: e.opts.Version, Cache: req.Cache,
+			GauntletVersion: e.opts.Version, Cache: req.Cache,
 		},
 	}
 	if target != nil {
 		def := target.Definition
 		info.Config.AgentID, info.Config.Agent = def.ID, &def
 	}
-	keys := make([]runs.CellKey, len(cells))
-	for i, c := range cells {
-		keys[i] = runs.CellKey{Domain: c.domain, Level: c.level, Tests: c.tests}
-	}
-	jobs := p.produce(e.opts.Runs, hash, nil)
-	if err := e.createRun(ctx, info, keys, jobs); err != nil {
+	// Recorded with no tests and no cells until it is prepared.
+	if err := e.opts.Runs.CreateRun(ctx, info, nil); err != nil {
 		return nil, err
 	}
-	r := e.newRun(ctx, info, now, cells, jobs, timeout, retries)
+	r := e.newRun(ctx, info, now, nil, nil, timeout, retries)
+	r.first = acc.first
+	if p := acc.plan; p != nil {
+		// Shown while the run is prepared: its size and cells as the
+		// definitions are now.
+		r.info.TotalTests, r.cells, r.cellOf = p.samples, p.cells, p.cellOf
+	}
 	r.queued = e.opts.Queue != nil
 	r.params = req.Params
 	r.agent = target
 	if req.Cache {
 		r.cache = &responseCache{}
 	}
+	r.preparing = true
+	r.prepare = func(ctx context.Context) error { return e.prepareStart(ctx, r, acc, repeats) }
 	e.begin(r, req.OnEvent)
-	if repeats > 1 {
-		r.logRun("run %s started: %d tests × %d repeats = %d samples in %d cells, model %s, label %q",
-			info.RunID, p.samples/repeats, repeats, p.samples, len(cells), model, label)
-	} else {
-		r.logRun("run %s started: %d tests in %d cells, model %s, label %q", info.RunID, p.samples, len(cells), model, label)
-	}
-	if target != nil {
-		r.logRun("run %s evaluates agent %s: its system prompt, %d knowledge-base files, %d tools",
-			info.RunID, target.Definition.ID, len(target.Definition.KnowledgeBase), len(target.Tools))
-	}
 	r.launch(ctx)
 	return r, nil
 }
@@ -823,8 +783,8 @@ func (e *Engine) newRun(ctx context.Context, info runs.Info, now time.Time, cell
 
 // begin makes r the current run: its log file is opened (appended to, for
 // a resumed run), the poll queue cleared, onEvent (the request's, may be
-// nil) subscribed to its events, and EventRunStarted sent. e.mu must be
-// held.
+// nil) subscribed to its events, and EventRunStarted sent, unless the
+// run is being prepared (its preparation sends it). e.mu must be held.
 func (e *Engine) begin(r *run, onEvent func(Event)) {
 	if e.opts.LogDir != "" {
 		if err := os.MkdirAll(e.opts.LogDir, 0o755); err == nil {
@@ -840,8 +800,9 @@ func (e *Engine) begin(r *run, onEvent func(Event)) {
 	} else {
 		close(r.delivered)
 	}
-	info := r.info
-	e.emit(r, Event{Kind: EventRunStarted, Info: &info})
+	if !r.preparing {
+		r.sendStarted()
+	}
 }
 
 // Resume runs again, into the same run and with the definitions and
@@ -874,6 +835,9 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	}
 	if info.RescoredFrom != "" {
 		return harness.Invalid("run_id", "run %s is a rescore of run %s, which asks no model: rescore %s again instead", runID, info.RescoredFrom, info.RescoredFrom)
+	}
+	if runs.Unprepared(info) {
+		return harness.Invalid("run_id", "run %s ended (%s) before its tests were prepared: it ran none, so there is nothing to resume; start a new run", runID, info.Status)
 	}
 	if info.Config == nil || info.Config.DefinitionsHash == "" {
 		return harness.Invalid("run_id", "run %s recorded no definitions (it was made by an older version), so it cannot be resumed", runID)
@@ -913,29 +877,6 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	// The live state starts from the results kept (those that are not
-	// errors), read a cell at a time: a finished cell's samples are let go
-	// at once.
-	var total counts
-	var tokens int
-	for _, c := range p.cells {
-		lvl := c.level
-		err := e.opts.Runs.EachResult(ctx, runID, runs.ResultQuery{Domain: c.domain, Level: &lvl}, func(res runs.Result) error {
-			if res.Status == runs.TestError {
-				return nil
-			}
-			c.add(&res)
-			total.add(&res)
-			tokens += res.PromptTokens + res.CompletionTokens
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("resume run %s: %w", runID, err)
-		}
-		if c.done == c.tests {
-			c.settle()
-		}
-	}
 	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)
 	if err != nil {
 		return err
@@ -959,13 +900,13 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 		r.cache = &responseCache{}
 	}
 	r.priorMS = info.TotalDurationMS
-	r.total, r.tokens = total, tokens
+	// Until its preparation read the results kept, the run shows their
+	// number.
+	passed, failed := st.StatusCounts[runs.TestPassed], st.StatusCounts[runs.TestFailed]
+	r.total = counts{done: passed + failed, passed: passed, failed: failed}
+	r.preparing = true
+	r.prepare = func(ctx context.Context) error { return e.prepareResume(ctx, r, left, p.samples, changed) }
 	e.begin(r, nil)
-	r.logRun("run %s resumed: %d of %d samples left to run", runID, left, p.samples)
-	if len(changed) > 0 {
-		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",
-			runID, target.Definition.ID, strings.Join(changed, ", "))
-	}
 	r.launch(ctx)
 	return nil
 }

@@ -149,14 +149,14 @@ func deliver(s *subscriber, fn func(Event), done chan<- struct{}) {
 // run's own subscriber is closed after it.
 func (e *Engine) emit(r *run, ev Event) {
 	ev.RunID = r.info.RunID
+	r.mu.Lock() // a run's total is set by its preparation
 	ev.Total = r.info.TotalTests
 	if ev.Kind == EventRunFinished {
 		ev.Done = ev.Info.DoneTests
 	} else {
-		r.mu.Lock()
 		ev.Done = r.reported
-		r.mu.Unlock()
 	}
+	r.mu.Unlock()
 	e.eventMu.Lock()
 	defer e.eventMu.Unlock()
 	if r.announced {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -70,35 +69,6 @@ type QueuedJob struct {
 
 // enqueuePage is how many jobs go to the queue in one statement.
 const enqueuePage = 1000
-
-// createRun records a new run and its cells; with a queue, its jobs are
-// enqueued in the same transaction, read from the run's stored tests.
-func (e *Engine) createRun(ctx context.Context, info runs.Info, keys []runs.CellKey, jobs producer) error {
-	if e.opts.Queue == nil {
-		return e.opts.Runs.CreateRun(ctx, info, keys)
-	}
-	schema := runs.SchemaVersion()
-	local := info.Config != nil && info.Config.AgentID != ""
-	return e.opts.Runs.CreateRunThen(ctx, info, keys, func(ctx context.Context, tx bun.Tx) error {
-		page := make([]QueuedJob, 0, enqueuePage)
-		var err error
-		werr := jobs(ctx, func(j *job) bool {
-			page = append(page, QueuedJob{RunID: info.RunID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema, Local: local})
-			if len(page) == enqueuePage {
-				err = e.opts.Queue.Enqueue(ctx, tx, page)
-				page = page[:0]
-			}
-			return err == nil
-		})
-		if err == nil && werr == nil && len(page) > 0 {
-			err = e.opts.Queue.Enqueue(ctx, tx, page)
-		}
-		if err = errors.Join(werr, err); err != nil {
-			return fmt.Errorf("enqueue the run's tests: %w", err)
-		}
-		return nil
-	})
-}
 
 // followPoll is how often a queued run reads its progress.
 const followPoll = 200 * time.Millisecond

@@ -146,38 +146,20 @@ func (e *Engine) startRescore(ctx context.Context, req StartRequest) (*run, erro
 	if total == 0 {
 		return nil, harness.Invalid("run_id", "run %s has no results to rescore", srcID)
 	}
-	// Today's definitions are stored with the new run, as any run's are;
-	// the tests of today's set and of the source's are then looked up a
-	// page of results at a time.
-	hash, err := e.storeDefinitions(ctx, nil)
+	// Today's definitions are stored with the new run, as any run's are,
+	// by its preparation (prepareRescore); until then the run shows its
+	// cells with today's thresholds as the catalog has them.
+	acc, err := e.readOutline(ctx)
 	if err != nil {
 		return nil, err
 	}
-	todayOutline, _, err := e.opts.Runs.DefinitionsOutline(ctx, hash)
-	if err != nil {
-		return nil, fmt.Errorf("read the run's definitions: %w", err)
-	}
-	storedHash := ""
-	var storedOutline *harness.Snapshot
-	if c := src.Config; c != nil && c.DefinitionsHash != "" {
-		storedOutline, _, err = e.opts.Runs.DefinitionsOutline(ctx, c.DefinitionsHash)
-		switch {
-		case err == nil:
-			storedHash = c.DefinitionsHash
-		case !errors.Is(err, harness.ErrNotFound):
-			return nil, err
-		}
-	}
-	today, stored := indexDefs(todayOutline), indexDefs(storedOutline)
-	var cells []*cell
+	now := indexDefs(acc.outline)
+	cells := make([]*cell, len(counts))
 	cellOf := map[cellKey]*cell{}
-	for _, k := range counts {
-		c := &cell{domain: k.Domain, level: k.Level, threshold: threshold(k.Domain, k.Level, today, stored),
-			tests: k.Tests, status: runs.CellPending}
-		cells = append(cells, c)
-		cellOf[cellKey{k.Domain, k.Level}] = c
+	for i, k := range counts {
+		cells[i] = &cell{domain: k.Domain, level: k.Level, threshold: threshold(k.Domain, k.Level, now), tests: k.Tests, status: runs.CellPending}
+		cellOf[cellKey{k.Domain, k.Level}] = cells[i]
 	}
-	produce := e.rescoreJobs(srcID, hash, storedHash, cellOf, today, stored)
 
 	label := req.ModelName
 	if label == "" {
@@ -187,29 +169,81 @@ func (e *Engine) startRescore(ctx context.Context, req StartRequest) (*run, erro
 	if src.Config != nil {
 		cfg = *src.Config
 	}
-	cfg.Concurrency, cfg.DefinitionsHash, cfg.GauntletVersion, cfg.Cache = e.opts.Concurrency, hash, e.opts.Version, false
-	now := time.Now()
+	cfg.Concurrency, cfg.DefinitionsHash, cfg.GauntletVersion, cfg.Cache = e.opts.Concurrency, "", e.opts.Version, false
+	started := time.Now()
 	info := runs.Info{
-		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: src.Model,
-		Status: runs.StatusRunning, TotalTests: total, Domains: src.Domains, Config: &cfg, RescoredFrom: srcID,
+		RunID: newRunID(started), StartedAt: started.UTC().Format(harness.TimeLayout), ModelName: label, Model: src.Model,
+		Status: runs.StatusRunning, Domains: src.Domains, Config: &cfg, RescoredFrom: srcID,
 	}
-	keys := make([]runs.CellKey, len(cells))
-	for i, c := range cells {
-		keys[i] = runs.CellKey{Domain: c.domain, Level: c.level, Tests: c.tests}
-	}
-	if err := e.opts.Runs.CreateRun(ctx, info, keys); err != nil {
+	// Recorded with no tests and no cells until it is prepared.
+	if err := e.opts.Runs.CreateRun(ctx, info, nil); err != nil {
 		return nil, err
 	}
 	timeout := time.Duration(cfg.TimeoutS * float64(time.Second))
 	if timeout <= 0 {
 		timeout = e.opts.Timeout
 	}
-	r := e.newRun(ctx, info, now, cells, produce, timeout, cfg.Retries)
+	r := e.newRun(ctx, info, started, cells, nil, timeout, cfg.Retries)
+	r.info.TotalTests, r.cellOf = total, cellOf
+	r.preparing = true
+	r.prepare = func(ctx context.Context) error { return e.prepareRescore(ctx, r, acc, src, counts, total) }
 	e.begin(r, req.OnEvent)
-	r.logRun("run %s started: rescoring the %d results of run %s in %d cells with today's evaluators, label %q",
-		info.RunID, total, srcID, len(cells), label)
 	r.launch(ctx)
 	return r, nil
+}
+
+// prepareRescore is the preparation of a rescore Start accepted: today's
+// definitions stored with it, its cells' thresholds from them and from
+// the source's, its jobs' producer, and its number of tests, config and
+// cells recorded.
+func (e *Engine) prepareRescore(ctx context.Context, r *run, acc *accepted, src runs.Info, counts []runs.CellKey, total int) error {
+	// The tests of today's set and of the source's are looked up a page
+	// of results at a time.
+	hash, err := e.saveDefinitions(ctx, acc)
+	if err != nil {
+		return err
+	}
+	todayOutline, _, err := e.opts.Runs.DefinitionsOutline(ctx, hash)
+	if err != nil {
+		return fmt.Errorf("read the run's definitions: %w", err)
+	}
+	storedHash := ""
+	var storedOutline *harness.Snapshot
+	if c := src.Config; c != nil && c.DefinitionsHash != "" {
+		storedOutline, _, err = e.opts.Runs.DefinitionsOutline(ctx, c.DefinitionsHash)
+		switch {
+		case err == nil:
+			storedHash = c.DefinitionsHash
+		case !errors.Is(err, harness.ErrNotFound):
+			return err
+		}
+	}
+	today, stored := indexDefs(todayOutline), indexDefs(storedOutline)
+	cells := make([]*cell, len(counts))
+	cellOf := map[cellKey]*cell{}
+	keys := make([]runs.CellKey, len(counts))
+	for i, k := range counts {
+		cells[i] = &cell{domain: k.Domain, level: k.Level, threshold: threshold(k.Domain, k.Level, today, stored),
+			tests: k.Tests, status: runs.CellPending}
+		cellOf[cellKey{k.Domain, k.Level}] = cells[i]
+		keys[i] = runs.CellKey{Domain: k.Domain, Level: k.Level, Tests: k.Tests}
+	}
+	r.mu.Lock()
+	cfg := *r.info.Config
+	r.mu.Unlock()
+	cfg.DefinitionsHash = hash
+	if err := e.opts.Runs.PrepareRunThen(ctx, r.info.RunID, total, &cfg, keys, nil); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.info.Config = &cfg
+	r.cells, r.cellOf = cells, cellOf
+	r.produce = e.rescoreJobs(src.RunID, hash, storedHash, cellOf, today, stored)
+	r.preparing = false
+	r.mu.Unlock()
+	r.logRun("run %s started: rescoring the %d results of run %s in %d cells with today's evaluators, label %q",
+		r.info.RunID, total, src.RunID, len(cells), r.info.ModelName)
+	return nil
 }
 
 // rescoreJobs returns the producer of a rescore's jobs: one per stored

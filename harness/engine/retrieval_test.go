@@ -17,6 +17,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
@@ -417,6 +418,8 @@ func TestRetrievalQueued(t *testing.T) {
 	kf := newKBFixture(t, false, q)
 	ctx := context.Background()
 	id := kf.start(t, engine.StartRequest{AgentID: "kb", Domains: []string{"kb"}})
+	// The run's jobs are enqueued once it is prepared.
+	harnesstest.Eventually(t, 30*time.Second, "the run prepared", func() bool { return !kf.eng.Status().Preparing })
 	go q.work(t, kf.eng)
 	info, _ := kf.wait(t, id)
 	if info.Status != runs.StatusCompleted || info.DoneTests != 6 {

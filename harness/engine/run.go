@@ -193,6 +193,13 @@ type run struct {
 
 	endMu sync.Mutex // serialises end
 
+	// prepare, when set, prepares the run before it executes (a run
+	// Start accepted: see prepare.go); preparing is true until it is
+	// done (guarded by mu). startedOnce sends EventRunStarted once.
+	prepare     func(ctx context.Context) error
+	preparing   bool
+	startedOnce sync.Once
+
 	// untie stops the caller's context from stopping the run (launch).
 	untie func() bool
 	// own is the subscriber of StartRequest.OnEvent, nil without one;
@@ -236,7 +243,9 @@ func (r *run) launch(ctx context.Context) {
 	r.e.running.Add(1)
 	go func() {
 		defer r.e.running.Done()
-		r.execute()
+		if r.runPrepare() {
+			r.execute()
+		}
 	}()
 }
 
@@ -247,6 +256,9 @@ func (r *run) emit(ev Event) { r.e.emit(r, ev) }
 // info, once, and lets Run return.
 func (r *run) announce(info runs.Info) {
 	r.overOnce.Do(func() {
+		if r.prepare != nil {
+			r.sendStarted() // a run that ended while it was being prepared
+		}
 		r.final = info
 		r.emit(Event{Kind: EventRunFinished, Info: &info})
 		close(r.over)
@@ -267,6 +279,9 @@ func (r *run) logf(domain string, level int, format string, args ...any) {
 }
 
 func (r *run) line(s string) {
+	if r.prepare != nil {
+		r.sendStarted() // no event of a run comes before it
+	}
 	if r.write(s, false) {
 		r.emit(Event{Kind: EventLog, Line: s})
 	}

@@ -767,7 +767,7 @@ func (s *Store) countedStats(ctx context.Context, id string) (Stats, error) {
 	}
 	err := s.db.NewSelect().Model((*cellRow)(nil)).ColumnExpr("COALESCE(SUM(passed), 0) AS passed").
 		ColumnExpr("COALESCE(SUM(failed), 0) AS failed").ColumnExpr("COALESCE(SUM(errors), 0) AS errors").
-		ColumnExpr("COALESCE(SUM(score_sum), 0) AS score_sum").Where("run_id = ?", id).Scan(ctx, &sum)
+		ColumnExpr("COALESCE(SUM(score_sum), 0.0) AS score_sum").Where("run_id = ?", id).Scan(ctx, &sum)
 	if err != nil {
 		return Stats{}, fmt.Errorf("run stats: %w", err)
 	}

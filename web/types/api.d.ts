@@ -156,6 +156,8 @@ export interface EngineStatus {
   total_tests: number;
   model_name: string | null;
   last_run_id: string | null;
+  /** The active run is being prepared and has started no test. */
+  preparing: boolean;
 }
 
 /** GET /api/log_poll. */

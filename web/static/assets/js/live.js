@@ -295,7 +295,9 @@ function renderStatus() {
   }
   els.progress.max = Math.max(total, 1);
   els.progress.value = progress;
-  els.progressText.textContent = total ? `${progress} / ${total} tests` : '';
+  els.progressText.textContent = running && s.preparing
+    ? `preparing ${total} tests…`
+    : total ? `${progress} / ${total} tests` : '';
   els.progress.dataset.progress = String(progress);
   els.progress.dataset.total = String(total);
   fill(els.summary, ...summaryOf(m));
