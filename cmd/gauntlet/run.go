@@ -131,7 +131,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	a, err := openApp(ctx, f.settings, appOptions{
 		log:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		definitionsMustExist: true,
-		evalAgents:           true, // for --agent, and to resume a run that evaluated one
+		kind:                 runs.KindRun,
+		// A resume runs the definitions the run stored: a definitions
+		// directory is read only when one is named (for the tools of an
+		// agent the run evaluated).
+		noDefinitions: f.resume != "" && !flagSet(fs, "definitions") && os.Getenv("GAUNTLET_DEFINITIONS") == "",
+		evalAgents:    true, // for --agent, and to resume a run that evaluated one
 		onEvent: func(ev engine.Event) {
 			progress.event(ev)
 			if ev.Kind == engine.EventRunFinished {

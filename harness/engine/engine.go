@@ -250,6 +250,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if len(ids) > 0 {
 		e.log.Warn("runs left running by a previous process marked interrupted", slog.Int("runs", len(ids)))
+		e.noteInterrupted(ctx, ids)
 	}
 	if opts.Queue != nil {
 		// Their jobs would otherwise stay in the queue for workers to
@@ -961,7 +962,8 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	r.priorMS = info.TotalDurationMS
 	r.total, r.tokens = total, tokens
 	e.begin(r, nil)
-	r.logRun("run %s resumed: %d of %d samples left to run", runID, left, p.samples)
+	r.logRun("run %s resumed (resume %d, after it ended %s%s): %d of %d samples left to run",
+		runID, reopened.Resumed.Count, info.Status, errorNote(info.Error), left, p.samples)
 	if len(changed) > 0 {
 		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",
 			runID, target.Definition.ID, strings.Join(changed, ", "))
