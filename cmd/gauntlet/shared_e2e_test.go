@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/internal/pgtest"
 )
 
 // gauntletCmd is the gauntlet binary (this test binary as main) with
@@ -60,6 +61,16 @@ func serverBase(t *testing.T, args ...string) (*proc, string) {
 // domains and accepts writes to them, and its next run runs its own
 // tests.
 func TestRunBesideServe(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { runBesideServe(t, nil) })
+	t.Run("postgres", func(t *testing.T) {
+		skipWithoutPostgres(t)
+		runBesideServe(t, []string{"--database", pgtest.NewDatabase(t)})
+	})
+}
+
+// runBesideServe is TestRunBesideServe with the database flags db (none:
+// the data directory's SQLite file) given to both processes.
+func runBesideServe(t *testing.T, db []string) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	defsB := filepath.Join(dir, "server-defs")
@@ -86,7 +97,7 @@ func TestRunBesideServe(t *testing.T) {
 	fast := llmtest.NewServer(llmtest.Options{})
 	t.Cleanup(fast.Close)
 
-	_, base := serverBase(t, "--data", data, "--definitions", defsB, "--llm-base-url", slow.URL, "--concurrency", "1")
+	_, base := serverBase(t, append([]string{"--data", data, "--definitions", defsB, "--llm-base-url", slow.URL, "--concurrency", "1"}, db...)...)
 	var started struct {
 		RunID string `json:"run_id"`
 	}
@@ -95,8 +106,8 @@ func TestRunBesideServe(t *testing.T) {
 	}
 
 	report := filepath.Join(dir, "cli.json")
-	out, err := gauntletCmd("run", "--data", data, "--definitions", defsA, "--llm-base-url", fast.URL,
-		"--format", "json", "--output", report).CombinedOutput()
+	out, err := gauntletCmd(append([]string{"run", "--data", data, "--definitions", defsA, "--llm-base-url", fast.URL,
+		"--format", "json", "--output", report}, db...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("gauntlet run beside serve: %v\n%s", err, out)
 	}
