@@ -98,7 +98,7 @@ func (p Process) String() string {
 // Lease is a process's lease on a store. Close it when the process ends.
 type Lease struct {
 	s    *Store
-	row  processRow
+	row  processRow // as taken; the heartbeat updates a copy
 	beat time.Duration
 	log  *slog.Logger
 	stop chan struct{}
@@ -154,11 +154,13 @@ func (s *Store) Lease(ctx context.Context, opts LeaseOptions) (*Lease, error) {
 // ID returns the lease's id: the owner recorded in the runs it owns.
 func (l *Lease) ID() string { return l.row.ID }
 
-// Process returns the lease as the processes table holds it.
+// Process returns the lease as it was taken (its heartbeat time is the
+// first; Processes reads the current ones).
 func (l *Lease) Process() Process { return l.row.process() }
 
 func (l *Lease) refresh() {
 	defer close(l.done)
+	row := l.row // l.row never changes: Process and owner read it at any time
 	t := time.NewTicker(l.beat)
 	defer t.Stop()
 	for {
@@ -169,7 +171,7 @@ func (l *Lease) refresh() {
 		}
 		// A heartbeat later than the timeout is worth nothing.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(l.row.TimeoutMS)*time.Millisecond)
-		err := l.s.heartbeat(ctx, &l.row)
+		err := l.s.heartbeat(ctx, &row)
 		cancel()
 		if err != nil {
 			l.log.Warn("process lease heartbeat", slog.Any("error", err))
