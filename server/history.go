@@ -122,6 +122,15 @@ type apiRunInfo struct {
 	Config          orNull[apiRunConfig] `json:"config" doc:"What the run ran with; null for runs made before it was recorded."`
 	CacheHits       int                  `json:"cache_hits" doc:"Model requests answered from the response cache instead of the endpoint; counted when the run ends."`
 	RescoredFrom    string               `json:"rescored_from" doc:"The run whose stored responses this run scored again (rescore-run); empty for a run that asked the model."`
+	// Resumed is described by its schema, RunResumed: a reference takes
+	// no description of its own.
+	Resumed apiRunResumed `json:"resumed"`
+}
+
+// apiRunResumed is a run's resumes.
+type apiRunResumed struct {
+	Count int      `json:"count" minimum:"0" doc:"How many times the run was resumed."`
+	At    []string `json:"at" doc:"When each resume started, oldest first: YYYY-MM-DD HH:MM:SS, UTC."`
 }
 
 func toAPIRunInfo(i runs.Info) apiRunInfo {
@@ -130,6 +139,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 		Status: apiRunStatus(i.Status), OverallScore: i.OverallScore, TotalTokens: i.TotalTokens, TotalDurationMS: i.TotalDurationMS,
 		TotalTests: i.TotalTests, DoneTests: i.DoneTests, Passed: i.Passed, Failed: i.Failed, Errors: i.Errors,
 		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains), CacheHits: i.CacheHits, RescoredFrom: i.RescoredFrom,
+		Resumed: apiRunResumed{Count: i.Resumed.Count, At: nonNil(i.Resumed.At)},
 	}
 	if c := i.Config; c != nil {
 		params := c.Params

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,6 +43,9 @@ type app struct {
 	loaded *catalog.SyncResult
 	model  *llm.Client
 	runs   *runs.Store
+	// lease is the process's lease on the store: the runs it starts are
+	// its own, and no other process marks them interrupted while it lives.
+	lease  *runs.Lease
 	engine *engine.Engine
 	// agents is nil unless appOptions.agents was set.
 	agents *agent.Service
@@ -73,6 +78,12 @@ type appOptions struct {
 	// queue, with a PostgreSQL database, sends runs' tests to the job
 	// queue (the server); false keeps them in process.
 	queue bool
+	// kind is what the process is, recorded in its lease: runs.KindServe
+	// or runs.KindRun ("" means run).
+	kind string
+	// noDefinitions opens no definitions directory: for a resume, which
+	// runs the definitions the run stored. The app's catalog is then nil.
+	noDefinitions bool
 }
 
 // openApp opens the database, links in the built-in evaluators and
@@ -98,10 +109,20 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 		return nil, err
 	}
 	a.onClose(func() { a.plugins.Close() })
-	a.catalog, a.loaded, err = catalog.Open(ctx, catalog.Options{Dir: s.definitions, DB: a.db, Registry: a.registry,
-		MustExist: opts.definitionsMustExist})
-	if err != nil {
-		return nil, err
+	var definitions engine.Definitions = noDefinitions{}
+	defsDir := ""
+	if opts.noDefinitions {
+		a.loaded = &catalog.SyncResult{Errors: []catalog.FileError{}}
+	} else {
+		a.catalog, a.loaded, err = catalog.Open(ctx, catalog.Options{Dir: s.definitions, DB: a.db, Registry: a.registry,
+			MustExist: opts.definitionsMustExist})
+		if err != nil {
+			return nil, err
+		}
+		definitions = a.catalog
+		if defsDir, err = filepath.Abs(s.definitions); err != nil {
+			defsDir = s.definitions
+		}
 	}
 	if a.model, err = s.modelClient(); err != nil {
 		return nil, err
@@ -109,13 +130,23 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 	if a.runs, err = runs.Open(ctx, a.db); err != nil {
 		return nil, err
 	}
+	kind := cmp.Or(opts.kind, runs.KindRun)
+	if a.lease, err = a.runs.Lease(ctx, runs.LeaseOptions{Kind: kind, Command: commandName(kind),
+		Definitions: defsDir, Logger: a.log}); err != nil {
+		return nil, err
+	}
+	a.onClose(func() {
+		if err := a.lease.Close(); err != nil {
+			a.log.Warn("end the process lease", slog.Any("error", err))
+		}
+	})
 	if opts.agents || opts.evalAgents {
 		if err := a.openAgents(ctx, opts.agents); err != nil {
 			return nil, err
 		}
 	}
 	eo := s.engineOptions()
-	eo.Definitions, eo.Runs, eo.Client, eo.Registry, eo.Logger, eo.OnEvent = a.catalog, a.runs, a.model, a.registry, a.log, opts.onEvent
+	eo.Definitions, eo.Runs, eo.Client, eo.Registry, eo.Logger, eo.OnEvent = definitions, a.runs, a.model, a.registry, a.log, opts.onEvent
 	if a.agents != nil {
 		eo.Agents = a.agents // runs may evaluate an agent
 	}
@@ -157,11 +188,14 @@ func (a *app) openAgents(ctx context.Context, owner bool) error {
 		return err
 	}
 	ao := agent.Options{
-		DB: a.db, DataDir: a.settings.data, Tools: a.catalog, Registry: a.registry, Client: a.model,
+		DB: a.db, DataDir: a.settings.data, Registry: a.registry, Client: a.model,
 		Model: a.settings.llmModel, Logger: a.log, LeaveChannels: !owner, EmbeddingModel: a.settings.embeddingModel,
 	}
 	if embedder != nil {
 		ao.Embedder = embedder
+	}
+	if a.catalog != nil {
+		ao.Tools = a.catalog
 	}
 	agents, err := agent.Open(ctx, ao)
 	if err != nil {
@@ -176,6 +210,9 @@ func (a *app) openAgents(ctx context.Context, owner bool) error {
 	}
 	a.agents = agents
 	a.onClose(agents.Close)
+	if a.catalog == nil {
+		return nil
+	}
 	// A tool an agent lists is in use: the catalog refuses to delete it.
 	a.catalog.AddToolUsers(func(ctx context.Context, toolID string) ([]string, error) {
 		ids, err := agents.ToolUsers(ctx, toolID)
@@ -188,6 +225,16 @@ func (a *app) openAgents(ctx context.Context, owner bool) error {
 }
 
 func (a *app) onClose(f func()) { a.closers = append(a.closers, f) }
+
+// commandName is the command a process of this kind runs, as its lease
+// records it: the program and its subcommand, never the flags (they may
+// hold secrets).
+func commandName(kind string) string {
+	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
+		return "gauntlet " + os.Args[1]
+	}
+	return "gauntlet " + kind
+}
 
 // Close closes what openApp opened, the last opened first: the agent
 // service (its channels stop), the plugin processes, the database. It

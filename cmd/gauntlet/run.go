@@ -46,7 +46,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&f.minScore, "min-score", 0, "exit with status 1 when the overall score is below this (0-1); a run that is not complete or has tests in error exits 1 too")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or junit")
 	fs.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
-	fs.StringVar(&f.resume, "resume", "", "resume this stored run instead of starting one: run its tests that have no result or ended in error, with its own definitions")
+	fs.StringVar(&f.resume, "resume", "", "resume this stored run instead of starting one: run its tests that have no result or ended in error, with the definitions it stored (--definitions is read only when given)")
 	timeoutS := fs.Float64("timeout-s", 0, "bound of each model request of this run, in seconds (default --llm-timeout)")
 	retries := -1 // a negative number: --llm-retries
 	fs.Func("retries", "`n` retries of a failed model request in this run (default --llm-retries)", func(v string) error {
@@ -131,7 +131,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	a, err := openApp(ctx, f.settings, appOptions{
 		log:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		definitionsMustExist: true,
-		evalAgents:           true, // for --agent, and to resume a run that evaluated one
+		kind:                 runs.KindRun,
+		// A resume runs the definitions the run stored: a definitions
+		// directory is read only when one is named (for the tools of an
+		// agent the run evaluated).
+		noDefinitions: f.resume != "" && !flagSet(fs, "definitions") && os.Getenv("GAUNTLET_DEFINITIONS") == "",
+		evalAgents:    true, // for --agent, and to resume a run that evaluated one
 		onEvent: func(ev engine.Event) {
 			progress.event(ev)
 			if ev.Kind == engine.EventRunFinished {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
 
@@ -29,7 +30,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	a, err := openApp(ctx, *s, appOptions{log: log, agents: true, queue: true})
+	a, err := openApp(ctx, *s, appOptions{log: log, agents: true, queue: true, kind: runs.KindServe})
 	if err != nil {
 		return err
 	}

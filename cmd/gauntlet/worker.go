@@ -57,6 +57,11 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	lease, err := rs.Lease(ctx, runs.LeaseOptions{Kind: runs.KindWorker, Command: "gauntlet worker", Logger: log})
+	if err != nil {
+		return err
+	}
+	defer lease.Close()
 	eo := s.engineOptions()
 	eo.Definitions, eo.Runs, eo.Client, eo.Registry, eo.Logger, eo.Worker = noDefinitions{}, rs, model, reg, log, true
 	eo.LogDir = ""

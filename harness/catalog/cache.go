@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/uptrace/bun"
 
@@ -17,6 +18,7 @@ import (
 
 type domainRow struct {
 	bun.BaseModel `bun:"table:def_domains"`
+	Dir           string `bun:"dir,pk"` // the definitions directory (Catalog.key)
 	ID            string `bun:"id,pk"`
 	Name          string `bun:"name,notnull"`
 	Description   string `bun:"description,notnull"`
@@ -29,6 +31,7 @@ type domainRow struct {
 
 type levelRow struct {
 	bun.BaseModel    `bun:"table:def_levels"`
+	Dir              string          `bun:"dir,pk"` // the definitions directory (Catalog.key)
 	DomainID         string          `bun:"domain_id,pk"`
 	Level            int             `bun:"level,pk"`
 	SystemPrompt     string          `bun:"system_prompt,notnull"`
@@ -40,6 +43,7 @@ type levelRow struct {
 
 type testRow struct {
 	bun.BaseModel `bun:"table:def_tests"`
+	Dir           string           `bun:"dir,pk"` // the definitions directory (Catalog.key)
 	ID            string           `bun:"id,pk"`
 	DomainID      string           `bun:"domain_id,notnull"`
 	Level         int              `bun:"level,notnull"`
@@ -53,6 +57,7 @@ type testRow struct {
 
 type evaluatorRow struct {
 	bun.BaseModel   `bun:"table:def_evaluators"`
+	Dir             string         `bun:"dir,pk"` // the definitions directory (Catalog.key)
 	ID              string         `bun:"id,pk"`
 	Name            string         `bun:"name,notnull"`
 	Description     string         `bun:"description,notnull"`
@@ -64,6 +69,7 @@ type evaluatorRow struct {
 
 type toolRow struct {
 	bun.BaseModel `bun:"table:def_tools"`
+	Dir           string              `bun:"dir,pk"` // the definitions directory (Catalog.key)
 	ID            string              `bun:"id,pk"`
 	Name          string              `bun:"name,notnull"`
 	Description   string              `bun:"description,notnull"`
@@ -78,6 +84,7 @@ type toolRow struct {
 // instead of decoding it again.
 type fileRow struct {
 	bun.BaseModel `bun:"table:def_files"`
+	Dir           string `bun:"dir,pk"` // the definitions directory (Catalog.key)
 	Path          string `bun:"path,pk"`
 	Hash          string `bun:"hash,notnull"`
 	Context       string `bun:"context,notnull"`
@@ -108,6 +115,36 @@ var migrations = []sqldb.Migration{
 		return sqldb.ExecAll(ctx, tx,
 			`CREATE TABLE "def_files" ("path" TEXT NOT NULL, "hash" TEXT NOT NULL, "context" TEXT NOT NULL, "tests" INTEGER NOT NULL, PRIMARY KEY ("path"))`)
 	}},
+	{Version: 4, Name: "a cache per definitions directory", Up: func(ctx context.Context, tx bun.Tx) error {
+		return perDirectory(ctx, tx, "VARCHAR")
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return perDirectory(ctx, tx, "TEXT")
+	}},
+}
+
+// perDirectory is catalog migration 4: every cache table gains the
+// definitions directory its rows mirror, first in its primary key, so
+// that processes with different directories share one database without
+// touching each other's cache. The cache is only a mirror of files, so
+// the tables are made again empty: the next sync of each directory fills
+// its part. text is the dialect's string type.
+func perDirectory(ctx context.Context, tx bun.Tx, text string) error {
+	stmts := []string{
+		`DROP TABLE "def_domains"`, `DROP TABLE "def_levels"`, `DROP TABLE "def_tests"`,
+		`DROP TABLE "def_evaluators"`, `DROP TABLE "def_tools"`, `DROP TABLE "def_files"`,
+		`CREATE TABLE "def_domains" ("dir" VARCHAR NOT NULL, "id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "evaluator_id" VARCHAR NOT NULL, "enabled" BOOLEAN NOT NULL, "system_prompt" VARCHAR NOT NULL, "icon" VARCHAR NOT NULL, "color" VARCHAR NOT NULL, PRIMARY KEY ("dir", "id"))`,
+		`CREATE TABLE "def_levels" ("dir" VARCHAR NOT NULL, "domain_id" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "system_prompt" VARCHAR NOT NULL, "system_prompt_mode" VARCHAR NOT NULL, "pass_threshold" DOUBLE PRECISION NOT NULL, "tools" TEXT, "params" TEXT, PRIMARY KEY ("dir", "domain_id", "level"))`,
+		`CREATE TABLE "def_tests" ("dir" VARCHAR NOT NULL, "id" VARCHAR NOT NULL, "domain_id" VARCHAR NOT NULL, "level" INTEGER NOT NULL, "position" INTEGER NOT NULL, "name" VARCHAR NOT NULL, "prompt" VARCHAR NOT NULL, "expected" TEXT, "evaluator_id" VARCHAR NOT NULL, "tools" TEXT, PRIMARY KEY ("dir", "id"))`,
+		`CREATE TABLE "def_evaluators" ("dir" VARCHAR NOT NULL, "id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "type" VARCHAR NOT NULL, "extraction_regex" VARCHAR NOT NULL, "uses_pass2" BOOLEAN NOT NULL, "config" TEXT, PRIMARY KEY ("dir", "id"))`,
+		`CREATE TABLE "def_tools" ("dir" VARCHAR NOT NULL, "id" VARCHAR NOT NULL, "name" VARCHAR NOT NULL, "description" VARCHAR NOT NULL, "function" TEXT, "mock_response" VARCHAR NOT NULL, PRIMARY KEY ("dir", "id"))`,
+		`CREATE TABLE "def_files" ("dir" VARCHAR NOT NULL, "path" VARCHAR NOT NULL, "hash" VARCHAR NOT NULL, "context" VARCHAR NOT NULL, "tests" INTEGER NOT NULL, PRIMARY KEY ("dir", "path"))`,
+		`CREATE INDEX "def_tests_domain_level" ON "def_tests" ("dir", "domain_id", "level", "position")`,
+		`CREATE INDEX "def_tests_evaluator" ON "def_tests" ("dir", "evaluator_id")`,
+	}
+	for i, q := range stmts {
+		stmts[i] = strings.ReplaceAll(q, "VARCHAR", text)
+	}
+	return sqldb.ExecAll(ctx, tx, stmts...)
 }
 
 // pgBaseline creates the cache tables on PostgreSQL as they are at
@@ -124,8 +161,8 @@ func pgBaseline(ctx context.Context, tx bun.Tx) error {
 	)
 }
 
-func toDomainRow(d harness.Domain) *domainRow {
-	return &domainRow{ID: d.ID, Name: d.Name, Description: d.Description, EvaluatorID: d.EvaluatorID,
+func toDomainRow(dir string, d harness.Domain) *domainRow {
+	return &domainRow{Dir: dir, ID: d.ID, Name: d.Name, Description: d.Description, EvaluatorID: d.EvaluatorID,
 		Enabled: d.Enabled, SystemPrompt: d.SystemPrompt, Icon: d.Icon, Color: d.Color}
 }
 
@@ -134,8 +171,8 @@ func (r *domainRow) domain() harness.Domain {
 		Enabled: r.Enabled, SystemPrompt: r.SystemPrompt, Icon: r.Icon, Color: r.Color}
 }
 
-func toLevelRow(l harness.LevelConfig) *levelRow {
-	return &levelRow{DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
+func toLevelRow(dir string, l harness.LevelConfig) *levelRow {
+	return &levelRow{Dir: dir, DomainID: l.DomainID, Level: l.Level, SystemPrompt: l.SystemPrompt,
 		SystemPromptMode: string(l.SystemPromptMode), PassThreshold: l.PassThreshold, Tools: l.Tools,
 		Params: nonZero(l.Params)}
 }
@@ -155,8 +192,8 @@ func (r *levelRow) level() harness.LevelConfig {
 		Tools: nonNil(r.Tools), Params: nonZero(r.Params)}
 }
 
-func toTestRow(t harness.Test, pos int) *testRow {
-	return &testRow{ID: t.ID, DomainID: t.DomainID, Level: t.Level, Position: pos, Name: t.Name,
+func toTestRow(dir string, t harness.Test, pos int) *testRow {
+	return &testRow{Dir: dir, ID: t.ID, DomainID: t.DomainID, Level: t.Level, Position: pos, Name: t.Name,
 		Prompt: t.Prompt, Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools}
 }
 
@@ -165,8 +202,8 @@ func (r *testRow) test() harness.Test {
 		Expected: r.Expected, EvaluatorID: r.EvaluatorID, Tools: nonNil(r.Tools)}
 }
 
-func toEvaluatorRow(e harness.EvaluatorConfig) *evaluatorRow {
-	return &evaluatorRow{ID: e.ID, Name: e.Name, Description: e.Description, Type: e.Type,
+func toEvaluatorRow(dir string, e harness.EvaluatorConfig) *evaluatorRow {
+	return &evaluatorRow{Dir: dir, ID: e.ID, Name: e.Name, Description: e.Description, Type: e.Type,
 		ExtractionRegex: e.ExtractionRegex, UsesPass2: e.UsesPass2, Config: e.Config}
 }
 
@@ -175,8 +212,8 @@ func (r *evaluatorRow) evaluator() harness.EvaluatorConfig {
 		ExtractionRegex: r.ExtractionRegex, UsesPass2: r.UsesPass2, Config: r.Config}
 }
 
-func toToolRow(t harness.ToolDefinition) (*toolRow, error) {
-	r := &toolRow{ID: t.ID, Name: t.Name, Description: t.Description, Function: t.Function}
+func toToolRow(dir string, t harness.ToolDefinition) (*toolRow, error) {
+	r := &toolRow{Dir: dir, ID: t.ID, Name: t.Name, Description: t.Description, Function: t.Function}
 	if t.MockResponse != nil {
 		b, err := json.Marshal(t.MockResponse)
 		if err != nil {
@@ -219,20 +256,20 @@ func insertBatches[T any](ctx context.Context, db bun.IDB, rows []T) error {
 	return nil
 }
 
-// rebuildCache replaces the whole cache with a snapshot, in one
-// transaction.
-func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
-	if err := replaceOutline(ctx, tx, s); err != nil {
+// rebuildCache replaces the whole cache of the definitions directory dir
+// with a snapshot, in one transaction.
+func rebuildCache(ctx context.Context, tx bun.IDB, dir string, s *harness.Snapshot) error {
+	if err := replaceOutline(ctx, tx, dir, s); err != nil {
 		return err
 	}
 	for _, m := range []any{(*levelRow)(nil), (*testRow)(nil)} {
-		if _, err := tx.NewDelete().Model(m).Where("1 = 1").Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model(m).Where("dir = ?", dir).Exec(ctx); err != nil {
 			return err
 		}
 	}
 	levels := make([]*levelRow, len(s.Levels))
 	for i, l := range s.Levels {
-		levels[i] = toLevelRow(l)
+		levels[i] = toLevelRow(dir, l)
 	}
 	if err := insertBatches(ctx, tx, levels); err != nil {
 		return err
@@ -245,7 +282,7 @@ func rebuildCache(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
 		batch = batch[:0]
 		for _, t := range s.Tests[start:min(start+batchSize, len(s.Tests))] {
 			k := levelKey{t.DomainID, t.Level}
-			batch = append(batch, toTestRow(t, pos[k]))
+			batch = append(batch, toTestRow(dir, t, pos[k]))
 			pos[k]++
 		}
 		if _, err := tx.NewInsert().Model(&batch).Exec(ctx); err != nil {

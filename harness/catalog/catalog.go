@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,11 @@ type Options struct {
 // kept in memory (Load).
 type Catalog struct {
 	dir string
+	// key identifies the directory's part of the cache (the dir column of
+	// every cache table): its absolute path with symbolic links resolved.
+	// Catalogs of different directories share a database without touching
+	// each other's cache.
+	key string
 	db  *bun.DB
 	reg *harness.Registry
 	// src and mem are set by Load: the file system the definitions come
@@ -97,7 +103,11 @@ func Open(ctx context.Context, opts Options) (*Catalog, *SyncResult, error) {
 	if reg == nil {
 		reg = harness.NewRegistry()
 	}
-	c := &Catalog{dir: opts.Dir, db: sqldb.Bun(opts.DB), reg: reg}
+	key, err := dirKey(opts.Dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("catalog: %w", err)
+	}
+	c := &Catalog{dir: opts.Dir, key: key, db: sqldb.Bun(opts.DB), reg: reg}
 	if err := sqldb.Migrate(ctx, c.db, "catalog", migrations); err != nil {
 		return nil, nil, fmt.Errorf("catalog: %w", err)
 	}
@@ -106,6 +116,20 @@ func Open(ctx context.Context, opts Options) (*Catalog, *SyncResult, error) {
 		return nil, nil, err
 	}
 	return c, res, nil
+}
+
+// dirKey returns the key of a definitions directory's cache: its
+// absolute path, symbolic links resolved, so that two spellings of one
+// directory share a cache.
+func dirKey(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return abs, nil
 }
 
 // checkDir makes sure dir is a directory, creating it when create is set.
@@ -178,7 +202,7 @@ func (c *Catalog) Domains(ctx context.Context) ([]harness.Domain, error) {
 		return m.domainList()
 	}
 	var rows []domainRow
-	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+	if err := c.db.NewSelect().Model(&rows).Where("dir = ?", c.key).Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list domains: %w", err)
 	}
 	out := make([]harness.Domain, len(rows))
@@ -193,12 +217,12 @@ func (c *Catalog) Domain(ctx context.Context, id string) (harness.Domain, error)
 	if m := c.mem.Load(); m != nil {
 		return m.domain(id)
 	}
-	return getDomain(ctx, c.db, id)
+	return getDomain(ctx, c.db, c.key, id)
 }
 
-func getDomain(ctx context.Context, db bun.IDB, id string) (harness.Domain, error) {
+func getDomain(ctx context.Context, db bun.IDB, dir, id string) (harness.Domain, error) {
 	var row domainRow
-	err := db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	err := db.NewSelect().Model(&row).Where("dir = ? AND id = ?", dir, id).Scan(ctx)
 	if err := wrapNotFound(err, "domain", id); err != nil {
 		return harness.Domain{}, err
 	}
@@ -217,16 +241,16 @@ func (c *Catalog) Level(ctx context.Context, domainID string, level int) (harnes
 	if m := c.mem.Load(); m != nil {
 		l, err = m.level(domainID, level)
 	} else {
-		l, err = getLevel(ctx, c.db, domainID, level)
+		l, err = getLevel(ctx, c.db, c.key, domainID, level)
 	}
 	// A default configuration lists no tools: [], as a stored one does.
 	l.Tools = nonNil(l.Tools)
 	return l, err
 }
 
-func getLevel(ctx context.Context, db bun.IDB, domainID string, level int) (harness.LevelConfig, error) {
+func getLevel(ctx context.Context, db bun.IDB, dir, domainID string, level int) (harness.LevelConfig, error) {
 	var row levelRow
-	err := db.NewSelect().Model(&row).Where("domain_id = ? AND level = ?", domainID, level).Scan(ctx)
+	err := db.NewSelect().Model(&row).Where("dir = ? AND domain_id = ? AND level = ?", dir, domainID, level).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return defaultLevel(domainID, level), nil
 	}
@@ -243,7 +267,7 @@ func (c *Catalog) Levels(ctx context.Context, domainID string) ([]harness.LevelC
 		return m.levelList(domainID)
 	}
 	var rows []levelRow
-	q := c.db.NewSelect().Model(&rows).Order("domain_id", "level")
+	q := c.db.NewSelect().Model(&rows).Where("dir = ?", c.key).Order("domain_id", "level")
 	if domainID != "" {
 		q = q.Where("domain_id = ?", domainID)
 	}
@@ -270,12 +294,12 @@ func (c *Catalog) Tests(ctx context.Context, f TestFilter) ([]harness.Test, erro
 	if m := c.mem.Load(); m != nil {
 		return m.testList(f)
 	}
-	return listTests(ctx, c.db, f)
+	return listTests(ctx, c.db, c.key, f)
 }
 
-func listTests(ctx context.Context, db bun.IDB, f TestFilter) ([]harness.Test, error) {
+func listTests(ctx context.Context, db bun.IDB, dir string, f TestFilter) ([]harness.Test, error) {
 	var rows []testRow
-	q := db.NewSelect().Model(&rows).Order("domain_id", "level", "position")
+	q := db.NewSelect().Model(&rows).Where("dir = ?", dir).Order("domain_id", "level", "position")
 	if f.DomainID != "" {
 		q = q.Where("domain_id = ?", f.DomainID)
 	}
@@ -298,7 +322,7 @@ func (c *Catalog) Test(ctx context.Context, id string) (harness.Test, error) {
 		return m.test(id)
 	}
 	var row testRow
-	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	err := c.db.NewSelect().Model(&row).Where("dir = ? AND id = ?", c.key, id).Scan(ctx)
 	if err := wrapNotFound(err, "test", id); err != nil {
 		return harness.Test{}, err
 	}
@@ -311,7 +335,7 @@ func (c *Catalog) Evaluators(ctx context.Context) ([]harness.EvaluatorConfig, er
 		return m.evaluatorList()
 	}
 	var rows []evaluatorRow
-	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+	if err := c.db.NewSelect().Model(&rows).Where("dir = ?", c.key).Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list evaluators: %w", err)
 	}
 	out := make([]harness.EvaluatorConfig, len(rows))
@@ -328,7 +352,7 @@ func (c *Catalog) Evaluator(ctx context.Context, id string) (harness.EvaluatorCo
 		return m.evaluator(id)
 	}
 	var row evaluatorRow
-	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	err := c.db.NewSelect().Model(&row).Where("dir = ? AND id = ?", c.key, id).Scan(ctx)
 	if err := wrapNotFound(err, "evaluator", id); err != nil {
 		return harness.EvaluatorConfig{}, err
 	}
@@ -341,7 +365,7 @@ func (c *Catalog) Tools(ctx context.Context) ([]harness.ToolDefinition, error) {
 		return m.toolList()
 	}
 	var rows []toolRow
-	if err := c.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+	if err := c.db.NewSelect().Model(&rows).Where("dir = ?", c.key).Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list tools: %w", err)
 	}
 	out := make([]harness.ToolDefinition, len(rows))
@@ -361,7 +385,7 @@ func (c *Catalog) Tool(ctx context.Context, id string) (harness.ToolDefinition, 
 		return m.tool(id)
 	}
 	var row toolRow
-	err := c.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	err := c.db.NewSelect().Model(&row).Where("dir = ? AND id = ?", c.key, id).Scan(ctx)
 	if err := wrapNotFound(err, "tool", id); err != nil {
 		return harness.ToolDefinition{}, err
 	}

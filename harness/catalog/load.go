@@ -131,12 +131,12 @@ type memDefs struct {
 func newMemDefs(s *harness.Snapshot) (*memDefs, error) {
 	domains := make([]*domainRow, len(s.Domains))
 	for i, d := range s.Domains {
-		domains[i] = toDomainRow(d)
+		domains[i] = toDomainRow("", d)
 	}
 	slices.SortFunc(domains, func(a, b *domainRow) int { return cmp.Compare(a.ID, b.ID) })
 	levels := make([]*levelRow, len(s.Levels))
 	for i, l := range s.Levels {
-		levels[i] = toLevelRow(l)
+		levels[i] = toLevelRow("", l)
 	}
 	slices.SortFunc(levels, func(a, b *levelRow) int {
 		return cmp.Or(cmp.Compare(a.DomainID, b.DomainID), cmp.Compare(a.Level, b.Level))
@@ -145,7 +145,7 @@ func newMemDefs(s *harness.Snapshot) (*memDefs, error) {
 	tests := make([]*testRow, len(s.Tests))
 	for i, t := range s.Tests {
 		k := levelKey{t.DomainID, t.Level}
-		tests[i] = toTestRow(t, pos[k])
+		tests[i] = toTestRow("", t, pos[k])
 		pos[k]++
 	}
 	slices.SortStableFunc(tests, func(a, b *testRow) int {
@@ -153,12 +153,12 @@ func newMemDefs(s *harness.Snapshot) (*memDefs, error) {
 	})
 	evaluators := make([]*evaluatorRow, len(s.Evaluators))
 	for i, e := range s.Evaluators {
-		evaluators[i] = toEvaluatorRow(e)
+		evaluators[i] = toEvaluatorRow("", e)
 	}
 	slices.SortFunc(evaluators, func(a, b *evaluatorRow) int { return cmp.Compare(a.ID, b.ID) })
 	tools := make([]*toolRow, len(s.Tools))
 	for i, t := range s.Tools {
-		r, err := toToolRow(t)
+		r, err := toToolRow("", t)
 		if err != nil {
 			return nil, err
 		}

@@ -57,7 +57,7 @@ func (c *Catalog) EachTest(ctx context.Context, domainID string, fn func(harness
 		DomainID string `bun:"domain_id"`
 		Level    int    `bun:"level"`
 	}
-	q := c.db.NewSelect().Model((*testRow)(nil)).Column("domain_id", "level").Group("domain_id", "level").Order("domain_id", "level")
+	q := c.db.NewSelect().Model((*testRow)(nil)).Column("domain_id", "level").Where("dir = ?", c.key).Group("domain_id", "level").Order("domain_id", "level")
 	if domainID != "" {
 		q = q.Where("domain_id = ?", domainID)
 	}
@@ -68,7 +68,7 @@ func (c *Catalog) EachTest(ctx context.Context, domainID string, fn func(harness
 		after := -1
 		for {
 			var rows []testRow
-			if err := c.db.NewSelect().Model(&rows).Where("domain_id = ? AND level = ? AND position > ?", l.DomainID, l.Level, after).
+			if err := c.db.NewSelect().Model(&rows).Where("dir = ? AND domain_id = ? AND level = ? AND position > ?", c.key, l.DomainID, l.Level, after).
 				Order("position").Limit(eachTestPage).Scan(ctx); err != nil {
 				return fmt.Errorf("list tests: %w", err)
 			}
@@ -90,7 +90,7 @@ func (c *Catalog) EachTest(ctx context.Context, domainID string, fn func(harness
 // false when there is no such test. Callers hold c.mu.
 func (c *Catalog) testLevel(ctx context.Context, id string) (k levelKey, ok bool, err error) {
 	var row testRow
-	err = c.db.NewSelect().Model(&row).Column("domain_id", "level").Where("id = ?", id).Scan(ctx)
+	err = c.db.NewSelect().Model(&row).Column("domain_id", "level").Where("dir = ? AND id = ?", c.key, id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, false, nil
 	}

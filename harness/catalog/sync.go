@@ -186,10 +186,10 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 	oldCtx := c.syncCtx
 	c.syncCtx = syncContext(hashes, c.reg)
 	err = c.commit(ctx, changes, merge, func(ctx context.Context, tx bun.Tx) error {
-		if err := rebuildCache(ctx, tx, result); err != nil {
+		if err := rebuildCache(ctx, tx, c.key, result); err != nil {
 			return err
 		}
-		return saveFiles(ctx, tx, hashes, fileRows(hashes, levelTests(result), c.syncCtx))
+		return saveFiles(ctx, tx, c.key, hashes, fileRows(c.key, hashes, levelTests(result), c.syncCtx))
 	})
 	if err != nil {
 		c.syncCtx = oldCtx

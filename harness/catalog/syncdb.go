@@ -61,16 +61,16 @@ func (c *Catalog) syncDB(ctx context.Context) (*SyncResult, error) {
 	var s *dbSink
 	var levelErrs []FileError
 	err = c.db.RunInTx(context.WithoutCancel(ctx), nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := replaceOutline(ctx, tx, &o.snap); err != nil {
+		if err := replaceOutline(ctx, tx, c.key, &o.snap); err != nil {
 			return err
 		}
 		var err error
-		if s, err = newDBSink(ctx, tx, root, o, sctx, false); err != nil {
+		if s, err = newDBSink(ctx, tx, c.key, root, o, sctx, false); err != nil {
 			return err
 		}
 		levelErrs, err = readLevels(root, o, s)
 		if errors.Is(err, errRestart) {
-			if s, err = newDBSink(ctx, tx, root, o, sctx, true); err != nil {
+			if s, err = newDBSink(ctx, tx, c.key, root, o, sctx, true); err != nil {
 				return err
 			}
 			levelErrs, err = readLevels(root, o, s)
@@ -78,7 +78,7 @@ func (c *Catalog) syncDB(ctx context.Context) (*SyncResult, error) {
 		if err != nil {
 			return err
 		}
-		return saveFiles(ctx, tx, o.hashes, s.files)
+		return saveFiles(ctx, tx, c.key, o.hashes, s.files)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sync: %w", err)
@@ -149,24 +149,25 @@ func isLevelPath(rel string) bool {
 	return ok
 }
 
-// replaceOutline replaces the cache's domains, evaluators and tools.
-func replaceOutline(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error {
+// replaceOutline replaces the domains, evaluators and tools of the cache
+// of the definitions directory dir.
+func replaceOutline(ctx context.Context, tx bun.IDB, dir string, s *harness.Snapshot) error {
 	for _, m := range []any{(*domainRow)(nil), (*evaluatorRow)(nil), (*toolRow)(nil)} {
-		if _, err := tx.NewDelete().Model(m).Where("1 = 1").Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model(m).Where("dir = ?", dir).Exec(ctx); err != nil {
 			return err
 		}
 	}
 	domains := make([]*domainRow, len(s.Domains))
 	for i, d := range s.Domains {
-		domains[i] = toDomainRow(d)
+		domains[i] = toDomainRow(dir, d)
 	}
 	evaluators := make([]*evaluatorRow, len(s.Evaluators))
 	for i, e := range s.Evaluators {
-		evaluators[i] = toEvaluatorRow(e)
+		evaluators[i] = toEvaluatorRow(dir, e)
 	}
 	tools := make([]*toolRow, len(s.Tools))
 	for i, t := range s.Tools {
-		r, err := toToolRow(t)
+		r, err := toToolRow(dir, t)
 		if err != nil {
 			return err
 		}
@@ -181,17 +182,17 @@ func replaceOutline(ctx context.Context, tx bun.IDB, s *harness.Snapshot) error 
 	return insertBatches(ctx, tx, tools)
 }
 
-// saveFiles replaces the cache's list of the files it holds: the level
-// files of a sync (with their context and tests) and the other files of
-// hashes.
-func saveFiles(ctx context.Context, tx bun.Tx, hashes map[string]string, levels []fileRow) error {
-	if _, err := tx.NewDelete().Model((*fileRow)(nil)).Where("1 = 1").Exec(ctx); err != nil {
+// saveFiles replaces the list of the files the cache of the definitions
+// directory dir holds: the level files of a sync (with their context and
+// tests) and the other files of hashes.
+func saveFiles(ctx context.Context, tx bun.Tx, dir string, hashes map[string]string, levels []fileRow) error {
+	if _, err := tx.NewDelete().Model((*fileRow)(nil)).Where("dir = ?", dir).Exec(ctx); err != nil {
 		return err
 	}
 	rows := make([]fileRow, 0, len(hashes)+len(levels))
 	for _, rel := range sortedKeys(hashes) {
 		if !isLevelPath(rel) {
-			rows = append(rows, fileRow{Path: rel, Hash: hashes[rel]})
+			rows = append(rows, fileRow{Dir: dir, Path: rel, Hash: hashes[rel]})
 		}
 	}
 	rows = append(rows, levels...)
@@ -203,6 +204,7 @@ func saveFiles(ctx context.Context, tx bun.Tx, hashes map[string]string, levels 
 type dbSink struct {
 	ctx  context.Context
 	tx   bun.Tx
+	dir  string // the catalog's key: the rows of its directory
 	sctx string
 	// kept are the level files whose rows the cache keeps as they are:
 	// stored with the same hash and context. Their rows are not touched,
@@ -218,11 +220,11 @@ type dbSink struct {
 // newDBSink prepares the cache for the level files of o: it finds which
 // files it holds unchanged (unless full: then none) and removes the
 // levels and tests of every other file.
-func newDBSink(ctx context.Context, tx bun.Tx, root fs.FS, o *outline, sctx string, full bool) (*dbSink, error) {
-	s := &dbSink{ctx: ctx, tx: tx, sctx: sctx, kept: map[string]fileRow{}, given: map[string]bool{}}
+func newDBSink(ctx context.Context, tx bun.Tx, dir string, root fs.FS, o *outline, sctx string, full bool) (*dbSink, error) {
+	s := &dbSink{ctx: ctx, tx: tx, dir: dir, sctx: sctx, kept: map[string]fileRow{}, given: map[string]bool{}}
 	if !full {
 		var stored []fileRow
-		if err := tx.NewSelect().Model(&stored).Where("context = ?", sctx).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&stored).Where("dir = ? AND context = ?", dir, sctx).Scan(ctx); err != nil {
 			return nil, err
 		}
 		byPath := make(map[string]fileRow, len(stored))
@@ -249,14 +251,14 @@ func newDBSink(ctx context.Context, tx bun.Tx, root fs.FS, o *outline, sctx stri
 	}
 	if len(s.kept) == 0 {
 		for _, m := range []any{(*levelRow)(nil), (*testRow)(nil)} {
-			if _, err := tx.NewDelete().Model(m).Where("1 = 1").Exec(ctx); err != nil {
+			if _, err := tx.NewDelete().Model(m).Where("dir = ?", dir).Exec(ctx); err != nil {
 				return nil, err
 			}
 		}
 		return s, nil
 	}
 	var levels []levelRow
-	if err := tx.NewSelect().Model(&levels).Column("domain_id", "level").Scan(ctx); err != nil {
+	if err := tx.NewSelect().Model(&levels).Column("domain_id", "level").Where("dir = ?", dir).Scan(ctx); err != nil {
 		return nil, err
 	}
 	for _, l := range levels {
@@ -272,7 +274,7 @@ func newDBSink(ctx context.Context, tx bun.Tx, root fs.FS, o *outline, sctx stri
 // removeLevel removes a level's configuration and tests from the cache.
 func (s *dbSink) removeLevel(domainID string, level int) error {
 	for _, m := range []any{(*levelRow)(nil), (*testRow)(nil)} {
-		if _, err := s.tx.NewDelete().Model(m).Where("domain_id = ? AND level = ?", domainID, level).Exec(s.ctx); err != nil {
+		if _, err := s.tx.NewDelete().Model(m).Where("dir = ? AND domain_id = ? AND level = ?", s.dir, domainID, level).Exec(s.ctx); err != nil {
 			return err
 		}
 	}
@@ -298,7 +300,7 @@ func (s *dbSink) definedIn(ids []string) (map[string]string, error) {
 	for start := 0; start < len(ids); start += batchSize {
 		var rows []testRow
 		err := s.tx.NewSelect().Model(&rows).Column("id", "domain_id", "level").
-			Where("id IN (?)", bun.List(ids[start:min(start+batchSize, len(ids))])).Scan(s.ctx)
+			Where("dir = ? AND id IN (?)", s.dir, bun.List(ids[start:min(start+batchSize, len(ids))])).Scan(s.ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -340,7 +342,7 @@ func (s *dbSink) add(f levelFile, hash string, l harness.LevelConfig, tests []ha
 			return err
 		}
 		s.given[f.rel] = true
-		s.files = append(s.files, fileRow{Path: f.rel, Hash: hash, Context: s.sctx, Tests: len(tests)})
+		s.files = append(s.files, fileRow{Dir: s.dir, Path: f.rel, Hash: hash, Context: s.sctx, Tests: len(tests)})
 		s.tests += len(tests)
 		return nil
 	}
@@ -369,7 +371,7 @@ func (s *dbSink) add(f levelFile, hash string, l harness.LevelConfig, tests []ha
 // insert inserts a level and its tests, a test whose id the cache holds
 // already left out; it returns how many tests it inserted.
 func (s *dbSink) insert(l harness.LevelConfig, tests []harness.Test) (int, error) {
-	if _, err := s.tx.NewInsert().Model(toLevelRow(l)).Exec(s.ctx); err != nil {
+	if _, err := s.tx.NewInsert().Model(toLevelRow(s.dir, l)).Exec(s.ctx); err != nil {
 		return 0, err
 	}
 	inserted := 0
@@ -377,9 +379,9 @@ func (s *dbSink) insert(l harness.LevelConfig, tests []harness.Test) (int, error
 	for start := 0; start < len(tests); start += batchSize {
 		batch = batch[:0]
 		for i, t := range tests[start:min(start+batchSize, len(tests))] {
-			batch = append(batch, toTestRow(t, start+i))
+			batch = append(batch, toTestRow(s.dir, t, start+i))
 		}
-		n, err := sqldb.InsertNew(s.ctx, s.tx, batch, `"id"`)
+		n, err := sqldb.InsertNew(s.ctx, s.tx, batch, `"dir", "id"`)
 		if err != nil {
 			return 0, err
 		}
@@ -397,13 +399,13 @@ func levelTests(snap *harness.Snapshot) map[string]int {
 	return out
 }
 
-// fileRows are the rows of def_files for a whole set of files (an
-// import): the level files with their tests, checked in sctx.
-func fileRows(hashes map[string]string, tests map[string]int, sctx string) []fileRow {
+// fileRows are the rows of def_files of the directory dir for a whole set
+// of files (an import): the level files with their tests, checked in sctx.
+func fileRows(dir string, hashes map[string]string, tests map[string]int, sctx string) []fileRow {
 	var out []fileRow
 	for _, rel := range sortedKeys(hashes) {
 		if isLevelPath(rel) {
-			out = append(out, fileRow{Path: rel, Hash: hashes[rel], Context: sctx, Tests: tests[rel]})
+			out = append(out, fileRow{Dir: dir, Path: rel, Hash: hashes[rel], Context: sctx, Tests: tests[rel]})
 		}
 	}
 	return out
@@ -416,15 +418,15 @@ func fileRows(hashes map[string]string, tests map[string]int, sctx string) []fil
 // changes the context, so that the next sync decodes every level file).
 func (c *Catalog) noteFiles(ctx context.Context, tx bun.Tx, changes []change) error {
 	for _, ch := range changes {
-		if _, err := tx.NewDelete().Model((*fileRow)(nil)).Where("path = ?", ch.rel).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*fileRow)(nil)).Where("dir = ? AND path = ?", c.key, ch.rel).Exec(ctx); err != nil {
 			return err
 		}
 		if ch.remove {
 			continue
 		}
-		row := fileRow{Path: ch.rel, Hash: hashOf(ch.data)}
+		row := fileRow{Dir: c.key, Path: ch.rel, Hash: hashOf(ch.data)}
 		if k, ok := levelKeyOf(ch.rel); ok {
-			n, err := tx.NewSelect().Model((*testRow)(nil)).Where("domain_id = ? AND level = ?", k.domain, k.level).Count(ctx)
+			n, err := tx.NewSelect().Model((*testRow)(nil)).Where("dir = ? AND domain_id = ? AND level = ?", c.key, k.domain, k.level).Count(ctx)
 			if err != nil {
 				return err
 			}

@@ -184,7 +184,7 @@ func (c *Catalog) writeDomain(ctx context.Context, d harness.Domain) error {
 		return err
 	}
 	return c.commit(ctx, []change{{rel: domainPath(d.ID), data: data}}, true, func(ctx context.Context, tx bun.Tx) error {
-		return upsert(ctx, tx, toDomainRow(d), "id")
+		return upsert(ctx, tx, toDomainRow(c.key, d), `"dir", "id"`)
 	})
 }
 
@@ -196,7 +196,7 @@ func (c *Catalog) UpdateDomain(ctx context.Context, id string, apply func(*harne
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, err := getDomain(ctx, c.db, id)
+	d, err := getDomain(ctx, c.db, c.key, id)
 	if err != nil {
 		return harness.Domain{}, err
 	}
@@ -230,7 +230,7 @@ func (c *Catalog) DeleteDomainIf(ctx context.Context, id string, check func(harn
 		return notFound("domain", id)
 	}
 	if check != nil {
-		d, err := getDomain(ctx, c.db, id)
+		d, err := getDomain(ctx, c.db, c.key, id)
 		if err != nil {
 			return err
 		}
@@ -254,11 +254,11 @@ func (c *Catalog) DeleteDomainIf(ctx context.Context, id string, check func(harn
 	changes = append(changes, change{rel: domainPath(id), remove: true})
 	err = c.commit(ctx, changes, true, func(ctx context.Context, tx bun.Tx) error {
 		for _, m := range []any{(*testRow)(nil), (*levelRow)(nil)} {
-			if _, err := tx.NewDelete().Model(m).Where("domain_id = ?", id).Exec(ctx); err != nil {
+			if _, err := tx.NewDelete().Model(m).Where("dir = ? AND domain_id = ?", c.key, id).Exec(ctx); err != nil {
 				return err
 			}
 		}
-		_, err := tx.NewDelete().Model((*domainRow)(nil)).Where("id = ?", id).Exec(ctx)
+		_, err := tx.NewDelete().Model((*domainRow)(nil)).Where("dir = ? AND id = ?", c.key, id).Exec(ctx)
 		return err
 	})
 	if err != nil {
@@ -294,7 +294,7 @@ func (c *Catalog) UpdateLevel(ctx context.Context, domainID string, level int, a
 	if level < 0 || level > harness.MaxLevel {
 		return harness.LevelConfig{}, harness.Invalid("level", "must be between 0 and %d", harness.MaxLevel)
 	}
-	l, err := getLevel(ctx, c.db, domainID, level)
+	l, err := getLevel(ctx, c.db, c.key, domainID, level)
 	if err != nil {
 		return harness.LevelConfig{}, err
 	}
@@ -305,7 +305,7 @@ func (c *Catalog) UpdateLevel(ctx context.Context, domainID string, level int, a
 	if err := c.validator().Level(&l); err != nil {
 		return harness.LevelConfig{}, err
 	}
-	tests, err := listTests(ctx, c.db, TestFilter{DomainID: domainID, Level: &level})
+	tests, err := listTests(ctx, c.db, c.key, TestFilter{DomainID: domainID, Level: &level})
 	if err != nil {
 		return harness.LevelConfig{}, err
 	}
@@ -314,7 +314,7 @@ func (c *Catalog) UpdateLevel(ctx context.Context, domainID string, level int, a
 		return harness.LevelConfig{}, err
 	}
 	err = c.commit(ctx, []change{{rel: levelPath(domainID, level), data: data}}, true, func(ctx context.Context, tx bun.Tx) error {
-		return upsert(ctx, tx, toLevelRow(l), "domain_id, level")
+		return upsert(ctx, tx, toLevelRow(c.key, l), `"dir", "domain_id", "level"`)
 	})
 	if err != nil {
 		return harness.LevelConfig{}, err
@@ -335,11 +335,11 @@ func NewTestID() string {
 // levelChange renders a level file after replacing, adding or removing a
 // test. Callers hold c.mu.
 func (c *Catalog) levelChange(ctx context.Context, domainID string, level int, edit func([]harness.Test) []harness.Test) (change, harness.LevelConfig, error) {
-	l, err := getLevel(ctx, c.db, domainID, level)
+	l, err := getLevel(ctx, c.db, c.key, domainID, level)
 	if err != nil {
 		return change{}, l, err
 	}
-	tests, err := listTests(ctx, c.db, TestFilter{DomainID: domainID, Level: &level})
+	tests, err := listTests(ctx, c.db, c.key, TestFilter{DomainID: domainID, Level: &level})
 	if err != nil {
 		return change{}, l, err
 	}
@@ -381,14 +381,14 @@ func (c *Catalog) CreateTest(ctx context.Context, t harness.Test) (harness.Test,
 		return harness.Test{}, err
 	}
 	err = c.commit(ctx, []change{ch}, true, func(ctx context.Context, tx bun.Tx) error {
-		if err := upsert(ctx, tx, toLevelRow(l), "domain_id, level"); err != nil {
+		if err := upsert(ctx, tx, toLevelRow(c.key, l), `"dir", "domain_id", "level"`); err != nil {
 			return err
 		}
-		pos, err := nextPosition(ctx, tx, t.DomainID, t.Level)
+		pos, err := nextPosition(ctx, tx, c.key, t.DomainID, t.Level)
 		if err != nil {
 			return err
 		}
-		_, err = tx.NewInsert().Model(toTestRow(t, pos)).Exec(ctx)
+		_, err = tx.NewInsert().Model(toTestRow(c.key, t, pos)).Exec(ctx)
 		return err
 	})
 	if err != nil {
@@ -398,10 +398,10 @@ func (c *Catalog) CreateTest(ctx context.Context, t harness.Test) (harness.Test,
 }
 
 // nextPosition returns the position after the last test of a level.
-func nextPosition(ctx context.Context, tx bun.IDB, domainID string, level int) (int, error) {
+func nextPosition(ctx context.Context, tx bun.IDB, dir, domainID string, level int) (int, error) {
 	var next int
 	err := tx.NewSelect().Model((*testRow)(nil)).ColumnExpr("COALESCE(MAX(position), -1) + 1").
-		Where("domain_id = ? AND level = ?", domainID, level).Scan(ctx, &next)
+		Where("dir = ? AND domain_id = ? AND level = ?", dir, domainID, level).Scan(ctx, &next)
 	return next, err
 }
 
@@ -447,7 +447,7 @@ func (c *Catalog) UpdateTest(ctx context.Context, id string, apply func(*harness
 			return harness.Test{}, err
 		}
 		err = c.commit(ctx, []change{ch}, true, func(ctx context.Context, tx bun.Tx) error {
-			row := toTestRow(t, 0)
+			row := toTestRow(c.key, t, 0)
 			_, err := tx.NewUpdate().Model(row).ExcludeColumn("position").WherePK().Exec(ctx)
 			return err
 		})
@@ -479,14 +479,14 @@ func (c *Catalog) move(ctx context.Context, old, t harness.Test) (harness.Test, 
 		return harness.Test{}, err
 	}
 	err = c.commit(ctx, []change{to, from}, true, func(ctx context.Context, tx bun.Tx) error {
-		if err := upsert(ctx, tx, toLevelRow(l), "domain_id, level"); err != nil {
+		if err := upsert(ctx, tx, toLevelRow(c.key, l), `"dir", "domain_id", "level"`); err != nil {
 			return err
 		}
-		pos, err := nextPosition(ctx, tx, t.DomainID, t.Level)
+		pos, err := nextPosition(ctx, tx, c.key, t.DomainID, t.Level)
 		if err != nil {
 			return err
 		}
-		_, err = tx.NewUpdate().Model(toTestRow(t, pos)).WherePK().Exec(ctx)
+		_, err = tx.NewUpdate().Model(toTestRow(c.key, t, pos)).WherePK().Exec(ctx)
 		return err
 	})
 	if err != nil {
@@ -550,7 +550,7 @@ func (c *Catalog) DeleteTestIf(ctx context.Context, id string, check func(harnes
 		return err
 	}
 	err = c.commit(ctx, []change{ch}, true, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewDelete().Model((*testRow)(nil)).Where("id = ?", id).Exec(ctx)
+		_, err := tx.NewDelete().Model((*testRow)(nil)).Where("dir = ? AND id = ?", c.key, id).Exec(ctx)
 		return err
 	})
 	return err
@@ -584,7 +584,7 @@ func (c *Catalog) writeEvaluator(ctx context.Context, e harness.EvaluatorConfig)
 		return err
 	}
 	return c.commit(ctx, []change{{rel: evaluatorPath(e.ID), data: data}}, true, func(ctx context.Context, tx bun.Tx) error {
-		return upsert(ctx, tx, toEvaluatorRow(e), "id")
+		return upsert(ctx, tx, toEvaluatorRow(c.key, e), `"dir", "id"`)
 	})
 }
 
@@ -641,7 +641,7 @@ func (c *Catalog) DeleteEvaluatorIf(ctx context.Context, id string, check func(h
 		}
 	}
 	var users []string
-	if err := c.db.NewSelect().Model((*domainRow)(nil)).Column("id").Where("evaluator_id = ?", id).
+	if err := c.db.NewSelect().Model((*domainRow)(nil)).Column("id").Where("dir = ? AND evaluator_id = ?", c.key, id).
 		Order("id").Limit(5).Scan(ctx, &users); err != nil {
 		return fmt.Errorf("delete evaluator %q: %w", id, err)
 	}
@@ -649,7 +649,7 @@ func (c *Catalog) DeleteEvaluatorIf(ctx context.Context, id string, check func(h
 		users[i] = "domain " + users[i]
 	}
 	var tests []string
-	if err := c.db.NewSelect().Model((*testRow)(nil)).Column("id").Where("evaluator_id = ?", id).
+	if err := c.db.NewSelect().Model((*testRow)(nil)).Column("id").Where("dir = ? AND evaluator_id = ?", c.key, id).
 		Order("id").Limit(5).Scan(ctx, &tests); err != nil {
 		return fmt.Errorf("delete evaluator %q: %w", id, err)
 	}
@@ -660,7 +660,7 @@ func (c *Catalog) DeleteEvaluatorIf(ctx context.Context, id string, check func(h
 		return fmt.Errorf("evaluator %q is used by %s: %w", id, strings.Join(users, ", "), harness.ErrConflict)
 	}
 	err := c.commit(ctx, []change{{rel: evaluatorPath(id), remove: true}}, true, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewDelete().Model((*evaluatorRow)(nil)).Where("id = ?", id).Exec(ctx)
+		_, err := tx.NewDelete().Model((*evaluatorRow)(nil)).Where("dir = ? AND id = ?", c.key, id).Exec(ctx)
 		return err
 	})
 	if err != nil {
@@ -697,12 +697,12 @@ func (c *Catalog) writeTool(ctx context.Context, t harness.ToolDefinition) error
 	if err != nil {
 		return err
 	}
-	row, err := toToolRow(t)
+	row, err := toToolRow(c.key, t)
 	if err != nil {
 		return harness.Invalid("mock_response", "%v", err)
 	}
 	return c.commit(ctx, []change{{rel: toolPath(t.ID), data: data}}, true, func(ctx context.Context, tx bun.Tx) error {
-		return upsert(ctx, tx, row, "id")
+		return upsert(ctx, tx, row, `"dir", "id"`)
 	})
 }
 
@@ -772,7 +772,7 @@ func (c *Catalog) DeleteToolIf(ctx context.Context, id string, check func(harnes
 		return fmt.Errorf("tool %q is used by %s: %w", id, strings.Join(users, ", "), harness.ErrConflict)
 	}
 	err = c.commit(ctx, []change{{rel: toolPath(id), remove: true}}, true, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewDelete().Model((*toolRow)(nil)).Where("id = ?", id).Exec(ctx)
+		_, err := tx.NewDelete().Model((*toolRow)(nil)).Where("dir = ? AND id = ?", c.key, id).Exec(ctx)
 		return err
 	})
 	if err != nil {
@@ -786,7 +786,7 @@ func (c *Catalog) DeleteToolIf(ctx context.Context, id string, check func(harnes
 func (c *Catalog) usersOfTool(ctx context.Context, id string) ([]string, error) {
 	pattern := "%" + `"` + id + `"` + "%"
 	var tests []testRow
-	if err := c.db.NewSelect().Model(&tests).Where("tools LIKE ?", pattern).Order("id").Scan(ctx); err != nil {
+	if err := c.db.NewSelect().Model(&tests).Where("dir = ? AND tools LIKE ?", c.key, pattern).Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("delete tool %q: %w", id, err)
 	}
 	var users []string
@@ -796,7 +796,7 @@ func (c *Catalog) usersOfTool(ctx context.Context, id string) ([]string, error) 
 		}
 	}
 	var levels []levelRow
-	if err := c.db.NewSelect().Model(&levels).Where("tools LIKE ?", pattern).Scan(ctx); err != nil {
+	if err := c.db.NewSelect().Model(&levels).Where("dir = ? AND tools LIKE ?", c.key, pattern).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("delete tool %q: %w", id, err)
 	}
 	for _, l := range levels {

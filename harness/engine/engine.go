@@ -249,6 +249,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if len(ids) > 0 {
 		e.log.Warn("runs left running by a previous process marked interrupted", slog.Int("runs", len(ids)))
+		e.noteInterrupted(ctx, ids)
 	}
 	if opts.Queue != nil {
 		// Their jobs would otherwise stay in the queue for workers to
@@ -905,7 +906,8 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	passed, failed := st.StatusCounts[runs.TestPassed], st.StatusCounts[runs.TestFailed]
 	r.total = counts{done: passed + failed, passed: passed, failed: failed}
 	r.preparing = true
-	r.prepare = func(ctx context.Context) error { return e.prepareResume(ctx, r, left, p.samples, changed) }
+	note := fmt.Sprintf("resume %d, after it ended %s%s", reopened.Resumed.Count, info.Status, errorNote(info.Error))
+	r.prepare = func(ctx context.Context) error { return e.prepareResume(ctx, r, note, left, p.samples, changed) }
 	e.begin(r, nil)
 	r.launch(ctx)
 	return nil

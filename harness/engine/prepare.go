@@ -263,9 +263,10 @@ func (e *Engine) recordPlan(ctx context.Context, runID string, total int, cfg *r
 // state (the cells' and the run's counts, the cells' samples, its
 // tokens) made from the results it kept (those that are not errors),
 // read a cell at a time: a finished cell's samples are let go at once.
-// left and samples are what is left to run of how many, changed what
-// changed in its agent since it started.
-func (e *Engine) prepareResume(ctx context.Context, r *run, left, samples int, changed []string) error {
+// note says which resume this is and how the run had ended, left and
+// samples are what is left to run of how many, changed what changed in
+// its agent since it started.
+func (e *Engine) prepareResume(ctx context.Context, r *run, note string, left, samples int, changed []string) error {
 	var total counts
 	var tokens int
 	for _, c := range r.cells {
@@ -296,7 +297,7 @@ func (e *Engine) prepareResume(ctx context.Context, r *run, left, samples int, c
 	r.total, r.tokens, r.reported = total, tokens, total.done
 	r.preparing = false
 	r.mu.Unlock()
-	r.logRun("run %s resumed: %d of %d samples left to run", r.info.RunID, left, samples)
+	r.logRun("run %s resumed (%s): %d of %d samples left to run", r.info.RunID, note, left, samples)
 	if len(changed) > 0 {
 		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",
 			r.info.RunID, r.agent.Definition.ID, strings.Join(changed, ", "))

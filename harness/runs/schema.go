@@ -86,6 +86,21 @@ var migrations = []sqldb.Migration{
 	}},
 	{Version: 10, Name: "indexes of results by cell and status", Up: migrateCellStatus, Postgres: migrateCellStatus},
 	{Version: 11, Name: "runs whose cell counters are kept in step with their results", Up: migrateCounted, Postgres: migrateCounted},
+	{Version: 12, Name: "process leases: the process that owns a run, and when a run was resumed", Up: func(ctx context.Context, tx bun.Tx) error {
+		// Runs stored before have no owner (''): left running, they are
+		// closed by the next process, as before. Never resumed: NULL.
+		return sqldb.ExecAll(ctx, tx,
+			`CREATE TABLE "processes" ("id" VARCHAR NOT NULL, "pid" INTEGER NOT NULL, "host" VARCHAR NOT NULL, "kind" VARCHAR NOT NULL, "command" VARCHAR NOT NULL, "definitions" VARCHAR NOT NULL, "started_at" VARCHAR NOT NULL, "heartbeat_at" VARCHAR NOT NULL, "timeout_ms" BIGINT NOT NULL, PRIMARY KEY ("id"))`,
+			`ALTER TABLE "runs" ADD COLUMN "owner" VARCHAR NOT NULL DEFAULT ''`,
+			`ALTER TABLE "runs" ADD COLUMN "resumed" text`,
+		)
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx,
+			`CREATE TABLE "processes" ("id" TEXT NOT NULL, "pid" INTEGER NOT NULL, "host" TEXT NOT NULL, "kind" TEXT NOT NULL, "command" TEXT NOT NULL, "definitions" TEXT NOT NULL, "started_at" TEXT NOT NULL, "heartbeat_at" TEXT NOT NULL, "timeout_ms" BIGINT NOT NULL, PRIMARY KEY ("id"))`,
+			`ALTER TABLE "runs" ADD COLUMN "owner" TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE "runs" ADD COLUMN "resumed" TEXT`,
+		)
+	}},
 }
 
 // migrateCounted adds the runs' "counted" flag: true for a run whose

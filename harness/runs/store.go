@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -48,6 +50,12 @@ type runRow struct {
 	// of the run's stored results, at every commit (SaveBatch). True for
 	// the runs created since the runs schema's version 11.
 	Counted bool `bun:"counted,notnull"`
+	// Owner is the lease of the process that created or last resumed the
+	// run ("" before leases, or from a store holding none): see Lease.
+	Owner string `bun:"owner,notnull"`
+	// Resumed holds the times the run was resumed, oldest first; NULL
+	// when never.
+	Resumed []string `bun:"resumed,type:text"`
 }
 
 type resultRow struct {
@@ -118,6 +126,8 @@ type definitionsRow struct {
 type Store struct {
 	db    *bun.DB
 	cache cacheLookup
+	// lease is the process's lease (Lease), nil when it holds none.
+	lease atomic.Pointer[Lease]
 }
 
 // Open migrates the runs tables to the newest schema and returns the
@@ -161,7 +171,8 @@ func (r *runRow) info() Info {
 		Model: r.Model, Status: r.Status, OverallScore: r.OverallScore, TotalTokens: r.TotalTokens,
 		TotalDurationMS: r.TotalDurationMS, TotalTests: r.TotalTests, Domains: d,
 		DoneTests: r.DoneTests, Passed: r.Passed, Failed: r.Failed, Errors: r.Errors, Error: r.Error,
-		Config: r.Config, CacheHits: r.CacheHits, RescoredFrom: r.RescoredFrom}
+		Config: r.Config, CacheHits: r.CacheHits, RescoredFrom: r.RescoredFrom,
+		Resumed: Resumed{Count: len(r.Resumed), At: r.Resumed}}
 	if in.Config != nil && in.Config.Params == nil {
 		in.Config.Params = map[string]any{}
 	}
@@ -194,6 +205,7 @@ func (s *Store) CreateRunThen(ctx context.Context, in Info, cells []CellKey, the
 		}
 		row := toRunRow(in)
 		row.Counted = true
+		row.Owner = s.owner()
 		var seq int64
 		if err := tx.NewSelect().Model((*runRow)(nil)).ColumnExpr("COALESCE(MAX(seq), 0) + 1").Scan(ctx, &seq); err != nil {
 			return err
@@ -496,7 +508,8 @@ func (s *Store) FinishRun(ctx context.Context, in Info) error {
 }
 
 // MarkInterrupted turns runs left "running" by a process that died into
-// "interrupted", with counts and totals from the results they kept:
+// "interrupted" (a run whose owner's lease is alive is left as it is; one
+// with no owner counts as left by a dead process: see Lease), with counts and totals from the results they kept:
 // completed_at is the time of the last result (the start when there is
 // none), and total_duration_ms the wall time from the start to it. Cells
 // the run was working on become partial, those it never reached skipped.
@@ -509,20 +522,31 @@ func (s *Store) MarkInterrupted(ctx context.Context) (int, error) {
 // MarkInterruptedRuns is MarkInterrupted returning the ids of the runs it
 // changed (those it changed before an error, with the error).
 func (s *Store) MarkInterruptedRuns(ctx context.Context) ([]string, error) {
-	var ids []string
-	if err := s.db.NewSelect().Model((*runRow)(nil)).Column("run_id").Where(leftRunning, StatusRunning, StatusInterrupted).
-		Scan(ctx, &ids); err != nil {
+	var rows []runRow
+	if err := s.db.NewSelect().Model(&rows).Column("run_id", "owner").Where(leftRunning, StatusRunning, StatusInterrupted).
+		Scan(ctx); err != nil {
+		return nil, fmt.Errorf("mark interrupted: %w", err)
+	}
+	live, err := s.liveLeases(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("mark interrupted: %w", err)
 	}
 	var changed []string
-	for _, id := range ids {
-		ok, err := s.markInterrupted(ctx, id)
+	for _, row := range rows {
+		if _, ok := live[row.Owner]; ok && row.Owner != "" {
+			continue // its process is alive: the run is running
+		}
+		id := row.RunID
+		ok, err := s.markInterrupted(ctx, id, row.Owner)
 		if err != nil {
 			return changed, err
 		}
 		if ok {
 			changed = append(changed, id)
 		}
+	}
+	if err := s.removeDeadLeases(ctx, live); err != nil {
+		return changed, fmt.Errorf("mark interrupted: %w", err)
 	}
 	return changed, nil
 }
@@ -533,25 +557,26 @@ const leftRunning = "status IN (?, ?) AND completed_at IS NULL"
 
 // markInterrupted marks one run interrupted (MarkInterrupted); false when
 // it was no longer running.
-func (s *Store) markInterrupted(ctx context.Context, id string) (bool, error) {
+func (s *Store) markInterrupted(ctx context.Context, id, owner string) (bool, error) {
 	// The run's intake of queued results ends first (RecordResult takes
 	// none once the run is not running): the recount then sees every
 	// result the cells will ever hold, and no worker moves a counter
 	// behind it.
 	up, err := s.db.NewUpdate().Model((*runRow)(nil)).Set("status = ?", StatusInterrupted).
-		Where("run_id = ?", id).Where(leftRunning, StatusRunning, StatusInterrupted).Exec(ctx)
+		Where("run_id = ? AND owner = ?", id, owner).Where(leftRunning, StatusRunning, StatusInterrupted).Exec(ctx)
 	if err != nil {
 		return false, fmt.Errorf("mark interrupted: %w", err)
 	}
 	if n, _ := up.RowsAffected(); n == 0 {
 		return false, nil
 	}
-	return true, s.closeInterrupted(ctx, id)
+	return true, s.closeInterrupted(ctx, id, owner)
 }
 
 // closeInterrupted records the end of a run markInterrupted fenced: its
-// cells recounted from its results, its counts, totals and error.
-func (s *Store) closeInterrupted(ctx context.Context, id string) error {
+// cells recounted from its results, its counts, totals and error (naming
+// the process that owned it, when its lease is known).
+func (s *Store) closeInterrupted(ctx context.Context, id, owner string) error {
 	if err := recountCounters(ctx, s.db, id); err != nil {
 		return fmt.Errorf("mark interrupted: %w", err)
 	}
@@ -581,6 +606,10 @@ func (s *Store) closeInterrupted(ctx context.Context, id string) error {
 	}
 	if info.Error == "" {
 		info.Error = "the process running it ended before the run finished"
+		var p processRow
+		if owner != "" && s.db.NewSelect().Model(&p).Where("id = ?", owner).Scan(ctx) == nil {
+			info.Error = "the process running it, " + p.process().String() + ", ended before the run finished"
+		}
 	}
 	info.TotalTokens, info.CompletedAt, info.TotalDurationMS = tokens, &last, 0
 	t0, err0 := time.Parse(harness.TimeLayout, info.StartedAt)
@@ -860,8 +889,17 @@ func (s *Store) ReopenRun(ctx context.Context, runID string) (Info, error) {
 		// The recount made the cells' counts the results'; they stay so
 		// unless a result has no cell to be counted in (or an unknown
 		// status), which only an older version could have stored.
+		// The time of this resume joins the run's list (run_info.resumed).
+		var row runRow
+		if err := tx.NewSelect().Model(&row).Column("resumed").Where("run_id = ?", runID).Scan(ctx); err != nil {
+			return err
+		}
+		resumed, err := json.Marshal(append(row.Resumed, Now()))
+		if err != nil {
+			return err
+		}
 		if _, err := tx.NewUpdate().Model((*runRow)(nil)).Set("status = ?", StatusRunning).
-			Set("completed_at = NULL").Set("error = ''").
+			Set("completed_at = NULL").Set("error = ''").Set("owner = ?", s.owner()).Set("resumed = ?", string(resumed)).
 			Set(`counted = NOT EXISTS (SELECT 1 FROM run_results r WHERE r.run_id = ?
 				AND (r.status NOT IN (?, ?) OR NOT EXISTS (SELECT 1 FROM run_cells c
 					WHERE c.run_id = r.run_id AND c.domain = r.domain AND c.level = r.level)))`, runID, TestPassed, TestFailed).
@@ -871,7 +909,7 @@ func (s *Store) ReopenRun(ctx context.Context, runID string) (Info, error) {
 		if err := recountRuns(ctx, tx, runID); err != nil {
 			return err
 		}
-		_, err := tx.NewUpdate().Model((*cellRow)(nil)).Set("status = ?", CellPending).
+		_, err = tx.NewUpdate().Model((*cellRow)(nil)).Set("status = ?", CellPending).
 			Where("run_id = ? AND done < tests", runID).Exec(ctx)
 		return err
 	})

@@ -66,6 +66,17 @@ type Info struct {
 	// RescoredFrom is the run whose stored responses this run scored
 	// again; "" for a run that asked the model itself.
 	RescoredFrom string `json:"rescored_from"`
+	// Resumed says how often and when the run was resumed (Engine.Resume,
+	// gauntlet run --resume): the zero Resumed (Count 0, At nil) for a run
+	// never resumed.
+	Resumed Resumed `json:"resumed"`
+}
+
+// Resumed is a run's resumes: how many, and when (YYYY-MM-DD HH:MM:SS,
+// UTC), oldest first.
+type Resumed struct {
+	Count int      `json:"count"`
+	At    []string `json:"at"`
 }
 
 // Config is what a run ran with: enough to understand, reproduce and

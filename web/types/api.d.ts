@@ -85,6 +85,8 @@ export interface RunInfo {
   cache_hits: number;
   /** The run this one rescored; empty for a run that asked the model. */
   rescored_from: string;
+  /** How often and when (UTC, oldest first) the run was resumed. */
+  resumed: { count: number; at: string[] };
 }
 
 /** GET /api/history. */

@@ -121,8 +121,26 @@ export function runState(info) {
 export function runBadge(info) {
   const r = runState(info);
   const s = STATUS[r.status] || { sym: '?' };
-  return h('span', { class: `badge st-${r.status}`, dataset: { complete: info && info.complete ? 'true' : 'false' } },
+  const badge = h('span', { class: `badge st-${r.status}`, dataset: { complete: info && info.complete ? 'true' : 'false' } },
     h('span', { class: 'sym', 'aria-hidden': 'true' }, s.sym), ' ', r.text);
+  if (r.status === 'interrupted') {
+    badge.title = 'Interrupted: the process running it died. Its finished results are kept; resume it to run the rest.';
+  }
+  const mark = resumedMark(info);
+  return mark ? h('span', { class: 'run-state' }, badge, ' ', mark) : badge;
+}
+
+/**
+ * "resumed ×2" for a run that was resumed, the times of its resumes in
+ * its tooltip; null for one never resumed.
+ * @param {RunInfo | null | undefined} info
+ */
+export function resumedMark(info) {
+  const r = info && info.resumed;
+  if (!r || !r.count) return null;
+  const times = (r.at || []).map((t) => fmtTime(t)).join(', ');
+  return h('span', { class: 'resumed-mark', title: `Resumed ${r.count === 1 ? 'once' : `${r.count} times`}${times ? `: ${times}` : ''}`,
+    dataset: { resumed: String(r.count) } }, `resumed ×${r.count}`);
 }
 
 /**
