@@ -173,7 +173,18 @@ func runBesideServe(t *testing.T, db []string) {
 	if st := httpJSON(t, "POST", base+"/api/start", `{"model_name":"next","domains":["arithmetic"]}`, &next); st != 200 {
 		t.Fatalf("the server's next run: status %d", st)
 	}
-	if st := httpJSON(t, "GET", base+"/api/run/"+next.RunID, "", &info); st != 200 || info.RunInfo.TotalTests != 7 {
+	// A run is accepted at once and counts its tests as it is prepared.
+	deadline = time.Now().Add(time.Minute)
+	for {
+		if st := httpJSON(t, "GET", base+"/api/run/"+next.RunID, "", &info); st == 200 && info.RunInfo.TotalTests != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server's next run was never prepared")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if info.RunInfo.TotalTests != 7 {
 		t.Errorf("the server's next run = %+v; want arithmetic's 6 tests and the one added", info.RunInfo)
 	}
 	httpJSON(t, "POST", base+"/api/stop", "", nil)
