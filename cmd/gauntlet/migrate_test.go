@@ -11,11 +11,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
-// TestMain stops the PostgreSQL server the tests may have started.
-func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+// TestMain stops the PostgreSQL server the tests may have started. First,
+// as main does, a copy of the test binary started to extract a
+// knowledge-base document (by a helper process running main) does that.
+func TestMain(m *testing.M) {
+	kbdoc.RunIfChild()
+	os.Exit(dbtest.Main(m))
+}
 
 // versionLines are the "component  before → after" lines of migrate's
 // output, spaces squeezed.

@@ -288,6 +288,22 @@ func TestServerRestartCancelsJobs(t *testing.T) {
 	const n = 50
 	c := newCluster(t, n, 0) // no worker: every job stays queued
 	id := c.start(t)
+	// The run is accepted at once and its jobs are queued as it is
+	// prepared: wait for them before the kill.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var queued int
+		if err := c.db.QueryRow(`SELECT count(*) FROM river_job WHERE args->>'run_id' = $1`, id).Scan(&queued); err != nil {
+			t.Fatal(err)
+		}
+		if queued == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs queued a minute after the start, want %d", queued, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := c.server.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
