@@ -647,7 +647,8 @@ func TestBrowserPhoneAndKeyboard(t *testing.T) {
 	}
 	// Focused by the page's own script: the matrix is redrawn as the
 	// status is polled, and a node looked up before a redraw is gone.
-	b.do("focus a cell and press Enter", chromedp.Evaluate(`document.querySelector('.cell[data-domain="tool_use"][data-level="1"]').focus()`, nil), chromedp.KeyEvent(kb.Enter))
+	evalJS[bool](b, `document.querySelector('.cell[data-domain="tool_use"][data-level="1"]').focus(), true`)
+	b.do("press Enter on the focused cell", chromedp.KeyEvent(kb.Enter))
 	b.wait("the cell's tests", `document.querySelectorAll('#cell-dialog[open] tr.result-row').length === 1`)
 	b.do("press Escape", chromedp.KeyEvent(kb.Escape))
 	b.wait("the dialog to close", `!document.getElementById('cell-dialog').open`)
