@@ -936,6 +936,9 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 			c.settle()
 		}
 	}
+	if err := e.quietJobs(ctx, runID); err != nil {
+		return err
+	}
 	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)
 	if err != nil {
 		return err

@@ -28,9 +28,11 @@ type Queue interface {
 	// Enqueue adds jobs inside tx, the transaction that creates their
 	// run: they exist if and only if the run does.
 	Enqueue(ctx context.Context, tx bun.Tx, jobs []QueuedJob) error
-	// Cancel cancels the run's jobs that no worker has finished; a job a
-	// worker is executing may still finish, but its result is refused
-	// once the run has ended (runs.ErrRunEnded).
+	// Cancel cancels the run's jobs that no worker has finished: those
+	// waiting at once, and the tests of those being executed (a test
+	// that finished before is still stored, one cancelled in flight
+	// stores nothing). The jobs being executed end soon after; State
+	// says when none is open.
 	Cancel(ctx context.Context, runID string) error
 	// State says how many of the run's jobs may still store a result and
 	// why the others that stored none ended (see QueueState).
@@ -62,6 +64,11 @@ type QueuedJob struct {
 	TestID string `json:"test_id"`
 	Repeat int    `json:"repeat"`
 	Schema int    `json:"schema"`
+	// Domain and Level are the test's, for the run's live status (the
+	// domain and level of the test started last, see QueueCurrent);
+	// a worker reads the test from the run's definitions.
+	Domain string `json:"domain,omitempty"`
+	Level  int    `json:"level,omitempty"`
 	// Local: only the process that started the run executes the job (the
 	// run evaluates an agent, whose knowledge-base files and tools are
 	// that process's), never a worker.
@@ -83,7 +90,8 @@ func (e *Engine) createRun(ctx context.Context, info runs.Info, keys []runs.Cell
 		page := make([]QueuedJob, 0, enqueuePage)
 		var err error
 		werr := jobs(ctx, func(j *job) bool {
-			page = append(page, QueuedJob{RunID: info.RunID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema, Local: local})
+			page = append(page, QueuedJob{RunID: info.RunID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema, Local: local,
+				Domain: j.test.DomainID, Level: j.test.Level})
 			if len(page) == enqueuePage {
 				err = e.opts.Queue.Enqueue(ctx, tx, page)
 				page = page[:0]
@@ -139,7 +147,9 @@ func (r *run) follow() {
 	for {
 		select {
 		case <-r.ctx.Done():
+			r.drain(cur)
 		case <-tick.C:
+			r.pollCurrent()
 			if err := r.poll(cur); err != nil {
 				failing++
 				if failing == 1 || failing%25 == 0 {

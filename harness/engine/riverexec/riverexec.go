@@ -38,6 +38,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
@@ -107,7 +108,10 @@ type Queue struct {
 	stop   func(context.Context) error
 }
 
-var _ engine.Queue = (*Queue)(nil)
+var (
+	_ engine.Queue        = (*Queue)(nil)
+	_ engine.QueueCurrent = (*Queue)(nil)
+)
 
 // Open connects to the database of opts.URL and brings River's tables up
 // to date.
@@ -205,11 +209,13 @@ func (q *Queue) Enqueue(ctx context.Context, tx bun.Tx, jobs []engine.QueuedJob)
 const ofRun = `kind = $1 AND args @> jsonb_build_object('run_id', $2::text)`
 
 // Cancel cancels a run's jobs that are waiting (available, scheduled,
-// retryable, pending) in one statement. A job being executed is left to
-// finish: the run's end, recorded before, makes its result refused, and
-// the job is then cancelled by its worker. Row locks make this correct
-// against workers fetching jobs at the same moment: a job a worker took
-// first is running and not touched here. It implements engine.Queue.
+// retryable, pending) in one statement, then each job being executed the
+// way River cancels a running job: the job is marked and its worker told
+// (LISTEN/NOTIFY), which cancels the job's test; a test that finished
+// first still stores its result, the run taking results until it ends.
+// Row locks make this correct against workers fetching jobs at the same
+// moment: a job a worker took first is running, and cancelled as such.
+// It implements engine.Queue.
 func (q *Queue) Cancel(ctx context.Context, runID string) error {
 	_, err := q.pool.Exec(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now()
 		WHERE `+ofRun+` AND state IN ('available', 'scheduled', 'retryable', 'pending')`,
@@ -217,7 +223,36 @@ func (q *Queue) Cancel(ctx context.Context, runID string) error {
 	if err != nil {
 		return fmt.Errorf("cancel the jobs of run %s: %w", runID, err)
 	}
+	rows, err := q.pool.Query(ctx, `SELECT id FROM river_job WHERE `+ofRun+` AND state = 'running'
+		AND NOT metadata ? 'cancel_attempted_at'`, Kind, runID)
+	if err != nil {
+		return fmt.Errorf("cancel the jobs of run %s: %w", runID, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("cancel the jobs of run %s: %w", runID, err)
+	}
+	for _, id := range ids {
+		if _, err := q.insert.JobCancel(ctx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return fmt.Errorf("cancel job %d of run %s: %w", id, runID, err)
+		}
+	}
 	return nil
+}
+
+// Current returns the job of a run started last among those being
+// executed. It implements engine.QueueCurrent.
+func (q *Queue) Current(ctx context.Context, runID string) (engine.QueuedJob, bool, error) {
+	var a args
+	err := q.pool.QueryRow(ctx, `SELECT args FROM river_job WHERE state = 'running' AND `+ofRun+`
+		ORDER BY attempted_at DESC, id DESC LIMIT 1`, Kind, runID).Scan(&a)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return engine.QueuedJob{}, false, nil
+	}
+	if err != nil {
+		return engine.QueuedJob{}, false, fmt.Errorf("the job of run %s started last: %w", runID, err)
+	}
+	return a.QueuedJob, true, nil
 }
 
 // Pending returns how many jobs of a run are not finished.
