@@ -42,9 +42,9 @@ type parityGate struct {
 	ready    chan struct{} // closed when 4 answered and 4 held
 	release  chan struct{}
 	once     sync.Once
-	// rest, when not nil, holds the level-1 answers after the first
-	// until it is closed.
-	rest chan struct{}
+	// rest, when not nil, holds the level-1 answers until first is
+	// closed, and those after the first until rest is.
+	first, rest chan struct{}
 }
 
 func newParityGate() *parityGate {
@@ -83,6 +83,9 @@ func (g *parityGate) respond(req *llmtest.Request) *llmtest.Reply {
 	g.asked++
 	wait := g.asked > 1 && g.rest != nil
 	g.mu.Unlock()
+	if g.rest != nil {
+		<-g.first
+	}
 	if wait {
 		<-g.rest
 	}
@@ -100,7 +103,9 @@ func (g *parityGate) wait(t *testing.T) {
 	select {
 	case <-g.ready:
 	case <-time.After(runWait):
-		t.Fatal("no 4 level-1 answers and 4 level-2 requests held")
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		t.Fatalf("no 4 level-1 answers and 4 level-2 requests held: %d asked, %d answered, %d held", g.asked, g.answered, g.held)
 	}
 }
 
@@ -148,9 +153,9 @@ func TestParity(t *testing.T) {
 			id := e.start(map[string]any{"domains": []string{"parity"}})
 			g.wait(t)
 			var st statusBody
-			harnesstest.Eventually(t, runWait, "the level-1 results counted", func() bool {
+			harnesstest.Eventually(t, runWait, "the level-1 results counted, a level-2 test the current one", func() bool {
 				st = e.status()
-				return st.Progress == 4
+				return st.Progress == 4 && st.CurrentLevel != nil && *st.CurrentLevel == 2
 			})
 			if st.Status != "running" || st.RunID == nil || *st.RunID != id || st.TotalTests != 8 {
 				t.Errorf("status: %+v", st)
@@ -176,9 +181,15 @@ func TestParity(t *testing.T) {
 			// first level-1 result is being stored (waiting) when the
 			// other three finish.
 			release, waiting := e.holdRun(id)
+			close(g.first)
 			harnesstest.Eventually(t, runWait, "a result's write waiting", waiting)
 			close(g.rest)
 			g.wait(t)
+			if !dbtest.Postgres() {
+				// The engine executes the tests and stores their results at
+				// once: the level's are stored when they are finished.
+				harnesstest.Eventually(t, runWait, "the level-1 results", func() bool { return e.status().Progress == 4 })
+			}
 			must(t, e.post("/api/stop", nil), http.StatusOK)
 			release()
 			e.waitIdle()
@@ -235,7 +246,7 @@ func TestParity(t *testing.T) {
 			t.Parallel()
 			g := newParityGate()
 			if tc.serial {
-				g.rest = make(chan struct{})
+				g.first, g.rest = make(chan struct{}), make(chan struct{})
 			}
 			e := newEngineEnv(t, engineConfig{concurrency: tc.concurrency, files: parityDefs,
 				llm: llmtest.Options{Respond: g.respond}})
@@ -288,7 +299,10 @@ func (e *testEnv) holdRun(id string) (release func(), waiting func() bool) {
 		e.t.Fatal(err)
 	}
 	var once sync.Once
+	var mu sync.Mutex // the transaction's one connection: waiting and release take turns
 	release = func() {
+		mu.Lock()
+		defer mu.Unlock()
 		once.Do(func() {
 			tx.Rollback()
 			db.Close()
@@ -296,8 +310,10 @@ func (e *testEnv) holdRun(id string) (release func(), waiting func() bool) {
 	}
 	e.t.Cleanup(release)
 	waiting = func() bool {
+		mu.Lock()
+		defer mu.Unlock()
 		var n int
-		err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		err := tx.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))`).Scan(&n)
 		return err == nil && n > 0
 	}
 	return release, waiting
