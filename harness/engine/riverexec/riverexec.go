@@ -15,12 +15,21 @@
 //
 // # Delivery
 //
-// A job is executed at least once: when a worker dies, the jobs it was
-// running stay "running" in the queue until River's rescuer (run by one of
-// the processes, every 30 seconds) finds them older than
-// Options.RescueAfter and makes them available again. A result is stored
-// at most once, whatever the number of executions: runs store one result
-// per run, test and repeat, and a second is a no-op that moves no counter.
+// A job is executed at least once. Every process that works the queue
+// marks the jobs it is executing as alive every Options.Heartbeat (5
+// seconds by default: a "gauntlet:heartbeat" time in the job's metadata),
+// and looks as often for running jobs whose mark (or, before the first,
+// whose start) is older than Options.DeadAfter (20 seconds): their
+// process died or lost the database, and they are made available again
+// (an error saying so appended, the attempt counted; a job past its last
+// attempt is discarded, one being cancelled is cancelled). A dead
+// worker's tests thus run again within about half a minute, while a live
+// worker's test is never taken from it however long it takes, up to
+// Options.RescueAfter, which bounds one execution (the test is then
+// cancelled and River's own rescuer makes the job available again). A
+// result is stored at most once, whatever the number of executions: runs
+// store one result per run, test and repeat, and a second is a no-op that
+// moves no counter.
 //
 // Jobs are inserted through River's database/sql driver in the runs
 // store's own transaction (the store uses bun over pgx's database/sql
@@ -65,12 +74,22 @@ const QueueName = "gauntlet"
 // machine).
 const LocalQueueName = "gauntlet_server"
 
-// DefaultRescueAfter is how long a job may stay running before it is
-// taken for lost and run again elsewhere, when Options.RescueAfter is 0.
-// It also bounds a test's execution (a test still running then is
-// cancelled and retried), so it must exceed the longest a test can take:
-// the model's timeout times its attempts, plus the evaluator's.
+// DefaultRescueAfter bounds one execution of a job, when
+// Options.RescueAfter is 0: a test still running then is cancelled, and
+// the job made available again. It must exceed the longest a test can
+// take: the model's timeout times its attempts, plus the evaluator's. (A
+// job whose process died is run again much sooner: see DefaultDeadAfter.)
 const DefaultRescueAfter = 15 * time.Minute
+
+// DefaultHeartbeat is how often a process marks the jobs it executes as
+// alive, and looks for the jobs of dead processes, when
+// Options.Heartbeat is 0.
+const DefaultHeartbeat = 5 * time.Second
+
+// DefaultDeadAfter is how old the mark of a running job may grow before
+// its process is taken for dead and the job made available again, when
+// Options.DeadAfter is 0: four heartbeats.
+const DefaultDeadAfter = 20 * time.Second
 
 // DefaultMaxAttempts is how often a job whose result could not be stored
 // is tried before River gives it up.
@@ -85,8 +104,17 @@ type Options struct {
 	// Concurrency bounds the jobs this process executes at once (Work);
 	// default 8.
 	Concurrency int
-	// RescueAfter: DefaultRescueAfter when 0.
+	// RescueAfter bounds one execution of a job; DefaultRescueAfter when
+	// 0.
 	RescueAfter time.Duration
+	// Heartbeat is how often Work marks its jobs alive and looks for the
+	// jobs of dead processes; DefaultHeartbeat when 0.
+	Heartbeat time.Duration
+	// DeadAfter is how old a running job's mark may grow before the job
+	// is made available again; DefaultDeadAfter when 0. Every process
+	// sharing a queue must use the same (or a longer) value than the
+	// heartbeat of the others allows.
+	DeadAfter time.Duration
 	// MaxAttempts is how often a job is tried before River gives it up
 	// (and the run, finding it lost, ends with its error);
 	// DefaultMaxAttempts when 0. It is recorded in each job inserted.
@@ -106,6 +134,10 @@ type Queue struct {
 	pool   *pgxpool.Pool
 	insert *river.Client[*sql.Tx]
 	stop   func(context.Context) error
+	live   *liveJobs
+	// beat ends the heartbeat loop; beating is closed when it returned.
+	beat    context.CancelFunc
+	beating chan struct{}
 }
 
 var (
@@ -128,6 +160,13 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = DefaultDeadAfter
+	}
+	opts.DeadAfter = max(opts.DeadAfter, 2*opts.Heartbeat)
 	q := &Queue{opts: opts, log: opts.Logger}
 	if q.log == nil {
 		q.log = slog.Default()
@@ -293,7 +332,8 @@ func (q *Queue) State(ctx context.Context, runID string) (engine.QueueState, err
 // server's own.
 func (q *Queue) Work(ctx context.Context, e *engine.Engine) error {
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &worker{e: e, log: q.log})
+	q.live = &liveJobs{ids: map[int64]time.Time{}, grace: q.opts.DeadAfter}
+	river.AddWorker(workers, &worker{e: e, log: q.log, live: q.live})
 	host, _ := os.Hostname()
 	queues := map[string]river.QueueConfig{QueueName: {MaxWorkers: q.opts.Concurrency}}
 	if q.opts.Server {
@@ -318,6 +358,9 @@ func (q *Queue) Work(ctx context.Context, e *engine.Engine) error {
 		return fmt.Errorf("riverexec: start working: %w", err)
 	}
 	q.stop = c.StopAndCancel
+	beatCtx, beat := context.WithCancel(context.WithoutCancel(ctx))
+	q.beat, q.beating = beat, make(chan struct{})
+	go q.heartbeats(beatCtx)
 	return nil
 }
 
@@ -330,6 +373,10 @@ func (q *Queue) Close() error {
 		err = q.stop(ctx)
 		cancel()
 	}
+	if q.beat != nil {
+		q.beat()
+		<-q.beating
+	}
 	q.pool.Close()
 	return err
 }
@@ -337,8 +384,9 @@ func (q *Queue) Close() error {
 // worker executes the jobs.
 type worker struct {
 	river.WorkerDefaults[args]
-	e   *engine.Engine
-	log *slog.Logger
+	e    *engine.Engine
+	log  *slog.Logger
+	live *liveJobs
 }
 
 // Work executes one job. A job of a run made by a newer schema is
@@ -352,6 +400,8 @@ func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 			slog.Int("run_schema", a.Schema), slog.Int("worker_schema", have))
 		return river.JobSnooze(time.Minute)
 	}
+	w.live.add(job.ID)
+	defer w.live.remove(job.ID)
 	err := w.e.Work(ctx, a.QueuedJob)
 	switch {
 	case err == nil:
