@@ -88,7 +88,7 @@ func openStores(tb testing.TB, dir, defs string, snap *harness.Snapshot, reg ...
 			}
 		}
 	}
-	db, err := store.Open(ctx, filepath.Join(dir, "g.db"))
+	db, err := store.Open(ctx, databaseOf(tb, dir))
 	if err != nil {
 		tb.Fatal(err)
 	}
