@@ -142,6 +142,13 @@ func (r *run) follow() {
 	cur := &cursor{seen: map[int64]struct{}{}}
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
+	// The jobs start in plan order: the first is the first cell's, until
+	// the queue says which started last.
+	r.mu.Lock()
+	if r.currentDomain == "" {
+		r.currentDomain, r.currentLevel = r.first.domain, r.first.level
+	}
+	r.mu.Unlock()
 	failing := 0
 	checked := time.Now()
 	for {
