@@ -40,7 +40,7 @@ demo: build
 # (skipped without it, failed under CI=1; see docs/scale-out.md). The
 # browser tests stay on SQLite; of cmd/gauntlet only the migrate command's
 # tests touch the database this way.
-PG_PACKAGES := ./harness/internal/sqldb ./harness/store ./harness/catalog ./harness/runs ./harness/agent ./server
+PG_PACKAGES := ./harness/internal/sqldb ./harness/store ./harness/catalog ./harness/runs ./harness/agent ./harness/engine/... ./server
 
 test:
 	$(GO) vet ./...

@@ -634,15 +634,18 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 		concurrency = 4
 	}
 	e.logDir = filepath.Join(e.dataDir, "logs")
-	eng, err := engine.New(ctx, engine.Options{
+	eo := engine.Options{
 		Definitions: cat, Runs: rs, Client: model, Model: llmtest.DefaultModel, BaseURL: e.mock.URL,
 		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger, Timeout: timeout, Version: server.Version,
 		Agents:   e.agents,
 		Registry: ec.registry,
-	})
+	}
+	work := e.queueRuns(db, &eo) // on PostgreSQL, River's queue as cmd/gauntlet wires it
+	eng, err := engine.New(ctx, eo)
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}
+	work(eng)
 	e.engine, e.runs = eng, rs
 	o.Engine, o.Runs, o.Models = eng, rs, model
 	o.LLM = server.LLMConfig{BaseURL: e.mock.URL, Model: llmtest.DefaultModel}

@@ -118,7 +118,7 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	if err != nil {
 		return err
 	}
-	fs.DurationVar(&s.rescueAfter, "rescue-after", rescue, "with PostgreSQL (serve, worker): a job running this long is taken for lost (its worker died) and run again elsewhere; above the longest a test takes (GAUNTLET_RESCUE_AFTER)")
+	fs.DurationVar(&s.rescueAfter, "rescue-after", rescue, "with PostgreSQL (serve, worker): bounds one test's execution (then cancelled and run again); above the longest a test takes. A dead worker's tests run again after 20 s without its heartbeat (GAUNTLET_RESCUE_AFTER)")
 	fs.BoolVar(&s.debug, "debug", debug, "debug logging; reported by GET /api/config (GAUNTLET_DEBUG)")
 	if scope == serverSettings {
 		fs.StringVar(&s.addr, "addr", env("GAUNTLET_ADDR", "127.0.0.1:8080"), "listen address (GAUNTLET_ADDR)")

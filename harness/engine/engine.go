@@ -878,6 +878,10 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
+	// Jobs a stop left running would write into the reopened run.
+	if err := e.quietJobs(ctx, runID); err != nil {
+		return err
+	}
 	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)
 	if err != nil {
 		return err

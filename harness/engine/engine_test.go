@@ -88,7 +88,7 @@ func openStores(tb testing.TB, dir, defs string, snap *harness.Snapshot, reg ...
 			}
 		}
 	}
-	db, err := store.Open(ctx, filepath.Join(dir, "g.db"))
+	db, err := store.Open(ctx, databaseOf(tb, dir))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -164,10 +164,12 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if o.agents != nil {
 		opts.Agents = o.agents(f)
 	}
+	work := queueRuns(t, f, o, &opts) // on PostgreSQL, River's queue as the server wires it
 	f.eng, err = engine.New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	work(f.eng)
 	return f
 }
 

@@ -28,6 +28,7 @@ const (
 	helperEnv    = "GAUNTLET_ENGINE_HELPER"
 	helperDirEnv = "GAUNTLET_ENGINE_HELPER_DIR"
 	helperLLMEnv = "GAUNTLET_ENGINE_HELPER_LLM"
+	helperDBEnv  = "GAUNTLET_ENGINE_HELPER_DB" // the database's URL, when not the directory's SQLite file
 )
 
 // TestEngineHelperProcess is not a test: run by TestInterruptedRun in a
@@ -40,7 +41,11 @@ func TestEngineHelperProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := os.Getenv(helperDirEnv)
-	db, err := store.Open(ctx, filepath.Join(dir, "g.db"))
+	url := os.Getenv(helperDBEnv)
+	if url == "" {
+		url = filepath.Join(dir, "g.db")
+	}
+	db, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +91,7 @@ func TestInterruptedRun(t *testing.T) {
 	defer mock.Close()
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEngineHelperProcess$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1", helperDirEnv+"="+dir, helperLLMEnv+"="+mock.URL)
+	cmd.Env = append(os.Environ(), helperEnv+"=1", helperDirEnv+"="+dir, helperLLMEnv+"="+mock.URL, helperDBEnv+"="+databaseOf(t, dir))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

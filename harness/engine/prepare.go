@@ -242,7 +242,8 @@ func (e *Engine) recordPlan(ctx context.Context, runID string, total int, cfg *r
 		page := make([]QueuedJob, 0, enqueuePage)
 		var err error
 		werr := jobs(ctx, func(j *job) bool {
-			page = append(page, QueuedJob{RunID: runID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema, Local: local})
+			page = append(page, QueuedJob{RunID: runID, TestID: j.test.ID, Repeat: j.repeat, Schema: schema, Local: local,
+				Domain: j.test.DomainID, Level: j.test.Level})
 			if len(page) == enqueuePage {
 				err = e.opts.Queue.Enqueue(ctx, tx, page)
 				page = page[:0]

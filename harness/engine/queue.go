@@ -27,9 +27,11 @@ type Queue interface {
 	// Enqueue adds jobs inside tx, the transaction that creates their
 	// run: they exist if and only if the run does.
 	Enqueue(ctx context.Context, tx bun.Tx, jobs []QueuedJob) error
-	// Cancel cancels the run's jobs that no worker has finished; a job a
-	// worker is executing may still finish, but its result is refused
-	// once the run has ended (runs.ErrRunEnded).
+	// Cancel cancels the run's jobs that no worker has finished: those
+	// waiting at once, and the tests of those being executed (a test
+	// that finished before is still stored, one cancelled in flight
+	// stores nothing). The jobs being executed end soon after; State
+	// says when none is open.
 	Cancel(ctx context.Context, runID string) error
 	// State says how many of the run's jobs may still store a result and
 	// why the others that stored none ended (see QueueState).
@@ -61,6 +63,11 @@ type QueuedJob struct {
 	TestID string `json:"test_id"`
 	Repeat int    `json:"repeat"`
 	Schema int    `json:"schema"`
+	// Domain and Level are the test's, for the run's live status (the
+	// domain and level of the test started last, see QueueCurrent);
+	// a worker reads the test from the run's definitions.
+	Domain string `json:"domain,omitempty"`
+	Level  int    `json:"level,omitempty"`
 	// Local: only the process that started the run executes the job (the
 	// run evaluates an agent, whose knowledge-base files and tools are
 	// that process's), never a worker.
@@ -104,12 +111,21 @@ func (r *run) follow() {
 	cur := &cursor{seen: map[int64]struct{}{}}
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
+	// The jobs start in plan order: the first is the first cell's, until
+	// the queue says which started last.
+	r.mu.Lock()
+	if r.currentDomain == "" {
+		r.currentDomain, r.currentLevel = r.first.domain, r.first.level
+	}
+	r.mu.Unlock()
 	failing := 0
 	checked := time.Now()
 	for {
 		select {
 		case <-r.ctx.Done():
+			r.drain(cur)
 		case <-tick.C:
+			r.pollCurrent()
 			if err := r.poll(cur); err != nil {
 				failing++
 				if failing == 1 || failing%25 == 0 {

@@ -188,8 +188,9 @@ type run struct {
 	// queued: the run's tests are jobs of Options.Queue, which workers
 	// execute; the run follows them (follow). fenced is its cursor of
 	// results once it stopped following.
-	queued bool
-	fenced *cursor
+	queued    bool
+	fenced    *cursor
+	currentAt time.Time // when the queue was last asked for the job started last
 
 	endMu sync.Mutex // serialises end
 

@@ -16,6 +16,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/runs/runstest"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // failPrompts answers 400 to prompts holding marker while on is set:
@@ -186,11 +187,26 @@ func TestModelOutputStoredExactly(t *testing.T) {
 }
 
 // poison makes the database refuse result rows with a trigger: a real
-// SQLite failure for exactly the rows the condition picks.
+// SQLite (or PostgreSQL) failure for exactly the rows the condition
+// picks ("1" for every row).
 func poison(t *testing.T, f *fixture, when string) {
 	t.Helper()
-	_, err := sqldb.Bun(f.db).ExecContext(context.Background(), "CREATE TRIGGER poison BEFORE INSERT ON run_results WHEN "+when+
-		" BEGIN SELECT RAISE(ABORT, 'poisoned row'); END")
+	ctx := context.Background()
+	var err error
+	if dbtest.Postgres() {
+		if when == "1" {
+			when = "true"
+		}
+		_, err = sqldb.Bun(f.db).ExecContext(ctx, `CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS
+			$$ BEGIN RAISE EXCEPTION 'poisoned row'; END $$`)
+		if err == nil {
+			_, err = sqldb.Bun(f.db).ExecContext(ctx, "CREATE TRIGGER poison BEFORE INSERT ON run_results FOR EACH ROW WHEN ("+when+
+				") EXECUTE FUNCTION poison()")
+		}
+	} else {
+		_, err = sqldb.Bun(f.db).ExecContext(ctx, "CREATE TRIGGER poison BEFORE INSERT ON run_results WHEN "+when+
+			" BEGIN SELECT RAISE(ABORT, 'poisoned row'); END")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

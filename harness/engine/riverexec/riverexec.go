@@ -15,12 +15,21 @@
 //
 // # Delivery
 //
-// A job is executed at least once: when a worker dies, the jobs it was
-// running stay "running" in the queue until River's rescuer (run by one of
-// the processes, every 30 seconds) finds them older than
-// Options.RescueAfter and makes them available again. A result is stored
-// at most once, whatever the number of executions: runs store one result
-// per run, test and repeat, and a second is a no-op that moves no counter.
+// A job is executed at least once. Every process that works the queue
+// marks the jobs it is executing as alive every Options.Heartbeat (5
+// seconds by default: a "gauntlet:heartbeat" time in the job's metadata),
+// and looks as often for running jobs whose mark (or, before the first,
+// whose start) is older than Options.DeadAfter (20 seconds): their
+// process died or lost the database, and they are made available again
+// (an error saying so appended, the attempt counted; a job past its last
+// attempt is discarded, one being cancelled is cancelled). A dead
+// worker's tests thus run again within about half a minute, while a live
+// worker's test is never taken from it however long it takes, up to
+// Options.RescueAfter, which bounds one execution (the test is then
+// cancelled and River's own rescuer makes the job available again). A
+// result is stored at most once, whatever the number of executions: runs
+// store one result per run, test and repeat, and a second is a no-op that
+// moves no counter.
 //
 // Jobs are inserted through River's database/sql driver in the runs
 // store's own transaction (the store uses bun over pgx's database/sql
@@ -38,6 +47,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
@@ -64,12 +74,22 @@ const QueueName = "gauntlet"
 // machine).
 const LocalQueueName = "gauntlet_server"
 
-// DefaultRescueAfter is how long a job may stay running before it is
-// taken for lost and run again elsewhere, when Options.RescueAfter is 0.
-// It also bounds a test's execution (a test still running then is
-// cancelled and retried), so it must exceed the longest a test can take:
-// the model's timeout times its attempts, plus the evaluator's.
+// DefaultRescueAfter bounds one execution of a job, when
+// Options.RescueAfter is 0: a test still running then is cancelled, and
+// the job made available again. It must exceed the longest a test can
+// take: the model's timeout times its attempts, plus the evaluator's. (A
+// job whose process died is run again much sooner: see DefaultDeadAfter.)
 const DefaultRescueAfter = 15 * time.Minute
+
+// DefaultHeartbeat is how often a process marks the jobs it executes as
+// alive, and looks for the jobs of dead processes, when
+// Options.Heartbeat is 0.
+const DefaultHeartbeat = 5 * time.Second
+
+// DefaultDeadAfter is how old the mark of a running job may grow before
+// its process is taken for dead and the job made available again, when
+// Options.DeadAfter is 0: four heartbeats.
+const DefaultDeadAfter = 20 * time.Second
 
 // DefaultMaxAttempts is how often a job whose result could not be stored
 // is tried before River gives it up.
@@ -84,8 +104,17 @@ type Options struct {
 	// Concurrency bounds the jobs this process executes at once (Work);
 	// default 8.
 	Concurrency int
-	// RescueAfter: DefaultRescueAfter when 0.
+	// RescueAfter bounds one execution of a job; DefaultRescueAfter when
+	// 0.
 	RescueAfter time.Duration
+	// Heartbeat is how often Work marks its jobs alive and looks for the
+	// jobs of dead processes; DefaultHeartbeat when 0.
+	Heartbeat time.Duration
+	// DeadAfter is how old a running job's mark may grow before the job
+	// is made available again; DefaultDeadAfter when 0. Every process
+	// sharing a queue must use the same (or a longer) value than the
+	// heartbeat of the others allows.
+	DeadAfter time.Duration
 	// MaxAttempts is how often a job is tried before River gives it up
 	// (and the run, finding it lost, ends with its error);
 	// DefaultMaxAttempts when 0. It is recorded in each job inserted.
@@ -105,9 +134,16 @@ type Queue struct {
 	pool   *pgxpool.Pool
 	insert *river.Client[*sql.Tx]
 	stop   func(context.Context) error
+	live   *liveJobs
+	// beat ends the heartbeat loop; beating is closed when it returned.
+	beat    context.CancelFunc
+	beating chan struct{}
 }
 
-var _ engine.Queue = (*Queue)(nil)
+var (
+	_ engine.Queue        = (*Queue)(nil)
+	_ engine.QueueCurrent = (*Queue)(nil)
+)
 
 // Open connects to the database of opts.URL and brings River's tables up
 // to date.
@@ -124,6 +160,13 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = DefaultDeadAfter
+	}
+	opts.DeadAfter = max(opts.DeadAfter, 2*opts.Heartbeat)
 	q := &Queue{opts: opts, log: opts.Logger}
 	if q.log == nil {
 		q.log = slog.Default()
@@ -205,11 +248,13 @@ func (q *Queue) Enqueue(ctx context.Context, tx bun.Tx, jobs []engine.QueuedJob)
 const ofRun = `kind = $1 AND args @> jsonb_build_object('run_id', $2::text)`
 
 // Cancel cancels a run's jobs that are waiting (available, scheduled,
-// retryable, pending) in one statement. A job being executed is left to
-// finish: the run's end, recorded before, makes its result refused, and
-// the job is then cancelled by its worker. Row locks make this correct
-// against workers fetching jobs at the same moment: a job a worker took
-// first is running and not touched here. It implements engine.Queue.
+// retryable, pending) in one statement, then each job being executed the
+// way River cancels a running job: the job is marked and its worker told
+// (LISTEN/NOTIFY), which cancels the job's test; a test that finished
+// first still stores its result, the run taking results until it ends.
+// Row locks make this correct against workers fetching jobs at the same
+// moment: a job a worker took first is running, and cancelled as such.
+// It implements engine.Queue.
 func (q *Queue) Cancel(ctx context.Context, runID string) error {
 	_, err := q.pool.Exec(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now()
 		WHERE `+ofRun+` AND state IN ('available', 'scheduled', 'retryable', 'pending')`,
@@ -217,7 +262,36 @@ func (q *Queue) Cancel(ctx context.Context, runID string) error {
 	if err != nil {
 		return fmt.Errorf("cancel the jobs of run %s: %w", runID, err)
 	}
+	rows, err := q.pool.Query(ctx, `SELECT id FROM river_job WHERE `+ofRun+` AND state = 'running'
+		AND NOT metadata ? 'cancel_attempted_at'`, Kind, runID)
+	if err != nil {
+		return fmt.Errorf("cancel the jobs of run %s: %w", runID, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("cancel the jobs of run %s: %w", runID, err)
+	}
+	for _, id := range ids {
+		if _, err := q.insert.JobCancel(ctx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return fmt.Errorf("cancel job %d of run %s: %w", id, runID, err)
+		}
+	}
 	return nil
+}
+
+// Current returns the job of a run started last among those being
+// executed. It implements engine.QueueCurrent.
+func (q *Queue) Current(ctx context.Context, runID string) (engine.QueuedJob, bool, error) {
+	var a args
+	err := q.pool.QueryRow(ctx, `SELECT args FROM river_job WHERE state = 'running' AND `+ofRun+`
+		ORDER BY attempted_at DESC, id DESC LIMIT 1`, Kind, runID).Scan(&a)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return engine.QueuedJob{}, false, nil
+	}
+	if err != nil {
+		return engine.QueuedJob{}, false, fmt.Errorf("the job of run %s started last: %w", runID, err)
+	}
+	return a.QueuedJob, true, nil
 }
 
 // Pending returns how many jobs of a run are not finished.
@@ -258,7 +332,8 @@ func (q *Queue) State(ctx context.Context, runID string) (engine.QueueState, err
 // server's own.
 func (q *Queue) Work(ctx context.Context, e *engine.Engine) error {
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &worker{e: e, log: q.log})
+	q.live = &liveJobs{ids: map[int64]time.Time{}, grace: q.opts.DeadAfter}
+	river.AddWorker(workers, &worker{e: e, log: q.log, live: q.live})
 	host, _ := os.Hostname()
 	queues := map[string]river.QueueConfig{QueueName: {MaxWorkers: q.opts.Concurrency}}
 	if q.opts.Server {
@@ -283,6 +358,9 @@ func (q *Queue) Work(ctx context.Context, e *engine.Engine) error {
 		return fmt.Errorf("riverexec: start working: %w", err)
 	}
 	q.stop = c.StopAndCancel
+	beatCtx, beat := context.WithCancel(context.WithoutCancel(ctx))
+	q.beat, q.beating = beat, make(chan struct{})
+	go q.heartbeats(beatCtx)
 	return nil
 }
 
@@ -295,6 +373,10 @@ func (q *Queue) Close() error {
 		err = q.stop(ctx)
 		cancel()
 	}
+	if q.beat != nil {
+		q.beat()
+		<-q.beating
+	}
 	q.pool.Close()
 	return err
 }
@@ -302,8 +384,9 @@ func (q *Queue) Close() error {
 // worker executes the jobs.
 type worker struct {
 	river.WorkerDefaults[args]
-	e   *engine.Engine
-	log *slog.Logger
+	e    *engine.Engine
+	log  *slog.Logger
+	live *liveJobs
 }
 
 // Work executes one job. A job of a run made by a newer schema is
@@ -317,6 +400,8 @@ func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 			slog.Int("run_schema", a.Schema), slog.Int("worker_schema", have))
 		return river.JobSnooze(time.Minute)
 	}
+	w.live.add(job.ID)
+	defer w.live.remove(job.ID)
 	err := w.e.Work(ctx, a.QueuedJob)
 	switch {
 	case err == nil:
