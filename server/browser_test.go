@@ -7,7 +7,7 @@ package server_test
 //
 //	go test ./server -run 'Browser|Screenshot'            # the browser tests
 //	go test ./server -run TestScreenshot -update          # rewrite docs/screenshot-dashboard.png
-//	go test ./server -run Browser -artifacts -outputdir /tmp/out   # keep failure screenshots
+//	go test ./server -run Browser -artifacts -outputdir /tmp/out   # failure screenshots there, not in $TMPDIR
 
 import (
 	"bytes"
@@ -31,6 +31,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/internal/testartefact"
 )
 
 var update = flag.Bool("update", false, "TestScreenshot: write docs/screenshot-dashboard.png")
@@ -75,8 +76,9 @@ func chromium(t *testing.T) string {
 }
 
 // newBrowser starts Chromium with a window of width × height and returns
-// its tab. On failure the test saves a full-page screenshot in its
-// artifact directory (kept with go test -artifacts); any uncaught
+// its tab. On failure the test saves a full-page screenshot and the
+// page's HTML where the message says (see internal/testartefact: under
+// $TMPDIR/gauntlet-test-artefacts, or -outputdir with -artifacts); any uncaught
 // exception or console error of the page fails the test.
 func newBrowser(t *testing.T, baseURL string, width, height int) *browser {
 	t.Helper()
@@ -172,13 +174,21 @@ func (b *browser) screenshotOnFailure() {
 		b.t.Logf("no failure screenshot: %v", err)
 		return
 	}
-	p := filepath.Join(b.t.ArtifactDir(), "failure.png")
+	// Not t.ArtifactDir: without -artifacts it is removed with the test,
+	// before anyone can open the file the message names.
+	dir := testartefact.Dir(b.t)
+	p := filepath.Join(dir, "failure.png")
 	if err := os.WriteFile(p, png, 0o644); err != nil {
 		b.t.Logf("no failure screenshot: %v", err)
 		return
 	}
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	b.t.Logf("failure screenshot of %s: %s", loc, p)
+	if html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, "failure.html"), []byte(html), 0o644); err == nil {
+			b.t.Logf("the page's HTML then: %s", filepath.Join(dir, "failure.html"))
+		}
+	}
 }
 
 // do runs actions, failing the test with what on error.
