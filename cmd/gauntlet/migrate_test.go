@@ -12,10 +12,16 @@ import (
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
+	"github.com/gauntlet-eval/gauntlet/internal/testbin"
 )
 
-// TestMain stops the PostgreSQL server the tests may have started.
-func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+// TestMain stops the PostgreSQL server the tests may have started and
+// removes the programs they built.
+func TestMain(m *testing.M) {
+	code := dbtest.Main(m)
+	testbin.Cleanup()
+	os.Exit(code)
+}
 
 // versionLines are the "component  before → after" lines of migrate's
 // output, spaces squeezed.
