@@ -7,7 +7,7 @@ TOOLS   := $(CURDIR)/bin/tools
 DEMO    := .demo
 ADDR    ?= 127.0.0.1:8080
 
-.PHONY: all build demo test lint bench generate clean
+.PHONY: all build demo test test-vet test-race test-pg lint bench generate clean
 
 all: build
 
@@ -42,11 +42,34 @@ demo: build
 # tests touch the database this way.
 PG_PACKAGES := ./harness/internal/sqldb ./harness/store ./harness/catalog ./harness/runs ./harness/agent ./server
 
+# A test binary's limit: far above what any package takes on a loaded
+# 2-core machine, so that only a hung test reaches it.
+TEST_TIMEOUT ?= 30m
+TESTFLAGS ?=
+
+# make test runs every phase even when an earlier one fails (a failing
+# race pass must not hide what PostgreSQL would have said), then fails
+# naming the phases that failed. Each phase is a target of its own too.
+TEST_PHASES := test-vet test-race test-pg
+
 test:
+	@failed=; for phase in $(TEST_PHASES); do \
+		$(MAKE) --no-print-directory $$phase || failed="$$failed $$phase"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi; \
+	echo "make test: every phase passed ($(TEST_PHASES))"
+
+test-vet:
 	$(GO) vet ./...
-	$(GO) test -race ./...
-	GAUNTLET_TEST_DATABASE=postgres $(GO) test -race -skip '^Test(Browser|Screenshot)' $(PG_PACKAGES)
-	GAUNTLET_TEST_DATABASE=postgres $(GO) test -race -run 'Migrate' ./cmd/gauntlet
+
+test-race:
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+
+test-pg:
+	@rc=0; \
+	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -race -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -skip '^Test(Browser|Screenshot)' $(PG_PACKAGES)) || rc=1; \
+	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -race -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run 'Migrate' ./cmd/gauntlet) || rc=1; \
+	exit $$rc
 
 # gofmt, go vet and staticcheck: the pinned version (v0.8.2 is release
 # 2026.2.2, which knows Go 1.26), installed into bin/tools on first use or
