@@ -7,7 +7,7 @@ TOOLS   := $(CURDIR)/bin/tools
 DEMO    := .demo
 ADDR    ?= 127.0.0.1:8080
 
-.PHONY: all build demo test test-vet test-race test-pg lint bench generate clean
+.PHONY: all build demo test test-vet test-race test-exhaustive test-pg lint bench generate clean
 
 all: build
 
@@ -47,10 +47,26 @@ PG_PACKAGES := ./harness/internal/sqldb ./harness/store ./harness/catalog ./harn
 TEST_TIMEOUT ?= 30m
 TESTFLAGS ?=
 
+# The race pass runs with -short: the tests below do less there (a sample
+# of their cases, or nothing when they start processes or builds), and
+# test-exhaustive runs them whole without the race detector, which
+# multiplies their cost several times over. A test that checks
+# testing.Short() belongs in this list.
+EXHAUSTIVE_TESTS := CountedTotalsMatchRows SearchIndexMatchesLike ReplaceImportSurvivesSIGKILL InterruptedRun \
+	KitsCatchBrokenImplementations AsPlugin InitRefusesToOverwrite CompareExitStatus KnowledgeExampleEndToEnd \
+	READMEKnowledgePath
+EXHAUSTIVE_PACKAGES := ./harness/runs ./harness/catalog ./harness/engine ./harness/harnesstest \
+	./examples/evaluator-plugin ./cmd/gauntlet
+# Of those, the packages of the PostgreSQL pass run them on PostgreSQL too.
+EXHAUSTIVE_PG_PACKAGES := $(filter $(PG_PACKAGES),$(EXHAUSTIVE_PACKAGES))
+empty :=
+space := $(empty) $(empty)
+EXHAUSTIVE_RUN := ^Test($(subst $(space),|,$(strip $(EXHAUSTIVE_TESTS))))$$
+
 # make test runs every phase even when an earlier one fails (a failing
 # race pass must not hide what PostgreSQL would have said), then fails
 # naming the phases that failed. Each phase is a target of its own too.
-TEST_PHASES := test-vet test-race test-pg
+TEST_PHASES := test-vet test-race test-exhaustive test-pg
 
 test:
 	@failed=; for phase in $(TEST_PHASES); do \
@@ -63,12 +79,18 @@ test-vet:
 	$(GO) vet ./...
 
 test-race:
-	$(GO) test -race -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+	$(GO) test -race -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+
+test-exhaustive:
+	@rc=0; \
+	(set -x; $(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(EXHAUSTIVE_RUN)' $(EXHAUSTIVE_PACKAGES)) || rc=1; \
+	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(EXHAUSTIVE_RUN)' $(EXHAUSTIVE_PG_PACKAGES)) || rc=1; \
+	exit $$rc
 
 test-pg:
 	@rc=0; \
-	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -race -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -skip '^Test(Browser|Screenshot)' $(PG_PACKAGES)) || rc=1; \
-	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -race -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run 'Migrate' ./cmd/gauntlet) || rc=1; \
+	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -race -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -skip '^Test(Browser|Screenshot)' $(PG_PACKAGES)) || rc=1; \
+	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -race -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run 'Migrate' ./cmd/gauntlet) || rc=1; \
 	exit $$rc
 
 # gofmt, go vet and staticcheck: the pinned version (v0.8.2 is release
