@@ -52,7 +52,8 @@ TESTFLAGS ?=
 # test-exhaustive runs them whole without the race detector, which
 # multiplies their cost several times over. A test that checks
 # testing.Short() belongs in this list.
-EXHAUSTIVE_TESTS := CountedTotalsMatchRows SearchIndexMatchesLike ReplaceImportSurvivesSIGKILL InterruptedRun \
+EXHAUSTIVE_TESTS := CountedTotalsMatchRows SearchIndexMatchesLike SyncIncrementalMatchesFresh \
+	ReplaceImportSurvivesSIGKILL InterruptedRun \
 	KitsCatchBrokenImplementations AsPlugin InitRefusesToOverwrite CompareExitStatus KnowledgeExampleEndToEnd \
 	READMEKnowledgePath
 EXHAUSTIVE_PACKAGES := ./harness/runs ./harness/catalog ./harness/engine ./harness/harnesstest \
