@@ -58,11 +58,13 @@ TESTFLAGS ?=
 # of their cases, or nothing when they start processes or builds), and
 # test-exhaustive runs them whole without the race detector, which
 # multiplies their cost several times over. A test that checks
-# testing.Short() belongs in this list.
+# testing.Short() belongs in this list (internal/maketest checks it).
 EXHAUSTIVE_TESTS := CountedTotalsMatchRows SearchIndexMatchesLike SyncIncrementalMatchesFresh \
 	ReplaceImportSurvivesSIGKILL InterruptedRun \
 	KitsCatchBrokenImplementations AsPlugin InitRefusesToOverwrite CompareExitStatus KnowledgeExampleEndToEnd \
-	READMEKnowledgePath
+	READMEKnowledgePath READMEDatasetPath SweepExitStatus ValidateExitStatus \
+	WorkersShareARun WorkerKilled WorkerRefusesNewerSchema PostgresRestartedMidRun ResponseCacheOnWorkers \
+	ServerRestartCancelsJobs StalledRunEnds StopCancelsJobs AgentRunsStayOnTheServer
 EXHAUSTIVE_PACKAGES := ./harness/runs ./harness/catalog ./harness/engine ./harness/harnesstest \
 	./examples/evaluator-plugin ./cmd/gauntlet
 # Of those, the packages of the PostgreSQL pass run them on PostgreSQL too.
