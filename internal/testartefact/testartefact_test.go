@@ -1,6 +1,7 @@
 package testartefact_test
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,15 +16,23 @@ import (
 func TestDirOutlivesTheTest(t *testing.T) {
 	root := t.TempDir()
 	t.Setenv(testartefact.EnvVar, root)
-	var dir string
+	var dir, artifactDir string
 	t.Run("inner/with spaces", func(t *testing.T) {
 		dir = testartefact.Dir(t)
 		if err := os.WriteFile(filepath.Join(dir, "failure.png"), []byte("png"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		artifactDir = t.ArtifactDir()
 	})
 	if _, err := os.Stat(filepath.Join(dir, "failure.png")); err != nil {
 		t.Fatalf("the artefact is gone once its test ended: %v", err)
+	}
+	// What the browser tests used before, and why not: without
+	// -artifacts, t.ArtifactDir is removed with its test.
+	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() != "true" {
+		if _, err := os.Stat(artifactDir); !os.IsNotExist(err) {
+			t.Errorf("t.ArtifactDir without -artifacts outlived its test (%v): the package could use it", err)
+		}
 	}
 	if filepath.Dir(dir) != root {
 		t.Errorf("artefact directory %s, want one under %s", dir, root)
