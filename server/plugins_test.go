@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,19 +20,16 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
+	"github.com/gauntlet-eval/gauntlet/internal/testbin"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
 
 // buildTestPlugin builds one of the host's test plugins
-// (harness/plugin/host/testdata/<pkg>) into dir under name.
+// (harness/plugin/host/testdata/<pkg>) into dir under name: built once
+// per test process, copied for each test.
 func buildTestPlugin(t *testing.T, pkg, dir, name string) string {
 	t.Helper()
-	out := filepath.Join(dir, name)
-	b, err := exec.Command("go", "build", "-o", out, "../harness/plugin/host/testdata/"+pkg).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
+	return testbin.Install(t, "../harness/plugin/host/testdata/"+pkg, dir, name)
 }
 
 // pluginEnv is a real server whose plugin manager has discovered dir,

@@ -34,6 +34,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
+	"github.com/gauntlet-eval/gauntlet/internal/testbin"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
 
@@ -68,7 +69,11 @@ type testEnv struct {
 }
 
 // TestMain stops the PostgreSQL server the tests may have started.
-func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := dbtest.Main(m)
+	testbin.Cleanup()
+	os.Exit(code)
+}
 
 // pgDatabases maps a data directory to its PostgreSQL database, so that a
 // server started again over the same directory finds its data.

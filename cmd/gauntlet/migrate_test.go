@@ -13,14 +13,18 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
+	"github.com/gauntlet-eval/gauntlet/internal/testbin"
 )
 
-// TestMain stops the PostgreSQL server the tests may have started. First,
-// as main does, a copy of the test binary started to extract a
-// knowledge-base document (by a helper process running main) does that.
+// TestMain stops the PostgreSQL server the tests may have started and
+// removes the programs they built. First, as main does, a copy of the
+// test binary started to extract a knowledge-base document (by a helper
+// process running main) does that.
 func TestMain(m *testing.M) {
 	kbdoc.RunIfChild()
-	os.Exit(dbtest.Main(m))
+	code := dbtest.Main(m)
+	testbin.Cleanup()
+	os.Exit(code)
 }
 
 // versionLines are the "component  before → after" lines of migrate's

@@ -10,23 +10,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/internal/testbin"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
 
-// buildPlugin builds a plugin main package into dir under name.
+// buildPlugin builds a plugin main package into dir under name (once per
+// test process, copied for each test).
 func buildPlugin(t *testing.T, pkg, dir, name string) {
 	t.Helper()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
+	testbin.Install(t, pkg, dir, name)
 }
 
 // TestEvaluatorPluginScoresRun builds the third-party example plugin into

@@ -123,7 +123,11 @@ func TestRunCancel(t *testing.T) {
 	d := newDefs().domain("d", "", true).sums("d", 1, 10, 0).sums("d", 2, 10, 0)
 	// Every second request hangs until its client gives up: the slots fill
 	// with hanging requests after a few answers.
-	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc, llm: llmtest.Options{Timeouts: llmtest.Schedule{Every: 2}}})
+	// The client gives up after a minute: a Run that waited for the hung
+	// requests would take that long, far past the bound below, which is
+	// loose enough for a loaded machine.
+	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc, timeout: time.Minute,
+		llm: llmtest.Options{Timeouts: llmtest.Schedule{Every: 2}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type outcome struct {
@@ -152,10 +156,10 @@ func TestRunCancel(t *testing.T) {
 	var out outcome
 	select {
 	case out = <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(40 * time.Second):
 		t.Fatal("Run did not return after its context was cancelled")
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("Run took %v to return after the cancel", d)
 	}
 	// The endpoint sees the hung requests end when their connections

@@ -46,7 +46,9 @@ func TestStopMidRun(t *testing.T) {
 	if err != nil || stopped != id {
 		t.Fatalf("stop: %q %v", stopped, err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// Well under Stop's 10 s wait: the run wound down rather than being
+	// given up on (loose for a loaded machine).
+	if d := time.Since(start); d > 8*time.Second {
 		t.Errorf("stop took %v", d)
 	}
 	if f.eng.Running() || f.eng.Status().Status != "idle" {
@@ -140,7 +142,9 @@ func TestReset(t *testing.T) {
 	if got := f.eng.Reset(); got != id {
 		t.Errorf("reset returned %q, want %q", got, id)
 	}
-	if d := time.Since(start); d > time.Second {
+	// The hung requests last 30 s: a Reset that waited for them would
+	// take that long.
+	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("reset took %v", d)
 	}
 	if st := f.eng.Status(); st.Status != "idle" || st.RunID != nil || f.eng.Running() {

@@ -154,7 +154,8 @@ func TestEvaluateTimeout(t *testing.T) {
 			if errors.Is(err, harness.ErrInvalid) {
 				t.Errorf("a timeout is not an invalid definition: %v", err)
 			}
-			if d := time.Since(start); d > 2*time.Second {
+			// Backtracking would take minutes; 10 s is slack for a busy CI.
+			if d := time.Since(start); d > 10*time.Second {
 				t.Errorf("took %v", d)
 			}
 		})

@@ -35,6 +35,15 @@ func countQueries(domains []string, levels []int) []ResultQuery {
 	return out
 }
 
+// everyNth keeps every nth of qs, the first included.
+func everyNth(qs []ResultQuery, n int) []ResultQuery {
+	var out []ResultQuery
+	for i := 0; i < len(qs); i += n {
+		out = append(out, qs[i])
+	}
+	return out
+}
+
 // answer is what a query gives: its total, how selective it was found,
 // and the ids of its first page.
 type answer struct {
@@ -153,6 +162,12 @@ func TestCountedTotalsMatchRows(t *testing.T) {
 		}
 	}
 	qs := countQueries(domains, levels)
+	if testing.Short() {
+		// Every seventh of the ~400 queries (7 is prime to each loop's
+		// size, so every domain, level, status and search still comes
+		// up); make test's exhaustive pass compares them all.
+		qs = everyNth(qs, 7)
+	}
 	for from := 0; from < len(all); from += 20 {
 		batch := all[from:min(from+20, len(all))]
 		engine, queued := make([]Result, len(batch)), make([]Result, len(batch))

@@ -221,7 +221,9 @@ func TestHang(t *testing.T) {
 
 	start := time.Now()
 	_, err := ev.Evaluate(t.Context(), evalRequest("hang", "42"))
-	if d := time.Since(start); d < 250*time.Millisecond || d > 2*time.Second {
+	// A hang is for ever: 10 s tells it from the deadline on a loaded
+	// machine.
+	if d := time.Since(start); d < 250*time.Millisecond || d > 10*time.Second {
 		t.Errorf("the hanging call returned after %v, want about 300ms", d)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not finish within 300ms") {

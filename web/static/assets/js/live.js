@@ -27,7 +27,7 @@ const MAX_LOG = 5000;
  *   status: EngineStatus | null, running: boolean, watchRun: string | null, announced: Set<string>,
  *   matrix: LiveMatrix | null, needMatrix: boolean, domains: Domain[], names: DomainNames,
  *   engineMissing: boolean, configModel: string, logCursor: number, ticking: boolean, again: boolean,
- *   runInfo?: RunInfo | null, infoFor?: string,
+ *   started: number, runInfo?: RunInfo | null, infoFor?: string,
  * }}
  */
 const st = {
@@ -47,6 +47,7 @@ const st = {
   logCursor: 0,         // the since of the next /api/log_poll
   ticking: false,       // a tick is waiting on the server
   again: false,         // poked during that tick: tick again at once after it
+  started: 0,           // runs and sweeps started from this page: a status asked for before the last is stale
 };
 
 // The most lines one log poll brings: when more wait after the cursor
@@ -201,8 +202,12 @@ async function tick() {
   let next = st.visible ? SLOW : IDLE;
   try {
     if (st.engineMissing) return;
+    const started = st.started;
     /** @type {EngineStatus} */
     const status = await get('/api/status');
+    // A run started from this page while the status was on its way: the
+    // answer may predate it, and would announce its end at once. Ask again.
+    if (started !== st.started) { st.again = true; return; }
     const running = status.status === 'running';
     if (running && status.run_id) st.watchRun = status.run_id;
     st.status = status;
@@ -219,6 +224,8 @@ async function tick() {
       st.needMatrix = false;
       matrixView.update(st.matrix);
     }
+    // The same for a run started while the log or the matrix was asked for.
+    if (started !== st.started) { st.again = true; return; }
     if (!running && st.matrix && st.matrix.run_id && st.matrix.run_id !== st.infoFor && st.visible) await loadRunInfo(st.matrix.run_id);
     if (!running && st.watchRun && !st.announced.has(st.watchRun)) {
       const id = st.watchRun;
@@ -489,6 +496,7 @@ async function start() {
       const res = await post('/api/start', body);
       st.watchRun = res.run_id;
       st.running = true;
+      st.started++;
       st.needMatrix = true;
       els.announce.textContent = `Run ${res.run_id} started.`;
       delete els.announce.dataset.run;
@@ -593,6 +601,7 @@ async function startSweep(form, body, text) {
       const res = await post('/api/sweep', { ...rest, models });
       ownSweep = res.sweep_id;
       st.running = true;
+      st.started++;
       st.needMatrix = true;
       toast(`Sweep started: ${res.models.length} models, one run each.`, 'success');
       followSweep(res.sweep_id);
