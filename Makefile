@@ -64,7 +64,8 @@ EXHAUSTIVE_TESTS := CountedTotalsMatchRows SearchIndexMatchesLike SyncIncrementa
 	KitsCatchBrokenImplementations AsPlugin InitRefusesToOverwrite CompareExitStatus KnowledgeExampleEndToEnd \
 	READMEKnowledgePath READMEDatasetPath SweepExitStatus ValidateExitStatus \
 	WorkersShareARun WorkerKilled WorkerRefusesNewerSchema PostgresRestartedMidRun ResponseCacheOnWorkers \
-	ServerRestartCancelsJobs StalledRunEnds StopCancelsJobs AgentRunsStayOnTheServer
+	ServerRestartCancelsJobs StalledRunEnds StopCancelsJobs AgentRunsStayOnTheServer \
+	RunBesideServe WorkerKilledDefaultFlags
 EXHAUSTIVE_PACKAGES := ./harness/runs ./harness/catalog ./harness/engine ./harness/harnesstest \
 	./examples/evaluator-plugin ./cmd/gauntlet
 # Of those, the packages of the PostgreSQL pass run them on PostgreSQL too.
