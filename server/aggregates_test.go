@@ -122,8 +122,10 @@ func TestAggregatesRepeats(t *testing.T) {
 	hold := make(chan struct{})
 	var once sync.Once
 	release := func() { once.Do(func() { close(hold) }) }
-	t.Cleanup(release)
 	e := newEngineEnv(t, engineConfig{noExamples: true, files: diceFiles, llm: llmtest.Options{Respond: diceModel(hold)}})
+	// Registered after the environment, so run before its cleanups: the
+	// fake endpoint's Close waits for the answers held here.
+	t.Cleanup(release)
 	id := e.start(map[string]any{"domains": []string{"dice"}, "repeats": 3, "retries": 0})
 	cellPath := "/api/run/" + id + "/tests/dice/1"
 
@@ -135,7 +137,12 @@ func TestAggregatesRepeats(t *testing.T) {
 	var live cell
 	harnesstest.Eventually(t, runWait, "the six answers that are not held", func() bool {
 		live = cell{}
-		must(t, e.get(cellPath), http.StatusOK).decode(t, &live)
+		// A run is accepted at once; its cells exist once it is prepared.
+		r := e.get(cellPath)
+		if r.status != http.StatusOK {
+			return false
+		}
+		r.decode(t, &live)
 		return len(live.Tests) == 6
 	})
 	inFlight := byTest(live.Aggregates)
