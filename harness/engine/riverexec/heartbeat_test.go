@@ -10,6 +10,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/engine/riverexec"
+	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -101,6 +102,8 @@ func TestDeadWorkersJobsRunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The run is accepted at once; its jobs are queued as it is prepared.
+	harnesstest.Eventually(t, time.Minute, "the run's preparation", func() bool { return !f.eng.Status().Preparing })
 	// A worker took every job, then died.
 	res, err := sqldb.Bun(f.db).ExecContext(ctx, `UPDATE river_job SET state = 'running', attempt = 1,
 		attempted_at = now() - interval '30 seconds', attempted_by = ARRAY['gauntlet-dead-1-1']
