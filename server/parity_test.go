@@ -283,6 +283,9 @@ func (e *testEnv) holdRun(id string) (release func(), waiting func() bool) {
 	if !dbtest.Postgres() {
 		return func() {}, func() bool { return true }
 	}
+	// The run is accepted at once and prepared after: held before its
+	// preparation recorded it, it would never be prepared.
+	harnesstest.Eventually(e.t, runWait, "the run's preparation", func() bool { return !e.status().Preparing })
 	db, err := sql.Open("pgx", databaseURL(e.t, e.dataDir))
 	if err != nil {
 		e.t.Fatal(err)

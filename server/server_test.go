@@ -678,6 +678,7 @@ type statusBody struct {
 	CurrentLevel  *int    `json:"current_level"`
 	Progress      int     `json:"progress"`
 	TotalTests    int     `json:"total_tests"`
+	Preparing     bool    `json:"preparing"`
 	LastRunID     *string `json:"last_run_id"`
 }
 
