@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -19,25 +18,7 @@ func TestWorkerKilledDefaultFlags(t *testing.T) {
 	c.worker(t, 8)
 	id := c.start(t)
 	c.waitFor(t, id, time.Minute, func(p runProgress) bool { return p.done >= n/4 })
-	victimID := fmt.Sprintf("gauntlet-%%-%d-%%", victim.cmd.Process.Pid)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var held int
-		if err := c.db.QueryRow(`SELECT count(*) FROM river_job j
-			WHERE state = 'running' AND attempted_by[1] LIKE $1 AND NOT EXISTS (SELECT 1 FROM run_results r
-				WHERE r.run_id = j.args->>'run_id' AND r.test_id = j.args->>'test_id' AND r.repeat = (j.args->>'repeat')::int)`, victimID).Scan(&held); err != nil {
-			t.Fatal(err)
-		}
-		if held > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker to kill never held a job")
-		}
-	}
-	if err := victim.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	c.killHolding(t, victim)
 	killed := time.Now()
 	// Far below --rescue-after (15 minutes): only the heartbeat can end
 	// the run in time.

@@ -166,6 +166,31 @@ func newClusterOn(t testing.TB, url string, tests int, latency time.Duration, se
 	return &cluster{url: url, addr: addr, db: db, model: mock.URL, server: srv, data: data, args: args}
 }
 
+// killHolding kills worker with SIGKILL once it holds a job that has no
+// result yet: a job that must then be executed again elsewhere.
+func (c *cluster) killHolding(t testing.TB, worker *proc) {
+	t.Helper()
+	workerID := fmt.Sprintf("gauntlet-%%-%d-%%", worker.cmd.Process.Pid)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var held int
+		if err := c.db.QueryRow(`SELECT count(*) FROM river_job j
+			WHERE state = 'running' AND attempted_by[1] LIKE $1 AND NOT EXISTS (SELECT 1 FROM run_results r
+				WHERE r.run_id = j.args->>'run_id' AND r.test_id = j.args->>'test_id' AND r.repeat = (j.args->>'repeat')::int)`, workerID).Scan(&held); err != nil {
+			t.Fatal(err)
+		}
+		if held > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker to kill never held a job")
+		}
+	}
+	if err := worker.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (c *cluster) worker(t testing.TB, concurrency int, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"worker", "--database", c.url, "--data", t.TempDir(), "--plugins", t.TempDir(),
@@ -299,25 +324,7 @@ func TestWorkerKilled(t *testing.T) {
 	c.waitFor(t, id, time.Minute, func(p runProgress) bool { return p.done >= n/4 })
 	// Killed while it holds jobs with no result yet: they are what must
 	// be rescued.
-	victimID := fmt.Sprintf("gauntlet-%%-%d-%%", victim.cmd.Process.Pid)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var held int
-		if err := c.db.QueryRow(`SELECT count(*) FROM river_job j
-			WHERE state = 'running' AND attempted_by[1] LIKE $1 AND NOT EXISTS (SELECT 1 FROM run_results r
-				WHERE r.run_id = j.args->>'run_id' AND r.test_id = j.args->>'test_id' AND r.repeat = (j.args->>'repeat')::int)`, victimID).Scan(&held); err != nil {
-			t.Fatal(err)
-		}
-		if held > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker to kill never held a job")
-		}
-	}
-	if err := victim.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	c.killHolding(t, victim)
 	p := c.waitFor(t, id, 3*time.Minute, func(p runProgress) bool { return p.status != "running" })
 	if p.status != "completed" || p.done != n || p.results != n || p.distinct != n {
 		t.Fatalf("run ended %+v, want completed with %d results, each once", p, n)
