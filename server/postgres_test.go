@@ -39,7 +39,7 @@ func TestPostgresRestartWhileServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := e.get("/api/run/" + id); r.status != http.StatusOK {
-		t.Fatalf("first request after the restart: %d %s", r.status, r.body)
+		t.Fatalf("first request after the restart: %d %s\n%s", r.status, r.body, e.logs.String())
 	}
 	if r := e.get("/api/history"); r.status != http.StatusOK {
 		t.Fatalf("list runs after the restart: %d %s", r.status, r.body)

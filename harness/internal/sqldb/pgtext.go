@@ -3,11 +3,14 @@ package sqldb
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // PostgreSQL's text cannot hold every string: a NUL character or bytes
@@ -132,21 +135,37 @@ type pgConn interface {
 type textConn struct{ pgConn }
 
 func (c textConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.pgConn.ExecContext(ctx, query, escapeArgs(args))
+	res, err := c.pgConn.ExecContext(ctx, query, escapeArgs(args))
+	if err != nil {
+		return nil, badConn(err)
+	}
+	return res, nil
 }
 
 func (c textConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	rows, err := c.pgConn.QueryContext(ctx, query, escapeArgs(args))
 	if err != nil {
-		return nil, err
+		return nil, badConn(err)
 	}
 	return textRows{rows}, nil
+}
+
+// BeginTx is the driver's, except that a connection PostgreSQL ended
+// while it sat in the pool (a restart, pg_terminate_backend) is
+// driver.ErrBadConn, so database/sql retries on another connection; see
+// badConn.
+func (c textConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.pgConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, badConn(err)
+	}
+	return tx, nil
 }
 
 func (c textConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	st, err := c.pgConn.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, badConn(err)
 	}
 	ps, ok := st.(pgStmt)
 	if !ok {
@@ -154,6 +173,36 @@ func (c textConn) PrepareContext(ctx context.Context, query string) (driver.Stmt
 		return nil, fmt.Errorf("the PostgreSQL driver's statement (%T) lacks a method Gauntlet needs", st)
 	}
 	return textStmt{ps}, nil
+}
+
+// badConn is driver.ErrBadConn for a failure that says the connection
+// was dead before the statement could do anything, else err:
+//
+//   - a failure pgx says is safe to retry (nothing reached the server),
+//     which pgx itself marks only where it surfaces from the send, not
+//     with a query's first row nor at BEGIN or PREPARE;
+//   - PostgreSQL's FATAL "terminating connection" for a shutdown, a
+//     crash or an idle session (57P01, 57P02, 57P05), waiting on the
+//     socket of a pooled connection (pgx reads it while it writes). On a
+//     statement in flight it means PostgreSQL aborted the statement's
+//     transaction: running it again on a new connection does it once.
+//     (The exception, a backend ended after its commit and before its
+//     ReadyForQuery, is a window of microseconds during a shutdown.)
+//
+// database/sql retries a statement outside a transaction on ErrBadConn,
+// and hands it back as an error inside one.
+func badConn(err error) error {
+	if pgconn.SafeToRetry(err) {
+		return driver.ErrBadConn
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Severity == "FATAL" {
+		switch pe.Code {
+		case "57P01", "57P02", "57P05":
+			return driver.ErrBadConn
+		}
+	}
+	return err
 }
 
 // pgStmt is what pgx's database/sql statement implements.
