@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -34,13 +35,25 @@ type downloads struct {
 func (b *browser) allowDownloads() *downloads {
 	b.t.Helper()
 	d := &downloads{b: b, dir: b.t.TempDir(), names: map[string]string{}, ended: map[string]cdpbrowser.EventDownloadProgress{}}
+	// The browser is shared with other tests: its download events are
+	// every tab's, so only the downloads this tab's page starts count.
+	tree, err := chromedp.Call(b.ctx, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		b.t.Fatalf("read the page's frame: %v", err)
+	}
+	frame := tree.FrameTree.Frame.ID
 	if err := chromedp.ListenBrowser(b.tab, func(ev any) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		switch ev := ev.(type) {
 		case *cdpbrowser.EventDownloadWillBegin:
-			d.names[ev.GUID] = ev.SuggestedFilename
+			if ev.FrameID == frame {
+				d.names[ev.GUID] = ev.SuggestedFilename
+			}
 		case *cdpbrowser.EventDownloadProgress:
+			if _, ours := d.names[ev.GUID]; !ours {
+				return
+			}
 			if ev.State != cdpbrowser.DownloadProgressStateCompleted && ev.State != cdpbrowser.DownloadProgressStateCanceled {
 				return
 			}
@@ -55,6 +68,7 @@ func (b *browser) allowDownloads() *downloads {
 	events := true
 	if _, err := chromedp.CallBrowser(b.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
 		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: d.dir, EventsEnabled: &events,
+		BrowserContextID: chromedp.FromContext(b.tab).BrowserContextID, // the tab's own
 	}); err != nil {
 		b.t.Fatalf("allow downloads: %v", err)
 	}

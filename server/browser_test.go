@@ -79,20 +79,34 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// newBrowser starts Chromium with a window of width × height and returns
-// its tab. On failure the test saves a full-page screenshot and the
-// page's HTML where the message says (see internal/testartefact: under
-// $TMPDIR/gauntlet-test-artefacts, or -outputdir with -artifacts); any uncaught
-// exception or console error of the page fails the test.
-func newBrowser(t *testing.T, baseURL string, width, height int) *browser {
+// sharedChromium is the test process's one Chromium, started by the first
+// browser test and stopped by TestMain: each test opens a tab in a
+// browser context of its own (its own cookies, storage and cache), which
+// costs a fraction of a browser's start.
+var sharedChromium struct {
+	mu      sync.Mutex
+	browser context.Context // the browser's first tab; its Browser is every test's
+	stop    func()
+}
+
+// chromiumBrowser returns the shared Chromium, started on first use, or
+// again if it has died. A Chromium that exits while starting (seen on a
+// loaded machine: "chrome failed to start") is started again, twice at
+// most, each time with a fresh profile.
+func chromiumBrowser(t *testing.T) context.Context {
 	t.Helper()
 	exe := chromium(t)
-	b := &browser{t: t, base: baseURL}
-	// A Chromium that exits while starting (seen on a loaded machine:
-	// "chrome failed to start") is started again, twice at most, each
-	// time with a fresh profile.
-	var err error
+	sharedChromium.mu.Lock()
+	defer sharedChromium.mu.Unlock()
+	if c := sharedChromium.browser; c != nil && c.Err() == nil {
+		return c
+	}
+	stopChromium()
 	for attempt := 1; ; attempt++ {
+		profile, err := os.MkdirTemp("", "gauntlet-test-chromium-")
+		if err != nil {
+			t.Fatal(err)
+		}
 		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 			chromedp.ExecPath(exe),
 			chromedp.Headless,
@@ -104,24 +118,49 @@ func newBrowser(t *testing.T, baseURL string, width, height int) *browser {
 			chromedp.Flag("disable-dev-shm-usage", true),
 			chromedp.NoFirstRun,
 			chromedp.NoDefaultBrowserCheck,
-			chromedp.UserDataDir(t.TempDir()),
-			chromedp.WindowSize(width, height),
+			chromedp.UserDataDir(profile),
 		)
-		tab, cancelTab := chromedp.NewContext(alloc)
-		if err = chromedp.Listen(tab, b.listen); err == nil {
-			ctx, cancelCtx := context.WithTimeout(tab, browserTimeout)
-			t.Cleanup(func() { cancelCtx(); cancelTab(); cancelAlloc() })
-			b.tab, b.ctx = tab, ctx
-			break
+		browser, cancelBrowser := chromedp.NewContext(alloc)
+		stop := func() { cancelBrowser(); cancelAlloc(); os.RemoveAll(profile) }
+		if err = chromedp.Do(browser); err == nil {
+			sharedChromium.browser, sharedChromium.stop = browser, stop
+			return browser
 		}
-		cancelTab()
-		cancelAlloc()
+		stop()
 		if attempt == 3 || !strings.Contains(err.Error(), "failed to start") {
 			t.Fatalf("start chromium (%s), attempt %d: %v", exe, attempt, err)
 		}
 		t.Logf("start chromium (%s), attempt %d: %v; starting it again", exe, attempt, err)
 	}
-	ctx := b.ctx
+}
+
+// stopChromium stops the shared Chromium, if it runs. Call it with
+// sharedChromium.mu held, or once the tests are over.
+func stopChromium() {
+	if sharedChromium.stop != nil {
+		sharedChromium.stop()
+	}
+	sharedChromium.browser, sharedChromium.stop = nil, nil
+}
+
+// newBrowser opens a tab of width × height in a fresh browser context of
+// the shared Chromium and returns it. On failure the test saves a
+// full-page screenshot and the page's HTML where the message says (see
+// internal/testartefact: under $TMPDIR/gauntlet-test-artefacts, or
+// -outputdir with -artifacts); any uncaught exception or console error of
+// the page fails the test.
+func newBrowser(t *testing.T, baseURL string, width, height int) *browser {
+	t.Helper()
+	b := &browser{t: t, base: baseURL}
+	tab, cancelTab := chromedp.NewContext(chromiumBrowser(t),
+		chromedp.WithNewBrowserContext(), chromedp.WithListener(b.listen))
+	if err := chromedp.Do(tab); err != nil {
+		cancelTab()
+		t.Fatalf("open a tab in chromium: %v", err)
+	}
+	ctx, cancelCtx := context.WithTimeout(tab, browserTimeout)
+	t.Cleanup(func() { cancelCtx(); cancelTab() })
+	b.tab, b.ctx = tab, ctx
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
 		t.Fatalf("set the viewport: %v", err)
 	}

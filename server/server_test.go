@@ -71,6 +71,7 @@ type testEnv struct {
 // TestMain stops the PostgreSQL server the tests may have started.
 func TestMain(m *testing.M) {
 	code := dbtest.Main(m)
+	stopChromium()
 	testbin.Cleanup()
 	os.Exit(code)
 }
