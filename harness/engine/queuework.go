@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/stats"
 )
@@ -63,7 +65,10 @@ func (w *workRun) runTest(ctx context.Context, j *job) (res runs.Result, finishe
 // saying why; one refused even so is lost (its error wraps
 // ErrResultLost). When batches in a row lose results, the worker ends
 // the run, stopped, saying why, as a run executed in process stops: the
-// process that follows the run finds it ended.
+// process that follows the run finds it ended. A result that did not
+// reach the database (the connection failed: PostgreSQL restarting, the
+// network) keeps its error, for the queue to execute the job again
+// later.
 func (w *workRun) record(ctx context.Context, rs *runs.Store, results []runs.Result) ([]bool, []error) {
 	settle := func(domain string, level int, samples []runs.Sample) runs.Cell {
 		return settleSamples(w.plan.cellOf[cellKey{domain, level}], samples)
@@ -75,16 +80,16 @@ func (w *workRun) record(ctx context.Context, rs *runs.Store, results []runs.Res
 	lost := 0
 	var last error
 	for i, err := range errs {
-		if err == nil || errors.Is(err, runs.ErrRunEnded) || ctx.Err() != nil {
-			continue
+		if err == nil || !refused(err) {
+			continue // stored, the run ended, or the database was not reached: the queue tries the job again
 		}
 		// RecordResults tried it alone once already.
 		res := results[i]
-		for attempt := 1; attempt < storeAttempts && err != nil && !errors.Is(err, runs.ErrRunEnded); attempt++ {
+		for attempt := 1; attempt < storeAttempts && err != nil && refused(err); attempt++ {
 			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
 			inserted[i], err = one(res)
 		}
-		if err != nil && !errors.Is(err, runs.ErrRunEnded) {
+		if err != nil && refused(err) {
 			var err2 error
 			inserted[i], err2 = one(standIn(res, err))
 			switch {
@@ -92,7 +97,7 @@ func (w *workRun) record(ctx context.Context, rs *runs.Store, results []runs.Res
 				w.run.e.log.Warn("a result could not be stored; an error result saying why stands in for it",
 					slog.String("run", res.RunID), slog.String("test", res.TestID), slog.Any("error", err))
 				err = nil
-			case errors.Is(err2, runs.ErrRunEnded):
+			case !refused(err2):
 				err = err2
 			default:
 				lost++
@@ -171,4 +176,26 @@ func (r *run) leftSamples(ctx context.Context) error {
 		r.mu.Unlock()
 	}
 	return nil
+}
+
+// refused reports whether err is the database refusing a statement it
+// received (a row it will not take: a constraint, a trigger, a value out
+// of range), which trying again soon would not change, rather than the
+// database not being reached or the transaction being cut short
+// (connection failures, the server shutting down or out of resources, a
+// serialisation failure or deadlock), which a later attempt may get past.
+func refused(err error) bool {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || len(pg.Code) < 2 {
+		return false
+	}
+	switch pg.Code[:2] {
+	case "08", // connection exception
+		"40", // transaction rollback: serialisation failure, deadlock
+		"53", // insufficient resources
+		"57", // operator intervention: shutdown, cancelled
+		"58": // system error
+		return false
+	}
+	return true
 }
