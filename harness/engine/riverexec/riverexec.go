@@ -91,8 +91,10 @@ const DefaultHeartbeat = 5 * time.Second
 // Options.DeadAfter is 0: four heartbeats.
 const DefaultDeadAfter = 20 * time.Second
 
-// DefaultMaxAttempts is how often a job whose result could not be stored
-// is tried before River gives it up.
+// DefaultMaxAttempts is how often a job that failed (its result did not
+// reach the database, its run's definitions could not be read) is tried
+// before River gives it up. A job whose result the database refused is
+// not tried again (engine.ErrResultLost).
 const DefaultMaxAttempts = 25
 
 // Options configure a Queue.
