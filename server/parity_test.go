@@ -1,9 +1,15 @@
 package server_test
 
 import (
+	"bufio"
+	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +17,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
@@ -254,6 +261,130 @@ func TestParity(t *testing.T) {
 			tc.check(t, e, g)
 		})
 	}
+	// A run whose process died (killed mid-run) is left running in the
+	// database; the next server started over it marks it interrupted,
+	// keeping the results stored, and it can be resumed to the end.
+	t.Run("a run whose process died is interrupted", func(t *testing.T) {
+		t.Parallel()
+		root := t.TempDir()
+		id := runAndKill(t, root)
+		g := newParityGate()
+		g.open()
+		// The definitions directory is the dead process's (examples
+		// included): it is not copied again.
+		e := newEngineEnvIn(t, root, engineConfig{concurrency: 4, noExamples: true, files: parityDefs,
+			llm: llmtest.Options{Respond: g.respond}})
+		info, byLevel := checkCounts(t, e, id)
+		if info.Status != "interrupted" || info.Complete || info.DoneTests != 4 || info.Passed != 4 ||
+			byLevel["l1"] != 4 || byLevel["l2"] != 0 {
+			t.Fatalf("the dead process's run: %+v, results by level %v; want interrupted with the 4 level-1 results", info, byLevel)
+		}
+		// The run's owner was the killed process's lease: the error names it.
+		if !strings.Contains(info.Error, "the process running it, gauntlet serve (pid ") {
+			t.Errorf("the interrupted run's error %q names no dead gauntlet serve", info.Error)
+		}
+		if st := e.status(); st.Status != "idle" {
+			t.Errorf("status after the restart: %+v", st)
+		}
+		must(t, e.post("/api/run/"+id+"/resume", nil), http.StatusOK)
+		e.waitIdle()
+		info, byLevel = checkCounts(t, e, id)
+		if info.Status != "completed" || !info.Complete || info.DoneTests != 8 || info.Passed != 8 ||
+			byLevel["l1"] != 4 || byLevel["l2"] != 4 {
+			t.Errorf("the resumed run: %+v, results by level %v", info, byLevel)
+		}
+	})
+}
+
+// The environment of the process TestParity kills (TestParityOwner):
+// its root directory and, on PostgreSQL, its database.
+const (
+	ownerRootEnv = "GAUNTLET_PARITY_OWNER_ROOT"
+	ownerDBEnv   = "GAUNTLET_PARITY_OWNER_DB"
+)
+
+// runAndKill starts this test binary again as a server over root
+// (TestParityOwner), which takes a process lease as "gauntlet serve"
+// does and starts a parity run, stores its level-1 results and holds
+// its level-2 tests; it then kills that process and returns the run's
+// id, left running in the database by a dead process.
+func runAndKill(t *testing.T, root string) string {
+	t.Helper()
+	url := databaseURL(t, filepath.Join(root, "data"))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestParityOwner$", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), ownerRootEnv+"="+root, ownerDBEnv+"="+url)
+	stdin, err := cmd.StdinPipe() // closed when this process ends: the child then exits
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	kill := func() {
+		if !killed {
+			killed = true
+			cmd.Process.Kill()
+			cmd.Wait()
+			stdin.Close()
+		}
+	}
+	t.Cleanup(kill)
+	ids := make(chan string, 1)
+	var lines syncBuffer
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "PARITY RUN "); ok {
+				ids <- id
+			}
+			lines.Write(append(sc.Bytes(), '\n'))
+		}
+		close(ids)
+	}()
+	var id string
+	select {
+	case got, ok := <-ids:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("the run's process ended before its run was under way:\n%s%s", lines.String(), stderr.String())
+		}
+		id = got
+	case <-time.After(runWait):
+		t.Fatalf("the run's process did not start its run:\n%s%s", lines.String(), stderr.String())
+	}
+	kill()
+	return id
+}
+
+// TestParityOwner is the server process TestParity kills mid-run (see
+// runAndKill); run alone, it is skipped.
+func TestParityOwner(t *testing.T) {
+	root := os.Getenv(ownerRootEnv)
+	if root == "" {
+		t.Skip("the process TestParity starts and kills")
+	}
+	if dbtest.Postgres() {
+		pgDatabases.Store(filepath.Join(root, "data"), os.Getenv(ownerDBEnv))
+	}
+	g := newParityGate()
+	e := newEngineEnvIn(t, root, engineConfig{concurrency: 4, files: parityDefs, llm: llmtest.Options{Respond: g.respond}})
+	lease, err := e.runs.Lease(context.Background(), runs.LeaseOptions{Kind: runs.KindServe, Command: "gauntlet serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Close()
+	id := e.start(map[string]any{"domains": []string{"parity"}})
+	g.wait(t)
+	harnesstest.Eventually(t, runWait, "the level-1 results stored", func() bool { return e.status().Progress == 4 })
+	fmt.Println("PARITY RUN " + id)
+	io.Copy(io.Discard, os.Stdin) // until killed, or the test that started it ends
 }
 
 func strOf(s *string) string {

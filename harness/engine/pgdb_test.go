@@ -76,13 +76,6 @@ var inProcessOnPostgres = map[string]string{
 	"TestConcurrencyHonoured": "a queue's workers fetch jobs as slots free, so the peak in flight may fall one short of the bound",
 	"TestStopMidRun": "a stop reaches a worker's tests through the database; a test that finishes meanwhile " +
 		"(50 ms here) is kept, so none may be left in flight",
-	"TestResumeRepeats": "not yet at parity: a resumed run of repeats executed through the queue keeps errors it should run again",
-	"TestResetStuckModel": "not yet at parity: a reset queued run whose model never answers does not end " +
-		"until its jobs do",
-	"TestUnstorableResultTakesNoOther": "not yet at parity: a result the database refuses is retried by the queue " +
-		"(with backoff) instead of being stored as an error",
-	"TestLostResultNotCounted": "not yet at parity: as TestUnstorableResultTakesNoOther",
-	"TestStoreKeepsFailing":    "not yet at parity: as TestUnstorableResultTakesNoOther",
 	"TestEndpointDownStopsRun": "a worker whose endpoint is down gives its jobs back to the queue for another " +
 		"worker instead of stopping the run (see docs/scale-out.md)",
 }

@@ -282,7 +282,16 @@ func (r *run) pollCells(ctx context.Context) error {
 	r.total = total
 	r.tokens = info.TotalTokens
 	r.info.CacheHits = info.CacheHits // the workers' hits
+	// A worker ended the run (the database kept refusing its results),
+	// or another process did: the run stops with the stored status and
+	// error.
+	elsewhere := info.Status != runs.StatusRunning && !r.ending && r.endStatus == ""
 	r.mu.Unlock()
+	if elsewhere {
+		r.e.log.Warn("the run was ended by another process", slog.String("run", r.info.RunID),
+			slog.String("status", info.Status), slog.String("error", info.Error))
+		r.stopWith(info.Status, info.Error)
+	}
 	for _, c := range settled {
 		st := c.state()
 		r.logf(c.domain, c.level, "level %s: %s, %d passed, %d failed, %d errors of %d",
@@ -320,6 +329,9 @@ func (r *run) fence() {
 	if err := r.poll(cur); err != nil {
 		r.e.log.Error("read the run's progress", slog.String("run", r.info.RunID), slog.Any("error", err))
 	}
+	if err := r.leftSamples(ctx); err != nil {
+		r.e.log.Error("read the run's samples", slog.String("run", r.info.RunID), slog.Any("error", err))
+	}
 	// The scores of the cells left unfinished and of the run, which the
 	// counters do not hold.
 	sums, err := r.e.opts.Runs.ScoreSums(ctx, r.info.RunID)
@@ -350,6 +362,10 @@ type workRun struct {
 
 	mu        sync.Mutex
 	stoppedAt time.Time // when Work first found the run stopped here
+	// storeFailures counts the batches of results in a row that lost
+	// some (record); ended is set once the worker ended the run for it.
+	storeFailures int
+	ended         bool
 }
 
 // workPause is how long a worker gives back the jobs of a run it stopped
@@ -391,17 +407,22 @@ const maxWorkRuns = 16
 // in a run executed in process, with this engine's model client,
 // registry and agents, and its result stored once with the counters of
 // its cell and run (runs.Store.RecordResult). A result already stored
-// (the job ran before, on a worker that was lost) is not stored again.
+// (the job ran before, on a worker that was lost) is not stored again. A
+// result the database refuses is handled as in a run executed in process:
+// tried again alone, then replaced by an error result saying why, and
+// when even that is refused the error wraps ErrResultLost (the queue
+// gives the job up); batches in a row that lose results stop the run.
 // It returns runs.ErrRunEnded when the run no longer takes results,
-// ctx.Err() when ctx ended before the test did (nothing stored), and an
-// error for the queue to retry the job later when the result could not be
-// stored.
+// ctx.Err() when ctx ended before the test did (nothing stored; a test
+// that ignores the cancellation is left behind, see abandonAfter), and
+// another error, for the queue to retry the job later, when the job
+// could not be prepared.
 func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 	w, err := e.workRun(ctx, q.RunID)
 	if err != nil {
 		return err
 	}
-	if w.run.info.Status != runs.StatusRunning {
+	if w.run.info.Status != runs.StatusRunning || w.isEnded() {
 		return runs.ErrRunEnded
 	}
 	if err := w.stopped(); err != nil {
@@ -417,7 +438,7 @@ func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 	}
 	j := w.plan.job(t, c)
 	j.repeat = q.Repeat
-	res, finished := w.run.runTestIn(ctx, &j)
+	res, finished := w.runTest(ctx, &j)
 	if !finished {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -453,9 +474,7 @@ func (w *workRun) coalesce(rs *runs.Store) {
 		return out, errs
 	}}
 	w.results = &coalescer[runs.Result, bool]{max: batchJobs, fn: func(ctx context.Context, results []runs.Result) ([]bool, []error) {
-		return rs.RecordResults(ctx, results, func(domain string, level int, samples []runs.Sample) runs.Cell {
-			return settleSamples(w.plan.cellOf[cellKey{domain, level}], samples)
-		})
+		return w.record(ctx, rs, results)
 	}}
 }
 

@@ -509,16 +509,22 @@ func (r *run) saveAlone(ctx context.Context, res *runs.Result) (*runs.Cell, erro
 			return settled, nil
 		}
 	}
-	stand := *res
-	stand.Status, stand.Score, stand.Response = runs.TestError, 0, ""
-	stand.Transcript, stand.Calls = nil, nil
-	stand.Details = map[string]any{"error": "the result could not be stored: " + err.Error(), "extracted_answer": "", "pass2_used": false}
+	stand := standIn(*res, err)
 	settled, err2 := one(stand)
 	if err2 != nil {
 		return nil, err
 	}
 	*res = stand
 	return settled, nil
+}
+
+// standIn is the error result stored in place of a result the database
+// refused (err): the test counts as an error saying why, never as lost.
+func standIn(res runs.Result, err error) runs.Result {
+	res.Status, res.Score, res.Response = runs.TestError, 0, ""
+	res.Transcript, res.Calls = nil, nil
+	res.Details = map[string]any{"error": "the result could not be stored: " + err.Error(), "extracted_answer": "", "pass2_used": false}
+	return res
 }
 
 // snapshot returns a function that puts back the live counts of the run

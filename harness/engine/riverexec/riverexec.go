@@ -91,8 +91,10 @@ const DefaultHeartbeat = 5 * time.Second
 // Options.DeadAfter is 0: four heartbeats.
 const DefaultDeadAfter = 20 * time.Second
 
-// DefaultMaxAttempts is how often a job whose result could not be stored
-// is tried before River gives it up.
+// DefaultMaxAttempts is how often a job that failed (its result did not
+// reach the database, its run's definitions could not be read) is tried
+// before River gives it up. A job whose result the database refused is
+// not tried again (engine.ErrResultLost).
 const DefaultMaxAttempts = 25
 
 // Options configure a Queue.
@@ -390,8 +392,9 @@ type worker struct {
 }
 
 // Work executes one job. A job of a run made by a newer schema is
-// snoozed for a newer worker; one whose run has ended is cancelled; a
-// result that could not be stored is an error River retries.
+// snoozed for a newer worker; one whose run has ended, or whose result
+// the database refused even as an error (engine.ErrResultLost), is
+// cancelled with its error; any other error is one River retries.
 func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 	a := job.Args
 	if have := runs.SchemaVersion(); a.Schema > have {
@@ -406,7 +409,9 @@ func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, runs.ErrRunEnded), errors.Is(err, harness.ErrNotFound):
+	case errors.Is(err, runs.ErrRunEnded), errors.Is(err, harness.ErrNotFound), errors.Is(err, engine.ErrResultLost):
+		// Trying again would store nothing either: the run ended, or the
+		// database refused the result and the error standing in for it.
 		return river.JobCancel(err)
 	default:
 		return err
