@@ -15,7 +15,8 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 )
 
-// MaxImportBytes bounds an import body; other bodies are limited to 1 MiB.
+// MaxImportBytes is the default bound of an import body
+// (Limits.ImportBytes); other bodies are limited to Limits.BodyBytes.
 const MaxImportBytes = 64 << 20
 
 // definitionsStore is what export, import and sync need of the catalog.
@@ -183,7 +184,7 @@ func registerDefinitions(api huma.API, store definitionsStore, log *slog.Logger)
 		Description: "Takes the export's shape plus merge. A replace (merge false) keeps the evaluators and tools " +
 			"unless the body has those keys, and switches the definition files as one: a crash leaves the old files or the new. " +
 			"The whole import is validated first; " +
-			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB. " +
+			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB unless the server sets another limit. " +
 			"An evaluator config URL with masked credentials takes those of the stored evaluator with the same id, " +
 			"if it is the same URL; otherwise it is a 422 naming it. " +
 			"409 when a definition file was edited by hand since the last sync.",
