@@ -48,6 +48,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Debug:       s.debug,
 		APIToken:    s.apiToken,
 		CORSOrigins: splitList(s.corsOrigins),
+		Limits:      s.limits.server(),
 		Logger:      log,
 	})
 	if err != nil {
