@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
 )
 
 // TestEvaluatorURLCredentialsNeverShown stores an evaluator whose config
@@ -104,5 +107,50 @@ func TestEvaluatorURLCredentialsNeverShown(t *testing.T) {
 		if strings.Contains(e.logs.String(), s) {
 			t.Errorf("%q is in the server log", s)
 		}
+	}
+}
+
+// echoingEvaluator is an evaluator type whose config check refuses every
+// config, repeating its base_url in the message and the value, as a
+// careless plugin might.
+type echoingEvaluator struct{}
+
+func (echoingEvaluator) Evaluate(context.Context, *harness.EvalRequest) (*harness.EvalResult, error) {
+	return &harness.EvalResult{}, nil
+}
+
+func (echoingEvaluator) ValidateConfig(cfg harness.EvaluatorConfig) error {
+	u, _ := cfg.Config["base_url"].(string)
+	return &harness.ValidationError{Fields: []harness.FieldError{
+		{Field: "config.base_url", Message: "cannot reach " + u, Value: u},
+	}}
+}
+
+// TestEvaluatorErrorsHideURLCredentials: an evaluator type's refusal that
+// repeats a URL of the config (in its message or its value) reaches the
+// client and the log without the URL's credentials, on create, update
+// and import.
+func TestEvaluatorErrorsHideURLCredentials(t *testing.T) {
+	const password = "Echoed-Pa55-in-url"
+	reg := harness.NewRegistry()
+	if err := reg.RegisterEvaluator("echo", echoingEvaluator{}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngineEnv(t, engineConfig{registry: reg, noExamples: true})
+	bad := map[string]any{"id": "echo", "name": "Echo", "type": "echo", "config": map[string]any{"base_url": "https://u:" + password + "@h.example/"}}
+	for _, r := range []*response{
+		e.post("/api/settings/evaluators", bad),
+		e.post("/api/settings/import", map[string]any{"evaluators": []any{bad}}),
+	} {
+		p := mustProblem(t, r, http.StatusUnprocessableEntity)
+		if strings.Contains(string(r.body), password) {
+			t.Errorf("the password is in the answer: %s", r.body)
+		}
+		if !strings.Contains(p.Detail, "cannot reach https://u:********@h.example/") {
+			t.Errorf("detail %q", p.Detail)
+		}
+	}
+	if strings.Contains(e.logs.String(), password) {
+		t.Errorf("the password is in the server log")
 	}
 }
