@@ -185,6 +185,22 @@ func RedactSecrets(text string, secrets []string) string {
 	return text
 }
 
+// RedactURLsIn applies RedactURL to every URL in a text, such as an
+// error that quotes the address it failed to reach: a word (split at
+// spaces, quotes and brackets trimmed) that contains "://" loses its
+// credentials.
+func RedactURLsIn(text string) string {
+	for _, f := range strings.Fields(text) {
+		u := strings.Trim(f, "\"'`()[]<>,;")
+		if strings.Contains(u, "://") {
+			if r := RedactURL(u); r != u {
+				text = strings.ReplaceAll(text, u, r)
+			}
+		}
+	}
+	return text
+}
+
 // userinfo finds the userinfo of a URL, "user:password" in
 // "scheme://user:password@host/path": s[start:end]. ok is false when s is
 // not such a URL or has no userinfo.

@@ -146,7 +146,9 @@ type apiSyncResult struct {
 func toAPISyncResult(res *catalog.SyncResult) apiSyncResult {
 	out := apiSyncResult{Success: len(res.Errors) == 0, Loaded: toAPICounts(res.Loaded), Errors: make([]apiSyncFileError, len(res.Errors))}
 	for i, e := range res.Errors {
-		out.Errors[i] = apiSyncFileError{File: e.File, Line: e.Line, Key: e.Key, Error: e.Error}
+		// An evaluator type's refusal may quote a URL of the file, with
+		// its credentials.
+		out.Errors[i] = apiSyncFileError{File: e.File, Line: e.Line, Key: e.Key, Error: redactURLs(e.Error)}
 	}
 	return out
 }

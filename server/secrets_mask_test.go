@@ -154,3 +154,23 @@ func TestEvaluatorErrorsHideURLCredentials(t *testing.T) {
 		t.Errorf("the password is in the server log")
 	}
 }
+
+// TestSyncErrorsHideURLCredentials: a definitions file refused by its
+// evaluator type with a message that repeats a URL of the file is listed
+// by the sync without the URL's credentials.
+func TestSyncErrorsHideURLCredentials(t *testing.T) {
+	const password = "Synced-Pa55-in-url"
+	reg := harness.NewRegistry()
+	if err := reg.RegisterEvaluator("echo", echoingEvaluator{}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngineEnv(t, engineConfig{registry: reg, noExamples: true, files: map[string]string{
+		"evaluators/echo.yaml": "id: echo\nname: Echo\ntype: echo\nconfig:\n  base_url: https://u:" + password + "@h.example/\n",
+	}})
+	for _, r := range []*response{e.get("/api/settings/sync"), e.post("/api/settings/sync", nil)} {
+		body := string(must(t, r, http.StatusOK).body)
+		if !strings.Contains(body, "cannot reach https://h.example/") || strings.Contains(body, password) {
+			t.Errorf("sync errors: %s", body)
+		}
+	}
+}
