@@ -13,11 +13,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// maxCheckedBody is the largest JSON body rejectBadText reads to check:
-// every route's own limit is at most this, and the limiter (which runs
-// first) has already refused a body over its route's limit.
-const maxCheckedBody = MaxImportBytes
-
 // rejectBadText answers 422 to a JSON request body that is not valid UTF-8
 // or holds a NUL byte, naming the field ("body.messages[1].content") that
 // holds it. Go's JSON decoder would silently turn invalid bytes into
@@ -26,7 +21,11 @@ const maxCheckedBody = MaxImportBytes
 // \u0000 is valid JSON: the validators catch it once decoded. A body that
 // cannot be read whole (over its route's limit, past its read deadline)
 // is answered 413, 408 or 400 here.
-func rejectBadText(next http.Handler) http.Handler {
+//
+// maxCheckedBody is the largest JSON body it reads to check: every
+// route's own limit is at most this, and the limiter (which runs first)
+// has already refused a body over its route's limit.
+func rejectBadText(maxCheckedBody int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || !isJSON(r.Header.Get("Content-Type")) ||
 			r.ContentLength > maxCheckedBody {
@@ -44,7 +43,7 @@ func rejectBadText(next http.Handler) http.Handler {
 			return
 		}
 		body := buf.Bytes()
-		if len(body) > maxCheckedBody {
+		if int64(len(body)) > maxCheckedBody {
 			// Over every limit: let the operation refuse it.
 			r.Body = struct {
 				io.Reader

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -95,15 +94,4 @@ func (h configHandler) model(ctx context.Context, _ *struct{}) (*modelOutput, er
 
 // redactURLs applies harness.RedactURL to every URL in a text, such as an
 // error that quotes the address it failed to reach.
-func redactURLs(text string) string {
-	fields := strings.Fields(text)
-	for _, f := range fields {
-		u := strings.Trim(f, "\"'`()[]<>,;")
-		if strings.Contains(u, "://") {
-			if r := harness.RedactURL(u); r != u {
-				text = strings.ReplaceAll(text, u, r)
-			}
-		}
-	}
-	return text
-}
+func redactURLs(text string) string { return harness.RedactURLsIn(text) }

@@ -78,7 +78,7 @@ func registerDatasets(api huma.API, store dataset.Store, log *slog.Logger) {
 			"unless skip_invalid is set. Rows without an id get one generated from their content, so importing the same " +
 			"file again replaces its tests rather than adding copies; an id that names a test of another level is refused. " +
 			"422 for a bad format, preset, delimiter or mapping, a CSV header without the needed columns, no rows, " +
-			"or an unknown domain; 413 for a body over 64 MiB or more than 100 000 rows; " +
+			"or an unknown domain; 413 for a body over 64 MiB (unless the server sets another limit) or more than 100 000 rows; " +
 			"409 when the level's file was edited by hand since the last sync.",
 		Errors: []int{http.StatusConflict, http.StatusRequestEntityTooLarge},
 	}, h.importTests)

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -13,7 +15,8 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 )
 
-// MaxImportBytes bounds an import body; other bodies are limited to 1 MiB.
+// MaxImportBytes is the default bound of an import body
+// (Limits.ImportBytes); other bodies are limited to Limits.BodyBytes.
 const MaxImportBytes = 64 << 20
 
 // definitionsStore is what export, import and sync need of the catalog.
@@ -21,6 +24,7 @@ type definitionsStore interface {
 	Export(ctx context.Context) (*harness.Snapshot, error)
 	Import(ctx context.Context, in *harness.Snapshot, merge bool) (*catalog.ImportResult, error)
 	CheckImport(ctx context.Context, in *harness.Snapshot, merge bool) error
+	Evaluator(ctx context.Context, id string) (harness.EvaluatorConfig, error)
 	Sync(ctx context.Context) (*catalog.SyncResult, error)
 	LastSync() *catalog.SyncResult
 }
@@ -142,7 +146,9 @@ type apiSyncResult struct {
 func toAPISyncResult(res *catalog.SyncResult) apiSyncResult {
 	out := apiSyncResult{Success: len(res.Errors) == 0, Loaded: toAPICounts(res.Loaded), Errors: make([]apiSyncFileError, len(res.Errors))}
 	for i, e := range res.Errors {
-		out.Errors[i] = apiSyncFileError{File: e.File, Line: e.Line, Key: e.Key, Error: e.Error}
+		// An evaluator type's refusal may quote a URL of the file, with
+		// its credentials.
+		out.Errors[i] = apiSyncFileError{File: e.File, Line: e.Line, Key: e.Key, Error: redactURLs(e.Error)}
 	}
 	return out
 }
@@ -170,7 +176,9 @@ func registerDefinitions(api huma.API, store definitionsStore, log *slog.Logger)
 	register(api, huma.Operation{
 		OperationID: "export-definitions", Method: http.MethodGet, Path: "/api/settings/export",
 		Summary: "Export every definition", Tags: tags,
-		Description: "Top-level keys: domains, levels, tests, evaluators, tools. Importing it with merge false reproduces the same definitions.",
+		Description: "Top-level keys: domains, levels, tests, evaluators, tools. Importing it with merge false reproduces the same definitions. " +
+			"Credentials in the URLs of evaluator configs are masked (https://user:********@host/...); " +
+			"imported here again, a masked URL keeps the stored one, so the round trip keeps them.",
 	}, h.export)
 	register(api, huma.Operation{
 		OperationID: "import-definitions", Method: http.MethodPost, Path: "/api/settings/import",
@@ -178,7 +186,9 @@ func registerDefinitions(api huma.API, store definitionsStore, log *slog.Logger)
 		Description: "Takes the export's shape plus merge. A replace (merge false) keeps the evaluators and tools " +
 			"unless the body has those keys, and switches the definition files as one: a crash leaves the old files or the new. " +
 			"The whole import is validated first; " +
-			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB. " +
+			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB unless the server sets another limit. " +
+			"An evaluator config URL with masked credentials takes those of the stored evaluator with the same id, " +
+			"if it is the same URL; otherwise it is a 422 naming it. " +
 			"409 when a definition file was edited by hand since the last sync.",
 		Errors: []int{http.StatusConflict},
 	}, h.importDefs)
@@ -211,10 +221,26 @@ func (h *definitionsHandler) export(ctx context.Context, _ *struct{}) (*definiti
 
 func (h *definitionsHandler) importDefs(ctx context.Context, in *importInput) (*importOutput, error) {
 	merge := in.Body.Merge == nil || *in.Body.Merge
+	// An evaluator's URLs masked as exported get the stored evaluator's
+	// credentials back.
+	missing := &harness.ValidationError{}
+	var creds []string
+	for i, ev := range in.Body.Evaluators {
+		creds = append(creds, configCredentials(ev.Config)...)
+		if ev.Config == nil || !harness.HasMaskedURLs(ev.Config) {
+			continue
+		}
+		old, err := h.store.Evaluator(ctx, ev.ID)
+		if err != nil && !errors.Is(err, harness.ErrNotFound) {
+			return nil, h.problem(ctx, err)
+		}
+		restoreConfigURLs(missing, fmt.Sprintf("evaluators[%d].config", i), ev.Config, old.Config)
+		creds = append(creds, configCredentials(ev.Config)...)
+	}
+	slices.SortFunc(creds, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	snap := in.Body.snapshot()
 	// A level is required: a test or level without one would otherwise
 	// land in level 0 unnoticed.
-	missing := &harness.ValidationError{}
 	for i, t := range in.Body.Tests {
 		if t.Level == nil {
 			missing.Add(fmt.Sprintf("tests[%d].level", i), "is required")
@@ -232,11 +258,11 @@ func (h *definitionsHandler) importDefs(ctx context.Context, in *importInput) (*
 			return nil, h.problem(ctx, err)
 		}
 		missing.Merge("", err)
-		return nil, h.problem(ctx, missing)
+		return nil, h.problem(ctx, withoutCredentials(missing, creds))
 	}
 	res, err := h.store.Import(ctx, snap, merge)
 	if err != nil {
-		return nil, h.problem(ctx, err)
+		return nil, h.problem(ctx, withoutCredentials(err, creds))
 	}
 	return &importOutput{Body: toAPIImportResult(res)}, nil
 }

@@ -35,13 +35,13 @@ type apiEvaluator struct {
 	Type            string         `json:"type" doc:"regex (the built-in evaluator), or a registered or plugin evaluator type."`
 	ExtractionRegex string         `json:"extraction_regex" doc:"Pattern extracting the answer: the named group answer, else group 1, else the whole match."`
 	UsesPass2       bool           `json:"uses_pass2" doc:"Whether the model is asked to restate its final answer when extraction finds nothing."`
-	Config          map[string]any `json:"config,omitempty" doc:"Settings of other evaluator types."`
+	Config          map[string]any `json:"config,omitempty" doc:"Settings of other evaluator types. Credentials in a URL are masked: https://user:********@host/..."`
 }
 
 func toAPIEvaluator(e harness.EvaluatorConfig) apiEvaluator {
 	return apiEvaluator{
 		ID: e.ID, Name: e.Name, Description: e.Description, Type: e.Type,
-		ExtractionRegex: e.ExtractionRegex, UsesPass2: e.UsesPass2, Config: e.Config,
+		ExtractionRegex: e.ExtractionRegex, UsesPass2: e.UsesPass2, Config: maskedConfig(e.Config),
 	}
 }
 
@@ -87,7 +87,7 @@ type apiEvaluatorUpdate struct {
 	Type            *string        `json:"type,omitempty" doc:"regex, or a registered or plugin evaluator type."`
 	ExtractionRegex *string        `json:"extraction_regex,omitempty" doc:"It must compile."`
 	UsesPass2       *bool          `json:"uses_pass2,omitempty"`
-	Config          map[string]any `json:"config,omitempty" doc:"Replaces the current settings."`
+	Config          map[string]any `json:"config,omitempty" doc:"Replaces the current settings. A URL with masked credentials, as read, keeps the stored one; with anything else changed it is a 422."`
 }
 
 func (f *apiEvaluatorUpdate) apply(e *harness.EvaluatorConfig) {
@@ -160,6 +160,7 @@ func registerEvaluators(api huma.API, store evaluatorStore, log *slog.Logger) {
 		OperationID: "update-evaluator", Method: http.MethodPut, Path: "/api/settings/evaluators/{evaluator_id}",
 		Summary: "Update an evaluator", Tags: tags,
 		Description: "Changes the fields present in the body and keeps the others. " +
+			"A config URL whose credentials are masked as read back keeps the stored credentials. " +
 			"409 when its file was edited by hand since the last sync." + etagWriteDoc,
 		Errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed},
 	}, h.update)
@@ -191,9 +192,14 @@ func (h *evaluatorHandler) get(ctx context.Context, in *getEvaluatorInput) (*eva
 }
 
 func (h *evaluatorHandler) create(ctx context.Context, in *createEvaluatorInput) (*evaluatorOutput, error) {
+	ve := &harness.ValidationError{}
+	restoreConfigURLs(ve, "config", in.Body.Config, nil)
+	if err := ve.Err(); err != nil {
+		return nil, h.problem(ctx, err)
+	}
 	e, err := h.store.CreateEvaluator(ctx, in.Body.evaluator())
 	if err != nil {
-		return nil, h.problem(ctx, err)
+		return nil, h.problem(ctx, withoutCredentials(err, configCredentials(in.Body.Config)))
 	}
 	return newEvaluatorOutput(e), nil
 }
@@ -203,11 +209,16 @@ func (h *evaluatorHandler) update(ctx context.Context, in *updateEvaluatorInput)
 		if err := in.IfMatchHeader.check(etagOf(toAPIEvaluator(*e))); err != nil {
 			return err
 		}
+		ve := &harness.ValidationError{}
+		restoreConfigURLs(ve, "config", in.Body.Config, e.Config)
+		if err := ve.Err(); err != nil {
+			return err
+		}
 		in.Body.apply(e)
 		return nil
 	})
 	if err != nil {
-		return nil, h.problem(ctx, err)
+		return nil, h.problem(ctx, withoutCredentials(err, configCredentials(in.Body.Config)))
 	}
 	return newEvaluatorOutput(e), nil
 }

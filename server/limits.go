@@ -33,12 +33,23 @@ const MaxHeaderBytes = 64 << 10
 // DefaultBodyBytes.
 const minUploadRate = 128 << 10
 
-// Limits bound what a client can make the server hold: time to send a
-// request, connections kept idle, and, on the webhook routes (which need
-// no API token), requests per client address. Body sizes are per route
-// (DefaultBodyBytes, or an operation's MaxBodyBytes). A zero field takes
-// its default.
+// Limits bound what a client can make the server hold: the size of a
+// request's body, time to send a request, connections kept idle, and, on
+// the webhook routes (which need no API token), requests per client
+// address. A zero field takes its default.
 type Limits struct {
+	// BodyBytes bounds the body of a route that declares no limit of its
+	// own: the JSON bodies of ordinary operations. DefaultBodyBytes
+	// (1 MiB). The webhook takes at most 1 MiB, or BodyBytes when it is
+	// smaller.
+	BodyBytes int64
+	// ImportBytes bounds the body of the definitions and dataset imports:
+	// MaxImportBytes (64 MiB).
+	ImportBytes int64
+	// UploadBytes bounds the body of a knowledge-base upload (a new file,
+	// or a file's new content): MaxUploadBytes, which is also its
+	// largest value, as the knowledge base takes no larger document.
+	UploadBytes int64
 	// HeaderTimeout is the time a client has to send a request's
 	// headers: 10 s.
 	HeaderTimeout time.Duration
@@ -71,6 +82,9 @@ type Limits struct {
 // DefaultLimits returns the limits a zero Limits stands for.
 func DefaultLimits() Limits {
 	return Limits{
+		BodyBytes:          DefaultBodyBytes,
+		ImportBytes:        MaxImportBytes,
+		UploadBytes:        MaxUploadBytes,
 		HeaderTimeout:      10 * time.Second,
 		BodyTimeout:        20 * time.Second,
 		IdleTimeout:        30 * time.Second,
@@ -104,6 +118,14 @@ func (l Limits) withDefaults() Limits {
 	if l.WebhookRate <= 0 {
 		l.WebhookRate = d.WebhookRate
 	}
+	for _, f := range []struct{ v, def *int64 }{
+		{&l.BodyBytes, &d.BodyBytes}, {&l.ImportBytes, &d.ImportBytes}, {&l.UploadBytes, &d.UploadBytes},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	l.UploadBytes = min(l.UploadBytes, MaxUploadBytes)
 	return l
 }
 
@@ -153,31 +175,46 @@ type limiter struct {
 	cfg     Limits
 	routes  *http.ServeMux
 	webhook *clientTable
+	// maxBody is the largest body limit of any route.
+	maxBody int64
 }
 
 // newLimiter makes the limiter of an API whose operations are all
-// registered: each operation with a MaxBodyBytes gets that limit.
+// registered: each operation with a MaxBodyBytes gets that limit, as
+// cfg sets it (Limits.routeMax; huma's own check of the operation is
+// given the same).
 func newLimiter(cfg Limits, oa *huma.OpenAPI) *limiter {
 	cfg = cfg.withDefaults()
-	l := &limiter{cfg: cfg, routes: http.NewServeMux(), webhook: newClientTable(cfg)}
+	l := &limiter{cfg: cfg, routes: http.NewServeMux(), webhook: newClientTable(cfg), maxBody: cfg.BodyBytes}
 	for path, item := range oa.Paths {
 		for method, op := range map[string]*huma.Operation{
 			http.MethodPost: item.Post, http.MethodPut: item.Put, http.MethodPatch: item.Patch,
 		} {
+			if op == nil || op.MaxBodyBytes <= 0 {
+				continue
+			}
+			op.MaxBodyBytes = cfg.routeMax(op.MaxBodyBytes)
+			l.maxBody = max(l.maxBody, op.MaxBodyBytes)
 			_, raw := rawBodyRoutes[method+" "+path]
 			_, rawAny := rawBodyRoutes[path]
-			if op != nil && op.MaxBodyBytes > 0 && !raw && !rawAny {
+			if !raw && !rawAny {
 				l.routes.Handle(method+" "+path, bodyRule{max: op.MaxBodyBytes})
 			}
 		}
 	}
 	for pattern, rule := range rawBodyRoutes {
+		if rule.webhook {
+			rule.max = min(rule.max, cfg.BodyBytes)
+		} else {
+			rule.max = cfg.routeMax(rule.max)
+		}
+		l.maxBody = max(l.maxBody, rule.max)
 		l.routes.Handle(pattern, rule)
 	}
 	return l
 }
 
-// rule returns the rule of r's route: its own, else DefaultBodyBytes
+// rule returns the rule of r's route: its own, else Limits.BodyBytes
 // under /api/ and no body elsewhere.
 func (l *limiter) rule(r *http.Request) bodyRule {
 	if h, _ := l.routes.Handler(r); h != nil {
@@ -186,7 +223,7 @@ func (l *limiter) rule(r *http.Request) bodyRule {
 		}
 	}
 	if strings.HasPrefix(r.URL.Path, "/api/") {
-		return bodyRule{max: DefaultBodyBytes}
+		return bodyRule{max: l.cfg.BodyBytes}
 	}
 	return bodyRule{}
 }

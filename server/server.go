@@ -121,7 +121,7 @@ func New(opts Options) (*Server, error) {
 	// preflight carries no token), so that a 401 carries the CORS headers
 	// too; compression around everything that writes a body.
 	s.limits = newLimiter(opts.Limits, s.api.OpenAPI())
-	s.handler = s.logRequests(s.limits.handler(cors.handler(compress(s.authenticate(assumeJSON(rejectBadText(rejectBadParams(s.mux))))))))
+	s.handler = s.logRequests(s.limits.handler(cors.handler(compress(s.authenticate(assumeJSON(rejectBadText(s.limits.maxBody, rejectBadParams(s.mux))))))))
 	return s, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/server"
@@ -48,6 +49,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Debug:       s.debug,
 		APIToken:    s.apiToken,
 		CORSOrigins: splitList(s.corsOrigins),
+		Limits:      s.limits.server(),
 		Logger:      log,
 	})
 	if err != nil {
@@ -86,7 +88,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // of what did.
 func logLoaded(log *slog.Logger, dir string, res *catalog.SyncResult) {
 	for _, fe := range res.Errors {
-		attrs := []any{slog.String("file", fe.File), slog.String("error", fe.Error)}
+		// An evaluator type's refusal may quote a URL of the file, with
+		// its credentials.
+		attrs := []any{slog.String("file", fe.File), slog.String("error", harness.RedactURLsIn(fe.Error))}
 		if fe.Line > 0 {
 			attrs = append(attrs, slog.Int("line", fe.Line))
 		}

@@ -57,6 +57,8 @@ type settings struct {
 	// jobAttempts: with PostgreSQL, how often a run's job is tried before
 	// it is given up (serve).
 	jobAttempts int
+	// limits are the HTTP limits (serve).
+	limits limitSettings
 }
 
 // settingsScope says which settings a command takes.
@@ -132,6 +134,9 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 		}
 		fs.IntVar(&s.jobAttempts, "job-attempts", attempts, "with PostgreSQL: how often a test's job is tried (its result could not be stored, or its worker gave it back) before it is given up and the run ends saying so (GAUNTLET_JOB_ATTEMPTS)")
 		fs.StringVar(&s.corsOrigins, "cors-origins", env("GAUNTLET_CORS_ORIGINS", ""), "origins whose web pages may call the API, comma-separated: https://host[:port] or * (GAUNTLET_CORS_ORIGINS)")
+		if err := s.limits.register(fs); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -156,7 +161,7 @@ func (s *settings) check() error {
 	if s.llmMaxBytes < 1024 {
 		return fmt.Errorf("--llm-max-response-bytes must be at least 1024, not %d", s.llmMaxBytes)
 	}
-	return nil
+	return s.limits.check()
 }
 
 // databaseURL is --database, by default the SQLite file in --data.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,5 +40,21 @@ func TestRedact(t *testing.T) {
 	got := redact("GET /bot12:ab/c d/x?t=12%3Aab%2Fc+d and 12:ab%2Fc%20d, pw, visible", secrets)
 	if strings.Contains(got, "12:ab") || strings.Contains(got, "pw") || !strings.Contains(got, "visible") {
 		t.Errorf("redact = %q", got)
+	}
+}
+
+// TestURLSecretValues: the credentials of a config's URLs are among the
+// secret values kept out of last_error and the logs.
+func TestURLSecretValues(t *testing.T) {
+	stored := map[string]any{
+		"callback_url": "https://u:secret@host/x",
+		"nested":       map[string]any{"api_url": "https://tok@host/y"},
+		"list":         []any{"https://a:b@h/1", "plain"},
+	}
+	got := secretValues(stored, secretRule{})
+	for _, want := range []string{"secret", "tok", "b"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("secretValues %q lacks %q", got, want)
+		}
 	}
 }

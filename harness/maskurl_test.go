@@ -1,4 +1,4 @@
-package agent
+package harness_test
 
 import (
 	"slices"
@@ -23,7 +23,7 @@ func TestMaskURL(t *testing.T) {
 		{"not a url: x://u:p@h", "not a url: x://u:p@h", false},
 		{"", "", false},
 	} {
-		got, ok := MaskURL(tc.in)
+		got, ok := harness.MaskURL(tc.in)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("MaskURL(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
@@ -36,39 +36,51 @@ func TestMaskedURLsComeBack(t *testing.T) {
 		"nested":       map[string]any{"api_url": "https://tok@host/y"},
 		"list":         []any{"https://a:b@h/1", "plain"},
 		"plain":        "https://host/z",
+		"n":            1.5,
 	}
-	shown := maskConfig(stored, secretRule{}, "")
+	shown := harness.MaskURLs(stored).(map[string]any)
 	for _, s := range []string{"secret", "tok", "a:b"} {
-		if v := []any{shown["callback_url"], shown["nested"], shown["list"]}; slices.ContainsFunc(v, func(x any) bool {
-			return containsText(x, s)
-		}) {
+		if containsText(shown, s) {
 			t.Fatalf("%q shown: %v", s, shown)
 		}
 	}
-	back := cloneConfig(shown)
+	if stored["callback_url"] != "https://u:secret@host/x" {
+		t.Fatalf("MaskURLs changed its argument: %v", stored)
+	}
+	if !harness.HasMaskedURLs(shown) || harness.HasMaskedURLs(stored) {
+		t.Errorf("HasMaskedURLs")
+	}
+	back := harness.MaskURLs(stored).(map[string]any) // a copy, as a client sends it back
 	ve := &harness.ValidationError{}
-	restoreURLs(ve, "config", back, stored)
+	harness.RestoreMaskedURLs(ve, "config", back, stored)
 	if ve.Err() != nil {
 		t.Fatal(ve)
 	}
 	if back["callback_url"] != stored["callback_url"] || back["nested"].(map[string]any)["api_url"] != "https://tok@host/y" ||
-		back["list"].([]any)[0] != "https://a:b@h/1" || back["plain"] != "https://host/z" {
+		back["list"].([]any)[0] != "https://a:b@h/1" || back["plain"] != "https://host/z" || back["n"] != 1.5 {
 		t.Errorf("restored %v", back)
 	}
 	// Masked credentials with another address, or nothing stored, are
 	// refused.
 	ve = &harness.ValidationError{}
-	restoreURLs(ve, "config", map[string]any{"callback_url": "https://u:********@evil/x", "new_url": "https://********@h/"}, stored)
+	harness.RestoreMaskedURLs(ve, "config", map[string]any{"callback_url": "https://u:********@evil/x", "new_url": "https://********@h/",
+		"list": []any{"https://a:********@h/2"}}, stored)
 	var fields []string
 	for _, f := range ve.Fields {
 		fields = append(fields, f.Field)
 	}
 	slices.Sort(fields)
-	if !slices.Equal(fields, []string{"config.callback_url", "config.new_url"}) {
+	if !slices.Equal(fields, []string{"config.callback_url", "config.list[0]", "config.new_url"}) {
 		t.Errorf("errors %v", ve)
 	}
-	if got := secretValues(stored, secretRule{}); !slices.Contains(got, "secret") || !slices.Contains(got, "tok") || !slices.Contains(got, "b") {
-		t.Errorf("secretValues %q", got)
+	got := harness.URLCredentials(stored)
+	for _, want := range []string{"secret", "tok", "b"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("URLCredentials %q lacks %q", got, want)
+		}
+	}
+	if r := harness.RedactSecrets("GET https://u:s%2Fx@h: s/x", []string{"s/x"}); strings.Contains(r, "s/x") || strings.Contains(r, "s%2Fx") {
+		t.Errorf("RedactSecrets: %q", r)
 	}
 }
 
