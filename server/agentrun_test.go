@@ -132,6 +132,7 @@ func (e *testEnv) runInfoOf(id string) (label string, passed, failed int, cfg ru
 }
 
 func TestStartAgentRunRefused(t *testing.T) {
+	t.Parallel()
 	e, _ := newSupportEnv(t)
 	for _, tc := range []struct {
 		name  string
@@ -153,6 +154,7 @@ func TestStartAgentRunRefused(t *testing.T) {
 // TestStartAgentRun: a run that targets an agent goes through its
 // pipeline, and its config records the agent and its definition.
 func TestStartAgentRun(t *testing.T) {
+	t.Parallel()
 	e, ep := newSupportEnv(t)
 	id := e.runToEnd(map[string]any{"agent_id": "helpdesk", "domains": []string{"support"}})
 
@@ -205,6 +207,7 @@ func TestStartAgentRun(t *testing.T) {
 // TestCompareAgentKBVersions: the same suite against one agent with
 // knowledge base v1, then v2, compared with GET /api/compare.
 func TestCompareAgentKBVersions(t *testing.T) {
+	t.Parallel()
 	e, _ := newSupportEnv(t)
 	v1 := e.runToEnd(map[string]any{"agent_id": "helpdesk", "domains": []string{"support"}, "model_name": "helpdesk kb v1"})
 	must(t, e.put("/api/agents/helpdesk/kb/policy.md", map[string]any{

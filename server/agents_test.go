@@ -44,6 +44,7 @@ func checkCreatedAt(t *testing.T, v any) {
 }
 
 func TestAgents(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	var created map[string]any
 
@@ -204,6 +205,7 @@ func TestAgents(t *testing.T) {
 // TestAgentDeleteRemovesEverything deletes an agent with a knowledge
 // base, conversations and a running telegram channel.
 func TestAgentDeleteRemovesEverything(t *testing.T) {
+	t.Parallel()
 	const token = "4242:delete-test-token-abcdef"
 	tg := telegramtest.NewServer(token)
 	t.Cleanup(tg.Close)
@@ -293,6 +295,7 @@ func clockTool() map[string]any {
 }
 
 func TestAgentTools(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	must(t, e.post("/api/settings/tools", weatherTool()), http.StatusCreated)
 	must(t, e.post("/api/settings/tools", clockTool()), http.StatusCreated)
@@ -411,6 +414,7 @@ func TestAgentTools(t *testing.T) {
 
 // TestAgentRecordTypes checks the agent record against the library type.
 func TestAgentRecordTypes(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	var a harness.Agent
 	must(t, e.post("/api/agents", map[string]any{"id": "typed", "model": "m1"}), http.StatusCreated).decode(t, &a)

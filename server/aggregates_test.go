@@ -119,6 +119,7 @@ func (a aggregateBody) String() string {
 // of the k, so its pass rate is 1/2 over k = 2. Read while the run is in
 // flight, the cell has the aggregates of what finished so far.
 func TestAggregatesRepeats(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	var once sync.Once
 	release := func() { once.Do(func() { close(hold) }) }
@@ -222,6 +223,7 @@ func TestAggregatesRepeats(t *testing.T) {
 // 404 for a run that does not exist, and an empty list for a cell the run
 // covered but never reached.
 func TestAggregatesUnknownRun(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true, files: diceFiles, llm: llmtest.Options{Respond: diceModel(nil)}})
 	mustProblem(t, e.get("/api/run/nope/tests/dice/1"), http.StatusNotFound)
 	mustProblem(t, e.get("/api/run/nope"), http.StatusNotFound)

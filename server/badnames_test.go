@@ -36,6 +36,7 @@ var badNames = map[string]string{
 // name: each is a 422 naming the field, and nothing is stored. Names with
 // letters of any script, spaces and punctuation stay accepted.
 func TestNamesRefuseControls(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.setRespond(func(req *llmtest.Request) *llmtest.Reply { return &llmtest.Reply{Content: "ok"} })
 	must(t, e.post("/api/settings/domains", map[string]any{"id": "d", "name": "D"}), http.StatusCreated)
@@ -106,6 +107,7 @@ func TestNamesRefuseControls(t *testing.T) {
 // whose user_id holds control or bidirectional characters: each is a 422
 // naming user_id, and no conversation is stored.
 func TestWebhookUserIDRefusesControls(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec-names"
 	e := newAgentEnv(t, agentConfig{})
 	e.setRespond(func(req *llmtest.Request) *llmtest.Reply { return &llmtest.Reply{Content: "ok"} })

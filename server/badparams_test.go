@@ -10,6 +10,7 @@ import (
 // problem naming where the bad text is, before any handler or the database
 // sees it, never a 500.
 func TestBadParams(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	seedResults(t, e, "r1", 4)
 	for _, tc := range []struct {

@@ -13,6 +13,7 @@ import (
 // any text field of any write is a 422 problem naming the field, and
 // nothing is stored: not the definitions, not the agents, not a chat turn.
 func TestBadTextIs422(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.fixture()
 	e.createAgent("bot", "Be kind.")

@@ -14,6 +14,7 @@ import (
 // lowered limit is a 413 naming it, and a body over the built-in default
 // passes a raised one (the operation's own check follows the limit too).
 func TestBodyLimitsConfigured(t *testing.T) {
+	t.Parallel()
 	const small = 4 << 10
 	e := newAgentEnv(t, agentConfig{}, withLimits(server.Limits{BodyBytes: small, ImportBytes: 2 * small, UploadBytes: 3 * small}))
 	e.createAgent("bot", "")

@@ -10,6 +10,7 @@ import (
 // as the target (the model field disabled), the matrix fills, and the
 // run's page shows the agent and its knowledge base in the config.
 func TestBrowserEvaluateAgent(t *testing.T) {
+	t.Parallel()
 	e, ep := newSupportEnv(t)
 	b := newBrowser(t, e.url, 1280, 900)
 	b.open("#/agents/helpdesk")

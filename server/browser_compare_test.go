@@ -29,6 +29,7 @@ func pText(p float64) string {
 // GET /api/compare. Two runs that share no test show the server's reason
 // instead of the table.
 func TestBrowserCompareSignificance(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	cells := map[string]int{"math/1": 9, "math/2": 5, "code/1": 9}
 	e.storeRun("base", runs.StatusCompleted, cells, func(d string, _, _ int) string {
@@ -164,6 +165,7 @@ func storeRetrievalRun(t *testing.T, e *testEnv, id string, found int) {
 // changed (recall@5 before and after, the change); side by side, each
 // run's column shows its own recall@5 too.
 func TestBrowserCompareRetrieval(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	storeRetrievalRun(t, e, "old-kb", 1)
 	storeRetrievalRun(t, e, "new-kb", 4)

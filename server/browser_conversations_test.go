@@ -13,6 +13,7 @@ import (
 // listed, the most recent first; one opens with its messages, tool call
 // and tool result; clearing it removes it on the server.
 func TestBrowserConversations(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	must(t, e.post("/api/settings/tools", weatherTool()), http.StatusCreated)
 	e.createAgent("bot", "Use your tools.")
@@ -90,6 +91,7 @@ func TestBrowserConversations(t *testing.T) {
 // API is listed with no channel, and the message that came through the
 // webhook says so.
 func TestBrowserConversationChannels(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec-browser-channels"
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "")

@@ -123,6 +123,7 @@ func (p *frontProxy) count(method, path string, status int) int {
 // keyboard: focus moves to the main content and the view stays, rather
 // than the link's #main being taken for a route ("Page not found").
 func TestBrowserSkipLink(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	b := newBrowser(t, e.url, 1280, 900)
 	b.open("#/history")
@@ -162,6 +163,7 @@ func (b *browser) waitWithin(d time.Duration, what, expr string) {
 // within a poll interval the header's chips stop claiming a checked
 // model and an engine state, and they come back when the server does.
 func TestBrowserChipsWhileUnreachable(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	p := newFrontProxy(t, e.url)
 	b := newBrowser(t, p.url, 1280, 900)
@@ -205,6 +207,7 @@ func wideDomain() map[string]string {
 // the page is no wider than the screen (the matrix scrolls inside its own
 // box instead).
 func TestBrowserPhoneEmptyCells(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{files: wideDomain()})
 	e.runToEnd(map[string]any{"model_name": "phone"})
 	b := newBrowser(t, e.url, 390, 844)
@@ -236,6 +239,7 @@ const closeReachable = `(() => {
 // 2,000-character word: the cell dialog's close button stays on the
 // screen and closes it; the words break inside the dialog.
 func TestBrowserLongWordInDialog(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	word := strings.Repeat("W", 2000)
 	must(t, e.put("/api/settings/domains/arithmetic", map[string]any{"name": word}), http.StatusOK)
@@ -272,6 +276,7 @@ func TestBrowserLongWordInDialog(t *testing.T) {
 // refused with 401 while nobody acts), and asks again once the user
 // enters a token.
 func TestBrowserTokenPromptCancelled(t *testing.T) {
+	t.Parallel()
 	const token = "cancel-token"
 	e := newEngineEnv(t, engineConfig{}, withToken(token))
 	p := newFrontProxy(t, e.url)
@@ -313,6 +318,7 @@ func TestBrowserTokenPromptCancelled(t *testing.T) {
 // the API reports once the start has failed, status error with its
 // reason, not "running".
 func TestBrowserChannelStartFails(t *testing.T) {
+	t.Parallel()
 	tg := telegramtest.NewServer("123456:the-right-token")
 	t.Cleanup(tg.Close)
 	// Telegram is far away: its first answer (401 for the wrong token)
@@ -369,6 +375,7 @@ func TestBrowserChannelStartFails(t *testing.T) {
 // parse or is not an object beside the field, and saves and clears them
 // through the API.
 func TestBrowserToolCallArguments(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	b := newBrowser(t, e.url, 1280, 900)
 	b.open("#/definitions/domains/tool_use/1/weather-paris")
@@ -426,6 +433,7 @@ func TestBrowserToolCallArguments(t *testing.T) {
 // rather than replaying all of it a hundred lines at a time, and says how
 // many earlier lines it left out.
 func TestBrowserLongLog(t *testing.T) {
+	t.Parallel()
 	var tests strings.Builder
 	tests.WriteString("tests:\n")
 	for i := range 100 {
@@ -506,6 +514,7 @@ func isLoopback(host string) bool {
 // document, shows the real operations with their parameters and schemas,
 // styled by its own stylesheet, with no script.
 func TestBrowserDocsOffline(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	b := newBrowser(t, e.url, 1280, 900)
 	refused := b.blockNetwork()

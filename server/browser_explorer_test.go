@@ -81,6 +81,7 @@ func scaleResult(id string, i int) runs.Result {
 // runs is a chart with an accessible title. It logs how long the first
 // page takes to show (docs/performance.md, "Results at scale").
 func TestBrowserResultsExplorer(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	for i, passed := range []int{3, 7} {
 		e.storeRun(fmt.Sprintf("earlier-%d", i), runs.StatusCompleted, map[string]int{"scale/1": 10}, func(_ string, _, j int) string {

@@ -155,6 +155,7 @@ func (b *browser) enterToken(token string) {
 // lives in the page. Without the token, nothing is saved: no 401 answer
 // in a file named .csv.
 func TestBrowserExportWithToken(t *testing.T) {
+	t.Parallel()
 	const token = "export-token"
 	e := newEngineEnv(t, engineConfig{noExamples: true}, withToken(token))
 	seedScaleRun(t, e, "big", 200)

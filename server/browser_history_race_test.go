@@ -213,6 +213,7 @@ func (r *raceEnv) openRunning() (id, poll string) {
 // history list while the run's poll waits for its answer; the run ends
 // meanwhile. The late answer must not bring the run back over the list.
 func TestBrowserRunPollAfterBackToHistory(t *testing.T) {
+	t.Parallel()
 	r := newRaceEnv(t)
 	id, poll := r.openRunning()
 	r.b.route("#/history")
@@ -231,6 +232,7 @@ func TestBrowserRunPollAfterBackToHistory(t *testing.T) {
 // while the first run's poll waits for its answer; the first run ends
 // meanwhile. The late answer must not replace the run the user opened.
 func TestBrowserRunPollAfterAnotherRun(t *testing.T) {
+	t.Parallel()
 	r := newRaceEnv(t)
 	id, poll := r.openRunning()
 	r.b.route("#/run/" + r.done)
@@ -250,6 +252,7 @@ func TestBrowserRunPollAfterAnotherRun(t *testing.T) {
 // history list before the run's details arrive: when they do, the list
 // stays.
 func TestBrowserRunLoadAfterBackToHistory(t *testing.T) {
+	t.Parallel()
 	r := newRaceEnv(t)
 	r.b.open("#/history")
 	r.b.wait("the history list", `document.querySelectorAll('table.history tbody tr').length === 1`)
@@ -270,6 +273,7 @@ func TestBrowserRunLoadAfterBackToHistory(t *testing.T) {
 // before its tests arrive and opens another: when the first cell's tests
 // do arrive, the dialog keeps showing the second cell's.
 func TestBrowserCellLoadAfterAnotherCell(t *testing.T) {
+	t.Parallel()
 	r := newRaceEnv(t)
 	r.b.open("#/run/" + r.done)
 	r.b.wait("the run's matrix", allCellsDone(len(exampleCells)))
@@ -303,6 +307,7 @@ func TestBrowserCellLoadAfterAnotherCell(t *testing.T) {
 // cursor, show new lines twice and keep a second timer), and once the
 // answer is in, the log holds each line once.
 func TestBrowserLiveLogAfterComingBack(t *testing.T) {
+	t.Parallel()
 	r := newRaceEnv(t)
 	r.b.open("#/history")
 	const logPoll = "/api/log_poll"

@@ -56,6 +56,7 @@ func noMarkupRan(t *testing.T, b *browser) {
 // the stored reply, after a reload of the page too, and none on the
 // user's message.
 func TestBrowserChatSources(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "Answer from the knowledge base.")
 	kbWithMarkup(t, e, "bot")
@@ -138,6 +139,7 @@ func TestBrowserChatSources(t *testing.T) {
 // without embeddings) and the chunk's text as text; a bad k is refused by
 // the server and shown on its field.
 func TestBrowserKBSearch(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "Answer from the knowledge base.")
 	kbWithMarkup(t, e, "bot")
@@ -198,6 +200,7 @@ func TestBrowserKBSearch(t *testing.T) {
 // TestBrowserTelegramShowSources sets a Telegram channel's show_sources
 // with the channel form, and reads it back there.
 func TestBrowserTelegramShowSources(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "")
 	b := newBrowser(t, e.url, 1280, 900)

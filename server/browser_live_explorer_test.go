@@ -91,6 +91,7 @@ func (l *requestLog) count() (int, string) {
 // result the user opened stays open), and once the run has ended they
 // stop asking the server for results.
 func TestBrowserExplorerLiveRefresh(t *testing.T) {
+	t.Parallel()
 	const tests = 12
 	g := newGatedModel()
 	e := newEngineEnv(t, engineConfig{files: slowDomain(tests), concurrency: 1, llm: llmtest.Options{Respond: g.respond}})

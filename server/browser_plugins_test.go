@@ -22,6 +22,7 @@ func (b *browser) pluginRow(name, cls string) string {
 }
 
 func TestBrowserPlugins(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	buildTestPlugin(t, "evaluator", dir, "gauntlet-evaluator-testeval")
 	buildTestPlugin(t, "evaluator", dir, "gauntlet-evaluator-pinned")
@@ -116,6 +117,7 @@ func TestBrowserPlugins(t *testing.T) {
 
 // A server without plugins says where it looked and how plugins are named.
 func TestBrowserNoPlugins(t *testing.T) {
+	t.Parallel()
 	missing := t.TempDir() + "/none"
 	e := newPluginEnv(t, host.Options{Dir: missing})
 	b := newBrowser(t, e.url, 390, 844)

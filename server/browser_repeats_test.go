@@ -21,6 +21,7 @@ func pct(x float64) string { return fmt.Sprintf("%d%%", int(math.Round(x*100))) 
 // 3: pass@k yes, pass^k no; "mixed" 1 of 2 scored, its error left out),
 // and each test's three results grouped under it.
 func TestBrowserRepeats(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true, files: diceFiles, llm: llmtest.Options{Respond: diceModel(nil)}})
 	id := e.runToEnd(map[string]any{"domains": []string{"dice"}, "repeats": 3, "retries": 0, "model_name": "thrice"})
 	var m struct {

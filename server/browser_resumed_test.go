@@ -17,6 +17,7 @@ import (
 // the history and on its page, the time of the resume in its tooltip;
 // an interrupted run's badge says the process died.
 func TestBrowserResumedRun(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 50 * time.Millisecond}, concurrency: 1})
 	id := e.start(map[string]any{"model_name": "resumed", "domains": []string{"arithmetic"}})
 	harnesstest.Eventually(t, runWait, "a finished test", func() bool { return e.status().Progress >= 1 })

@@ -13,6 +13,7 @@ import (
 // not, the files retrieved, recall and hit. A run of the bare model shows
 // no recall.
 func TestBrowserRetrieval(t *testing.T) {
+	t.Parallel()
 	e := newKBEnv(t)
 	id := e.runToEnd(map[string]any{"agent_id": "kb", "domains": []string{"kb"}})
 

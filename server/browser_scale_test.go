@@ -22,6 +22,7 @@ var scale = flag.Bool("scale", false, "TestBrowserExplorerScale: measure the exp
 //
 //	go test ./server -run TestBrowserExplorerScale -scale -v
 func TestBrowserExplorerScale(t *testing.T) {
+	t.Parallel()
 	if !*scale {
 		t.Skip("measures a run of 100,000 results: run with -scale")
 	}

@@ -15,6 +15,7 @@ import (
 // words that differ from the baseline's highlighted, escaped, and a long
 // one folded. The history page then compares the same three runs.
 func TestBrowserSweepCompare(t *testing.T) {
+	t.Parallel()
 	e, _ := newSweepEnv(t, 8)
 	b := newBrowser(t, e.url, 1400, 900)
 	b.open("#/live")

@@ -353,6 +353,7 @@ func (e *testEnv) history() []map[string]any {
 // passed and failed, the progress bar fill and the end of the run in the
 // log; then opens a cell and reads its tests, failed first.
 func TestBrowserLiveRun(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 150 * time.Millisecond, Jitter: 150 * time.Millisecond}, concurrency: 2})
 	// add-carry (arithmetic level 1, after add-small) now fails: the cell
 	// mixes a failed and a passed test.
@@ -427,6 +428,7 @@ func TestBrowserLiveRun(t *testing.T) {
 // TestBrowserStopRun stops a slow run from the page: the cells not reached
 // are skipped and the run is recorded stopped.
 func TestBrowserStopRun(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 3 * time.Second}, concurrency: 1})
 	b := newBrowser(t, e.url, 1280, 900)
 	b.open("#/live")
@@ -459,6 +461,7 @@ func TestBrowserStopRun(t *testing.T) {
 // TestBrowserHistory compares two runs (score deltas, a test that flipped)
 // and deletes one after confirming.
 func TestBrowserHistory(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	before := e.runToEnd(map[string]any{"model_name": "before"})
 	must(t, e.put("/api/settings/tests/add-small", map[string]any{"expected": map[string]any{"answer": "6"}}), http.StatusOK)
@@ -528,6 +531,7 @@ func TestBrowserHistory(t *testing.T) {
 // the server's 422 shows beside the field and nothing changes; then a
 // good edit is saved.
 func TestBrowserDefinitions(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	b := newBrowser(t, e.url, 1280, 900)
 
@@ -604,6 +608,7 @@ func TestBrowserDefinitions(t *testing.T) {
 // TestBrowserAgentChat creates an agent from the page, uploads a
 // knowledge-base file and chats with it.
 func TestBrowserAgentChat(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	b := newBrowser(t, e.url, 1280, 900)
 	b.open("#/agents/new")
@@ -642,6 +647,7 @@ func TestBrowserAgentChat(t *testing.T) {
 // TestBrowserAPIToken opens a server that needs a token: the page asks for
 // it, keeps it in local storage and sends it.
 func TestBrowserAPIToken(t *testing.T) {
+	t.Parallel()
 	const token = "dashboard-token"
 	e := newEngineEnv(t, engineConfig{}, withToken(token))
 	b := newBrowser(t, e.url, 1280, 900)
@@ -664,6 +670,7 @@ func TestBrowserAPIToken(t *testing.T) {
 // not answer and for a server that went away (a proxy in front of it,
 // closed).
 func TestBrowserUnreachable(t *testing.T) {
+	t.Parallel()
 	gone := unreachableURL(t)
 	e := newEnv(t, withLLM(gone, "gone"), withModels(newLLM(t, gone, "gone")))
 	target, _ := url.Parse(e.url)
@@ -694,6 +701,7 @@ func TestBrowserUnreachable(t *testing.T) {
 // TestBrowserPhoneAndKeyboard checks a phone-width layout (nothing wider
 // than the screen) and that a cell opens from the keyboard.
 func TestBrowserPhoneAndKeyboard(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	e.runToEnd(map[string]any{"model_name": "phone"})
 	e.createAgent("pocket", "Be brief.")
@@ -727,6 +735,7 @@ func TestBrowserPhoneAndKeyboard(t *testing.T) {
 // TestScreenshot takes the README's screenshot: a completed run at 1280
 // px. With -update it writes docs/screenshot-dashboard.png.
 func TestScreenshot(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 40 * time.Millisecond, Jitter: 200 * time.Millisecond, Seed: 7}})
 	e.runToEnd(map[string]any{"model_name": "nightly"})
 	b := newBrowser(t, e.url, 1280, 900)
@@ -758,6 +767,7 @@ func TestScreenshot(t *testing.T) {
 // call and its result). With -update it writes them to
 // docs/screenshot-explorer.png and docs/screenshot-transcript.png.
 func TestScreenshotExplorer(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 5 * time.Millisecond, Seed: 7}})
 	id := e.runToEnd(map[string]any{"model_name": "nightly", "repeats": 3})
 	b := newBrowser(t, e.url, 1280, 900)

@@ -15,6 +15,7 @@ import (
 // result of tour-retry shows the attempt the endpoint refused with 429,
 // then the retry that got the answer.
 func TestBrowserTranscript(t *testing.T) {
+	t.Parallel()
 	m := &tourModel{}
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Respond: m.respond}, files: tourFiles})
 	id := e.runToEnd(map[string]any{"domains": []string{"tour"}})

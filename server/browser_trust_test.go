@@ -16,6 +16,7 @@ import (
 // errored tests again once the endpoint answers, and the run becomes
 // complete. A definitions file with a misspelt key shows in a banner.
 func TestBrowserErrorsAndResume(t *testing.T) {
+	t.Parallel()
 	var refuse atomic.Bool
 	refuse.Store(true)
 	e := newEngineEnv(t, engineConfig{

@@ -56,6 +56,7 @@ func walkResult(id string, i int) runs.Result {
 // conversations (the users, their last message, one transcript). What
 // each step shows is checked against the API.
 func TestBrowserExplorerWalk(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	all := make([]runs.Result, 1000)
 	for i := range all {

@@ -66,6 +66,7 @@ func (e *testEnv) waitChannelStatus(agentID, channelID, status string) map[strin
 }
 
 func TestChannelsCRUD(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "")
 	e.createAgent("other", "")
@@ -245,6 +246,7 @@ func (e *testEnv) webhookPost(channelID string, body []byte, signature string) *
 }
 
 func TestWebhookChannel(t *testing.T) {
+	t.Parallel()
 	const apiToken = "api-token-for-webhook-test"
 	const secret = "whsec-4c1d-9a7e"
 	e := newAgentEnv(t, agentConfig{}, withToken(apiToken))
@@ -325,6 +327,7 @@ func TestWebhookChannel(t *testing.T) {
 }
 
 func TestTelegramChannel(t *testing.T) {
+	t.Parallel()
 	const token = "123456:telegram-test-token-AbCdEf"
 	tg := telegramtest.NewServer(token)
 	t.Cleanup(tg.Close)
@@ -478,6 +481,7 @@ func TestTelegramChannel(t *testing.T) {
 // and changes nothing; with the URL kept the mask works, and with the
 // secret in clear the URL changes.
 func TestChannelSecretsStayPut(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "")
 	var hits atomic.Int32

@@ -15,6 +15,7 @@ import (
 )
 
 func TestChat(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "You are a terse assistant.")
 
@@ -107,6 +108,7 @@ func TestChat(t *testing.T) {
 // TestChatUsersAreSeparate checks that two users never see each other's
 // messages, and that clearing one user's history leaves the other's.
 func TestChatUsersAreSeparate(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "Be helpful.")
 	e.setRespond(func(req *llmtest.Request) *llmtest.Reply {
@@ -214,6 +216,7 @@ func TestChatUsersAreSeparate(t *testing.T) {
 // TestChatTools offers the agent's tools to the model and answers its
 // calls with the tools' mock responses.
 func TestChatTools(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	must(t, e.post("/api/settings/tools", weatherTool()), http.StatusCreated)
 	must(t, e.post("/api/settings/tools", clockTool()), http.StatusCreated)
@@ -306,6 +309,7 @@ func TestChatTools(t *testing.T) {
 // false with the reason, and that the user's message stays in the
 // history.
 func TestChatModelDown(t *testing.T) {
+	t.Parallel()
 	t.Run("the endpoint answers 500", func(t *testing.T) {
 		e := newAgentEnv(t, agentConfig{llm: llmtest.Options{ServerErrors: llmtest.Schedule{First: 1}}})
 		e.createAgent("bot", "")

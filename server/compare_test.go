@@ -68,6 +68,7 @@ type comparison struct {
 }
 
 func TestCompareRuns(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	cells := map[string]int{"math/1": 30, "code/2": 12}
 	e.storeRun("base", runs.StatusCompleted, cells, func(d string, l, i int) string {
@@ -132,6 +133,7 @@ func TestCompareRuns(t *testing.T) {
 }
 
 func TestCompareRunningRun(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	pass := func(string, int, int) string { return runs.TestPassed }
 	e.storeRun("done", runs.StatusCompleted, map[string]int{"math/1": 5}, pass)
@@ -144,6 +146,7 @@ func TestCompareRunningRun(t *testing.T) {
 }
 
 func TestCompareErrors(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	pass := func(string, int, int) string { return runs.TestPassed }
 	e.storeRun("a", runs.StatusCompleted, map[string]int{"math/1": 3}, pass)

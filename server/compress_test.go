@@ -12,6 +12,7 @@ import (
 )
 
 func TestAcceptsGzip(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		values []string
 		want   bool
@@ -34,6 +35,7 @@ func TestAcceptsGzip(t *testing.T) {
 
 // TestCompressDecisions serves bodies of each kind through the middleware.
 func TestCompressDecisions(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat(`{"id":"x","name":"y"},`, 200)
 	cases := []struct {
 		name    string
@@ -129,6 +131,7 @@ func TestCompressDecisions(t *testing.T) {
 // the compressor: the client reads each line, decompressed, before the
 // handler writes the next one.
 func TestCompressStreams(t *testing.T) {
+	t.Parallel()
 	got := make(chan string)
 	const lines = 3
 	failed := make(chan string, 1)

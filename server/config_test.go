@@ -76,6 +76,7 @@ func unreachableURL(t *testing.T) string {
 }
 
 func TestConfig(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		debug bool
@@ -227,6 +228,7 @@ func TestConfigModel(t *testing.T) {
 // and checks that neither the API key nor the API token appears in a
 // response or in the log.
 func TestSecretsNeverReturned(t *testing.T) {
+	t.Parallel()
 	const token = "tok-SECRET-fedcba9876543210"
 	for _, tc := range []struct {
 		name string
@@ -305,6 +307,7 @@ func headerValues(h http.Header) []string {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	const token = "s3cret-token"
 	e := newEnv(t, withToken(token))
 	e.fixture()
@@ -389,6 +392,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestNoAuthWithoutToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	must(t, e.request("GET", "/api/settings/domains", nil, "Authorization", "Bearer anything"), http.StatusOK)
 	must(t, e.request("GET", "/api/settings/domains", nil, "Authorization", ""), http.StatusOK)
@@ -413,6 +417,7 @@ func TestNoAuthWithoutToken(t *testing.T) {
 // TestModelQueryHonoursCancel checks that a client that goes away does not
 // leave the model query running for the full timeout.
 func TestModelQueryHonoursCancel(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{}, 1)
 	done := make(chan struct{})
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -448,6 +453,7 @@ func TestModelQueryHonoursCancel(t *testing.T) {
 // the user, password or API key it may embed, and the model query's error
 // detail does not quote them either.
 func TestConfigHidesCredentials(t *testing.T) {
+	t.Parallel()
 	url := unreachableURL(t)
 	host := strings.TrimPrefix(strings.TrimSuffix(url, "/v1"), "http://")
 	base := "http://alice:hunter2@" + host + "/v1?api_key=sk-SECRET&deployment=prod"

@@ -121,6 +121,7 @@ func (e *testEnv) conversation(agentID, userID, query string) conversationBody {
 // TestConversations lists conversations made through the chat endpoint,
 // a webhook channel and a Telegram channel, and reads and clears them.
 func TestConversations(t *testing.T) {
+	t.Parallel()
 	const token = "123456:conversations-test-token"
 	const secret = "whsec-conversations"
 	tg := telegramtest.NewServer(token)
@@ -343,6 +344,7 @@ func TestConversations(t *testing.T) {
 // TestConversationToolCalls checks that a tool call shows as an assistant
 // message with tool_calls, answered by a tool message.
 func TestConversationToolCalls(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	must(t, e.post("/api/settings/tools", weatherTool()), http.StatusCreated)
 	e.createAgent("bot", "Use your tools.")

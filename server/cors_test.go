@@ -66,6 +66,7 @@ func hasVary(r *response, name string) bool {
 // needs the token and carries the CORS headers, its 401 too; other origins
 // get no CORS header.
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	const allowed, other = "https://dash.example.com", "https://evil.example.com"
 	e := newEnv(t, withToken("tok"), withCORS(allowed, "http://localhost:5173/"))
 	auth := "Bearer tok"
@@ -145,6 +146,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestCORSAnyOrigin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCORS("*"))
 	r := e.raw(t, http.MethodGet, "/api/settings/domains", "Origin", "https://anywhere.example")
 	must(t, r, http.StatusOK)
@@ -154,6 +156,7 @@ func TestCORSAnyOrigin(t *testing.T) {
 }
 
 func TestCORSNone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.raw(t, http.MethodGet, "/api/settings/domains", "Origin", "https://anywhere.example")
 	must(t, r, http.StatusOK)
@@ -166,6 +169,7 @@ func TestCORSNone(t *testing.T) {
 
 // TestCORSOriginsChecked refuses origins that are not scheme://host[:port].
 func TestCORSOriginsChecked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := store.Open(ctx, databaseURL(t, t.TempDir()))
 	if err != nil {
@@ -192,6 +196,7 @@ func TestCORSOriginsChecked(t *testing.T) {
 // list is gzip when asked, with the headers that say so, and decodes to
 // the JSON the uncompressed answer has; without Accept-Encoding, no gzip.
 func TestGzipAnswers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i := range 40 {
 		must(t, e.post("/api/settings/domains", map[string]any{"id": fmt.Sprintf("d%02d", i),

@@ -17,6 +17,7 @@ import (
 // written with a leading single quote, so that a spreadsheet shows it as
 // text; raw=true writes every cell as it is, for programs.
 func TestRunExportSpreadsheetSafe(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	ctx := context.Background()
 	responses := []string{

@@ -14,6 +14,7 @@ import (
 // /, its assets with their content types, 404 for anything else, and no
 // token needed for the page while its API calls need one.
 func TestDashboard(t *testing.T) {
+	t.Parallel()
 	const token = "dash-token"
 	e := newEnv(t, withToken(token))
 	noAuth := []string{"Authorization", ""}

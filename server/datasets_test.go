@@ -39,6 +39,7 @@ func (e *testEnv) levelTests(domain string, level string) []map[string]any {
 }
 
 func TestImportTests(t *testing.T) {
+	t.Parallel()
 	t.Run("csv with BOM, quoted newlines and a semicolon", func(t *testing.T) {
 		e := newEnv(t)
 		e.fixture()

@@ -43,6 +43,7 @@ func topKeys(t *testing.T, r *response) []string {
 }
 
 func TestExport(t *testing.T) {
+	t.Parallel()
 	t.Run("empty", func(t *testing.T) {
 		e := newEnv(t)
 		r := must(t, e.get("/api/settings/export"), http.StatusOK)
@@ -69,6 +70,7 @@ func TestExport(t *testing.T) {
 }
 
 func TestImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	src := newEnv(t)
 	src.richFixture()
 	export := must(t, src.get("/api/settings/export"), http.StatusOK)
@@ -156,6 +158,7 @@ func TestImportRoundTrip(t *testing.T) {
 }
 
 func TestImportMerge(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		merge any // true, or nil: merge is the default
@@ -225,6 +228,7 @@ func TestImportMerge(t *testing.T) {
 }
 
 func TestImportEvaluatorsAndTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	body := map[string]any{
 		"merge": false,
@@ -264,6 +268,7 @@ func TestImportEvaluatorsAndTools(t *testing.T) {
 }
 
 func TestImportFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	okTest := map[string]any{"id": "n1", "domain_id": "math", "level": 1, "prompt": "p", "expected": map[string]any{"answer": "1", "type": "numeric"}}
@@ -337,6 +342,7 @@ func TestImportFailures(t *testing.T) {
 }
 
 func TestImportLargeBody(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	must(t, e.post("/api/settings/domains", map[string]any{"id": "big", "name": "Big"}), http.StatusCreated)
 	tests := make([]any, 0, 600)
@@ -360,6 +366,7 @@ func TestImportLargeBody(t *testing.T) {
 }
 
 func TestSync(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 
@@ -472,6 +479,7 @@ tests:
 }
 
 func TestSyncBrokenFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	e.writeFile("domains/good/domain.yaml", "id: good\nname: Good\n")
@@ -563,6 +571,7 @@ func TestSyncBrokenFiles(t *testing.T) {
 // or fails cleanly, the successes are all there afterwards, and the cache
 // agrees with the files: a sync does not change the export.
 func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	must(t, e.post("/api/settings/domains", map[string]any{"id": "doomed", "name": "Doomed"}), http.StatusCreated)
@@ -728,6 +737,7 @@ func TestConcurrentWriters(t *testing.T) {
 // fields get the defaults a file without them gets, not zero values: a
 // domain is enabled, a level has pass_threshold 0.5 and mode append.
 func TestImportDefaults(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	must(t, e.post("/api/settings/import", map[string]any{"domains": []any{
 		map[string]any{"id": "d", "name": "D"},
@@ -769,6 +779,7 @@ func TestImportDefaults(t *testing.T) {
 // on the same directories, or on the definition files alone with a new
 // database, gives the same export.
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	first := newEnvIn(t, root)
 	first.richFixture()
@@ -805,6 +816,7 @@ type syncBody struct {
 }
 
 func TestGetSyncResult(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	defs := filepath.Join(root, "definitions")
 	for rel, content := range map[string]string{
@@ -886,6 +898,7 @@ func TestGetSyncResult(t *testing.T) {
 }
 
 func TestGetSyncResultNeedsTheToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withToken("s3cret"))
 	r := must(t, e.request(http.MethodGet, "/api/settings/sync", nil, "Authorization", "Bearer s3cret"), http.StatusOK)
 	if res := r.object(t); res["success"] != true {
@@ -897,6 +910,7 @@ func TestGetSyncResultNeedsTheToken(t *testing.T) {
 // A replace import shaped as the service describes it, {merge, domains,
 // tests}, keeps the evaluators and tools its domains and tests use.
 func TestReplaceImportKeepsEvaluatorsAndTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	body := map[string]any{

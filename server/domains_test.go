@@ -8,6 +8,7 @@ import (
 )
 
 func TestDomains(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 
 	t.Run("list empty", func(t *testing.T) {
@@ -195,6 +196,7 @@ func bigBody(fields map[string]any) rawBody {
 }
 
 func TestDomainFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	const list = "/api/settings/domains"

@@ -22,6 +22,7 @@ func etag(t *testing.T, r *response) string {
 // naming it in If-None-Match is a 304; a write whose If-Match names
 // another is a 412 that changes nothing.
 func TestETags(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	kinds := []struct {
@@ -121,6 +122,7 @@ func TestETags(t *testing.T) {
 // silently undo the first; with it, the second gets a 412, reads again,
 // and both changes are kept.
 func TestLostUpdate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	const path = "/api/settings/domains/math"
@@ -151,6 +153,7 @@ func TestLostUpdate(t *testing.T) {
 // TestIfMatchRace sends many writes with the same tag at once: the check
 // and the write are one step, so exactly one succeeds.
 func TestIfMatchRace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	for _, path := range []string{"/api/settings/tests/m3", "/api/settings/domains/logic"} {

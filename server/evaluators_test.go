@@ -8,6 +8,7 @@ import (
 )
 
 func TestEvaluators(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 
 	t.Run("list empty", func(t *testing.T) {
@@ -115,6 +116,7 @@ func TestEvaluators(t *testing.T) {
 }
 
 func TestEvaluatorFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	// "used" is named by a test only; "num" by the domain math.

@@ -144,6 +144,7 @@ func decodeProblem(t *testing.T, r *httptest.ResponseRecorder, status int) apiPr
 }
 
 func TestDomainHandlers(t *testing.T) {
+	t.Parallel()
 	store := &fakeDomains{domains: map[string]harness.Domain{
 		"math": {ID: "math", Name: "Math", Enabled: true, Color: "#112233"},
 	}}
@@ -320,6 +321,7 @@ func (f *fakeEngine) ReadLogTail(after uint64, n int) ([]string, uint64, bool) {
 }
 
 func TestRunHandlers(t *testing.T) {
+	t.Parallel()
 	eng := &fakeEngine{}
 	api := newTestAPI(t)
 	registerRuns(api, eng, slog.New(slog.DiscardHandler))
@@ -396,6 +398,7 @@ func TestRunHandlers(t *testing.T) {
 // huma's constructor, and any other huma API in the process, are as huma
 // made them.
 func TestNoGlobalErrorHook(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t)
 	registerDomains(api, &fakeDomains{domains: map[string]harness.Domain{}}, slog.New(slog.DiscardHandler))
 	finishAPI(api)

@@ -43,6 +43,7 @@ func (e *testEnv) cell(path string) cellBody {
 // TestRunResults checks the result endpoints of a finished run: its
 // matrix, a cell's tests, its details and stats, and the v1 history.
 func TestRunResults(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Answers: knowledgeAnswers}})
 	id := e.runToEnd(map[string]any{"model_name": "results"})
 
@@ -214,6 +215,7 @@ func jsonSame(t *testing.T, a, b any) bool {
 
 // TestNoRunYet checks the history endpoints before any run.
 func TestNoRunYet(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	mustProblem(t, e.get("/api/v1/history/last/id"), http.StatusNotFound)
 	mustProblem(t, e.get("/api/v1/history/last/arithmetic/1"), http.StatusNotFound)
@@ -225,6 +227,7 @@ func TestNoRunYet(t *testing.T) {
 
 // TestDeleteRun checks DELETE /api/history/{id}.
 func TestDeleteRun(t *testing.T) {
+	t.Parallel()
 	t.Run("finished runs", func(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{})
 		old := e.runToEnd(map[string]any{"model_name": "old", "domains": []string{"arithmetic"}})
@@ -296,6 +299,7 @@ func TestDeleteRun(t *testing.T) {
 // TestHistoryList checks GET /api/history: newest first, paged, with the
 // total.
 func TestHistoryList(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	var ids []string
 	for _, label := range []string{"a", "b", "c"} {
@@ -353,6 +357,7 @@ func TestHistoryList(t *testing.T) {
 // TestRunEndpointsNeedToken checks that with an API token every
 // evaluation and history endpoint needs it.
 func TestRunEndpointsNeedToken(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{}, withToken("s3cret"))
 	id := e.runToEnd(map[string]any{"model_name": "auth", "domains": []string{"tool_use"}})
 	endpoints := []struct{ method, path string }{

@@ -15,6 +15,7 @@ import (
 // naming the field, and a definitions file with one is a file error of
 // the sync.
 func TestImportersLimitedLikeTheAPI(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 2<<20)
 	e := newEnv(t)
 	e.fixture()

@@ -107,6 +107,7 @@ func checkModified(t *testing.T, v any) {
 }
 
 func TestKB(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("kb", "")
 	const notes = "# Notes\nCafé au lait — 3 €.\n" // multi-byte: size counts bytes
@@ -278,6 +279,7 @@ func treeOf(t *testing.T, root string) []string {
 // directory, by every route a name takes: a JSON filename, a multipart
 // filename, and a path segment.
 func TestKBTraversal(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	e := startEnvWith(t, root, nil, &agentConfig{})
 	e.createAgent("victim", "")
@@ -333,6 +335,7 @@ func TestKBTraversal(t *testing.T) {
 
 // TestKBRefusesNonText sends binary content and wrong content types.
 func TestKBRefusesNonText(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("kb", "")
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01")
@@ -437,6 +440,7 @@ func (e *testEnv) postStream(path, contentType string, g *genReader) (*response,
 }
 
 func TestKBSizeLimit(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("kb", "")
 	const limit = 10 << 20
@@ -512,6 +516,7 @@ func TestKBSizeLimit(t *testing.T) {
 // carries the progress of the embeddings, which reaches every chunk; an
 // unknown agent is a 404.
 func TestKBEmbeddingStatus(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{embeddingModel: "embed-test"})
 	e.createAgent("kb", "")
 	type status struct {

@@ -22,6 +22,7 @@ type kbContent struct {
 // downloadable with ?raw=true, and what cannot be read is refused with
 // a problem saying why.
 func TestKBDocuments(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("kb", "")
 	pdf := kbdoctest.PDF(kbdoctest.Page{Heading: "Shipping", Paragraphs: []string{"Orders ship in two days."}}, kbdoctest.Page{})

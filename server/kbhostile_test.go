@@ -13,6 +13,7 @@ import (
 // limit, 413 for what is too large, 415 for what cannot be read, and the
 // knowledge base stays empty.
 func TestKBHostileDocuments(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("kb", "")
 	for _, tc := range []struct {

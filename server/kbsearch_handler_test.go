@@ -34,6 +34,7 @@ func (f *fakeSearcher) SearchKB(_ context.Context, agentID, query string, k int)
 // retrieval is BM25 only: a hybrid answer with both ranks (one of them
 // null), a fallback, and the service's own errors.
 func TestKBSearchHandler(t *testing.T) {
+	t.Parallel()
 	one, two := 1, 2
 	f := &fakeSearcher{res: retrieval.SearchResult{Mode: retrieval.ModeHybrid, Results: []retrieval.Result{
 		{File: "a.md", Chunk: 3, Text: "alpha", Score: 0.03, BM25Rank: &two, VectorRank: &one},

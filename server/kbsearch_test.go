@@ -29,6 +29,7 @@ func (e *testEnv) searchKB(agentID, rawQuery string) kbSearchBody {
 }
 
 func TestKBSearch(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "Answer from the knowledge base.")
 	e.createAgent("empty", "No knowledge base.")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestLevels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 
@@ -101,6 +102,7 @@ func TestLevels(t *testing.T) {
 }
 
 func TestLevelFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	const base = "/api/settings/levels"
@@ -126,6 +128,7 @@ func TestLevelFailures(t *testing.T) {
 // TestLevelBoundsMatchHarness keeps the path parameter's bounds (struct
 // tags in levels.go) in step with harness.MaxLevel.
 func TestLevelBoundsMatchHarness(t *testing.T) {
+	t.Parallel()
 	if harness.MaxLevel != 1000 {
 		t.Fatalf("harness.MaxLevel is %d: update the maximum of the level path parameter in levels.go", harness.MaxLevel)
 	}

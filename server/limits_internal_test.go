@@ -14,6 +14,7 @@ import (
 // cmd/gauntlet serves applies the header and idle timeouts but no write
 // timeout (long polls and exports stream for as long as they need).
 func TestLimitsDefaults(t *testing.T) {
+	t.Parallel()
 	l := Limits{}.withDefaults()
 	if got := l.HeaderTimeout + l.bodyTimeout(DefaultBodyBytes); got > 30*time.Second {
 		t.Errorf("headers and a 1 MiB body may take %s, want at most 30 s", got)
@@ -52,6 +53,7 @@ func TestLimitsDefaults(t *testing.T) {
 // (the agent routes exist only with an agent service: the plain handlers'
 // rules are there regardless).
 func TestLimitsRoutes(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, Options{})
 	for _, tc := range []struct {
 		method, path string
@@ -76,6 +78,7 @@ func TestLimitsRoutes(t *testing.T) {
 
 // TestClientTable: the webhook limits per address, and the table's bound.
 func TestClientTable(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	a, b, c := clientKey("192.0.2.1:1000"), clientKey("192.0.2.2:1000"), clientKey("192.0.2.3:1000")
 

@@ -103,6 +103,7 @@ func (c *rawConn) closed() string {
 }
 
 func TestLimitsOversizeBodyRefusedBeforeReading(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{}, withToken(limitsToken))
 	auth := "Authorization: Bearer " + limitsToken
 
@@ -166,6 +167,7 @@ func TestLimitsOversizeBodyRefusedBeforeReading(t *testing.T) {
 }
 
 func TestLimitsUnauthenticatedBodyNeverRead(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{}, withToken(limitsToken))
 	for _, tc := range []struct {
 		name, path string
@@ -190,6 +192,7 @@ func TestLimitsUnauthenticatedBodyNeverRead(t *testing.T) {
 }
 
 func TestLimitsSlowBodyCut(t *testing.T) {
+	t.Parallel()
 	const deadline = 300 * time.Millisecond
 	e := newAgentEnv(t, agentConfig{}, withToken(limitsToken), withLimits(server.Limits{BodyTimeout: deadline}))
 	e.createAgent("bot", "")
@@ -244,6 +247,7 @@ func TestLimitsSlowBodyCut(t *testing.T) {
 }
 
 func TestLimitsLongHandlerKeepsItsRequest(t *testing.T) {
+	t.Parallel()
 	// A handler that works longer than the body's read deadline (and than
 	// huma's own 5 s default) after the body is in: the request's
 	// context must stay alive.
@@ -263,6 +267,7 @@ func TestLimitsLongHandlerKeepsItsRequest(t *testing.T) {
 }
 
 func TestLimitsWebhookPerAddress(t *testing.T) {
+	t.Parallel()
 	t.Run("rate", func(t *testing.T) {
 		e := newAgentEnv(t, agentConfig{}, withToken(limitsToken),
 			withLimits(server.Limits{WebhookRate: 0.001, WebhookBurst: 3}))
@@ -325,6 +330,7 @@ func TestLimitsWebhookPerAddress(t *testing.T) {
 }
 
 func TestWebhookUnknownChannelAnswersAsBadSignature(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec-probe"
 	e := newAgentEnv(t, agentConfig{}, withToken(limitsToken))
 	e.createAgent("bot", "")

@@ -90,6 +90,7 @@ func sameJSON(t *testing.T, what string, lib, api any) {
 // JSON: the answers did not change when the server got its own types, and a
 // field added to a library type is not dropped by the API unnoticed.
 func TestAPITypesMirrorLibraryJSON(t *testing.T) {
+	t.Parallel()
 	sameJSON(t, "Domain", fill[harness.Domain](), toAPIDomain(fill[harness.Domain]()))
 	sameJSON(t, "Level", fill[harness.LevelConfig](), toAPILevel(fill[harness.LevelConfig]()))
 	sameJSON(t, "Test", fill[harness.Test](), toAPITest(fill[harness.Test]()))

@@ -116,6 +116,7 @@ func types(s map[string]any) []string {
 // it: API names, tags, closed and complete responses, tight requests,
 // declared errors, nullable fields that can be cleared.
 func TestOpenAPIForClients(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	var doc apiDoc
 	must(t, e.get("/openapi.json"), http.StatusOK).decode(t, &doc)

@@ -149,6 +149,7 @@ func operations(t *testing.T, doc map[string]any) []string {
 }
 
 func TestOpenAPI31(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	r := must(t, e.get("/openapi.json"), http.StatusOK)
 	if ct := r.contentType(); !strings.Contains(ct, "json") {
@@ -247,6 +248,7 @@ func mapKeys(m map[string]any) func(func(string) bool) {
 }
 
 func TestOpenAPIYAML(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	r := must(t, e.get("/openapi.yaml"), http.StatusOK)
 	if ct := r.contentType(); !strings.Contains(ct, "yaml") {
@@ -265,6 +267,7 @@ func TestOpenAPIYAML(t *testing.T) {
 }
 
 func TestOpenAPI30Validates(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true}, withToken("tok"))
 	r := must(t, e.get("/openapi-3.0.json"), http.StatusOK)
 	loader := openapi3.NewLoader()
@@ -306,6 +309,7 @@ func TestOpenAPI30Validates(t *testing.T) {
 }
 
 func TestDocs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := must(t, e.get("/docs"), http.StatusOK)
 	if ct := r.contentType(); ct != "text/html" {

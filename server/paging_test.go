@@ -37,6 +37,7 @@ func (e *testEnv) listPage(t *testing.T, path, key string) listPage {
 // and offset select a window of the list's order, total counts every
 // record, and a request without them gets the whole list, as before.
 func TestListPaging(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var domains, evaluators, tools, agents []string
 	for i := range 5 {

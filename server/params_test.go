@@ -13,6 +13,7 @@ import (
 // TestStartParams: the start body's params reach every model request over
 // the level's defaults, and the run records them.
 func TestStartParams(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []*llmtest.Request
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Respond: func(r *llmtest.Request) *llmtest.Reply {
@@ -54,6 +55,7 @@ func TestStartParams(t *testing.T) {
 // TestStartParamsInvalid: out-of-range or mistyped parameters are a 422
 // naming the parameter, and start nothing.
 func TestStartParamsInvalid(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	for _, tc := range []struct {
 		name   string
@@ -82,6 +84,7 @@ func TestStartParamsInvalid(t *testing.T) {
 // through the API; an update without params keeps them, null removes
 // them.
 func TestLevelParams(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	const path = "/api/settings/levels/arithmetic/2"
 	const file = "domains/arithmetic/level-2.yaml"

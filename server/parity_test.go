@@ -147,6 +147,7 @@ func checkCounts(t *testing.T, e *testEnv, id string) (runInfo, map[string]int) 
 //
 //	GAUNTLET_TEST_DATABASE=postgres go test -run TestParity ./server
 func TestParity(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		concurrency int
@@ -366,6 +367,7 @@ func runAndKill(t *testing.T, root string) string {
 // TestParityOwner is the server process TestParity kills mid-run (see
 // runAndKill); run alone, it is skipped.
 func TestParityOwner(t *testing.T) {
+	t.Parallel()
 	root := os.Getenv(ownerRootEnv)
 	if root == "" {
 		t.Skip("the process TestParity starts and kills")

@@ -151,6 +151,7 @@ func (e *testEnv) listPlugins() (string, map[string]pluginRecord) {
 // and shows its restart and the reason with its time; a pinned executable
 // whose file differs shows mismatch and is never started.
 func TestListPlugins(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	buildTestPlugin(t, "evaluator", dir, "gauntlet-evaluator-testeval")
 	buildTestPlugin(t, "evaluator", dir, "gauntlet-evaluator-pinned")
@@ -231,6 +232,7 @@ func TestListPlugins(t *testing.T) {
 // without a plugin manager lists none; both answer 200 with an empty
 // list, never null. With an API token, the list needs it.
 func TestListPluginsEmpty(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-such-dir")
 	e := newPluginEnv(t, host.Options{Dir: missing}, withToken("tok"))
 	r := must(t, e.get("/api/plugins"), http.StatusOK)
@@ -253,6 +255,7 @@ func TestListPluginsEmpty(t *testing.T) {
 // back as they are. Sending the masks back keeps the stored values: the
 // running channel still checks pushed requests against the first secret.
 func TestPluginDeclaredSecrets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	buildTestPlugin(t, "channel", dir, "gauntlet-channel-declared")
 	buildTestPlugin(t, "channel", dir, "gauntlet-channel-old-legacy")

@@ -14,6 +14,7 @@ import (
 // back, the next request succeeds and finds everything stored before.
 // (GAUNTLET_TEST_DATABASE=postgres only, on a server of its own.)
 func TestPostgresRestartWhileServing(t *testing.T) {
+	t.Parallel()
 	pg, url := dbtest.PrivateServer(t)
 	root := t.TempDir()
 	pgDatabases.Store(filepath.Join(root, "data"), url)

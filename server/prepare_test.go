@@ -58,6 +58,7 @@ func withHeldEngine(t *testing.T, held *heldCatalog) envOption {
 // run, and a resume of it is a 422 saying why. Released, a new run
 // completes.
 func TestStartAnswersWhilePreparing(t *testing.T) {
+	t.Parallel()
 	held := &heldCatalog{reached: make(chan struct{}), release: make(chan struct{})}
 	env := newEngineEnv(t, engineConfig{}, withHeldEngine(t, held))
 	id := env.start(map[string]any{})

@@ -10,6 +10,7 @@ import (
 // times; the run records it, its counts are samples, and every result of
 // the API carries its repeat, each (test, repeat) once.
 func TestStartRepeats(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	id := e.runToEnd(map[string]any{"domains": []string{"arithmetic"}, "repeats": 3})
 	var run struct {
@@ -69,6 +70,7 @@ func TestStartRepeats(t *testing.T) {
 // a 422 naming it, and starts nothing. 0 is refused too: a body that
 // gives repeats must ask at least once.
 func TestStartRepeatsInvalid(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	for _, v := range []any{0, 101, -1, 2.5, "3"} {
 		t.Run(fmt.Sprint(v), func(t *testing.T) {

@@ -84,6 +84,7 @@ func (e *testEnv) rescoreInfo(id string) (rescoreInfo, string, map[string]map[st
 // that names its source, asking only the judge; the failure cases answer
 // 404, 409 and 422.
 func TestCacheAndRescore(t *testing.T) {
+	t.Parallel()
 	reg := harness.NewRegistry()
 	if err := reg.RegisterEvaluator(judge.Type, judge.New(judge.Options{})); err != nil {
 		t.Fatal(err)

@@ -87,6 +87,7 @@ func (p *resultPage) ids() []string {
 }
 
 func TestListRunResults(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	all := seedResults(t, e, "big", 250)
 	base := "/api/run/big/results"
@@ -181,6 +182,7 @@ func TestListRunResults(t *testing.T) {
 }
 
 func TestListRunResultsErrors(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	seedResults(t, e, "big", 30)
 	var p resultPage
@@ -212,6 +214,7 @@ func TestListRunResultsErrors(t *testing.T) {
 }
 
 func TestRunExport(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	all := seedResults(t, e, "big", 1234)
 

@@ -48,6 +48,7 @@ func (e *testEnv) runInfo(id string) runInfo {
 // TestResumeRun stops a run, resumes it over HTTP into the same run, and
 // checks the failure cases of the resume endpoint.
 func TestResumeRun(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 100 * time.Millisecond}, concurrency: 1})
 	id := e.start(map[string]any{"model_name": "resumable", "timeout_s": 9, "retries": 1})
 	harnesstest.Eventually(t, runWait, "two finished tests", func() bool { return e.status().Progress >= 2 })
@@ -101,6 +102,7 @@ func TestResumeRun(t *testing.T) {
 
 // TestStartBounds: a run's own request bounds are checked.
 func TestStartBounds(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	for _, body := range []map[string]any{{"timeout_s": -1}, {"timeout_s": 7200}, {"retries": -1}, {"retries": 11}, {"retries": "x"}} {
 		mustProblem(t, e.post("/api/start", body), http.StatusUnprocessableEntity)

@@ -99,6 +99,7 @@ func matrixRetrieval(t *testing.T, r *response) map[string]*cellRetrievalBody {
 // TestExpectedSourcesWritten: expected.sources are written and read back
 // through the tests API; bad ones are 422 naming the field.
 func TestExpectedSourcesWritten(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	test := func(id string, sources any) map[string]any {
@@ -151,6 +152,7 @@ func TestExpectedSourcesWritten(t *testing.T) {
 // details, its results pages and its export. A run of the bare model has
 // neither.
 func TestRetrievalInResults(t *testing.T) {
+	t.Parallel()
 	e := newKBEnv(t)
 	id := e.runToEnd(map[string]any{"agent_id": "kb", "domains": []string{"kb"}})
 
@@ -231,6 +233,7 @@ func TestRetrievalInResults(t *testing.T) {
 // TestCompareRetrieval: the same suite against knowledge base v1 and v2
 // of the agent, compared: the cell says how recall and hit rate changed.
 func TestCompareRetrieval(t *testing.T) {
+	t.Parallel()
 	e := newKBEnv(t)
 	v1 := e.runToEnd(map[string]any{"agent_id": "kb", "domains": []string{"kb"}, "model_name": "kb v1"})
 	// v2's warranty file no longer says what the warranty test asks about.

@@ -9,6 +9,7 @@ import (
 // the summary and the counts per status, without the results and their
 // aggregates, which the default answer still carries.
 func TestRunDetailsWithoutResults(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{noExamples: true})
 	seedScaleRun(t, e, "big", 40)
 	type details struct {

@@ -170,6 +170,7 @@ func getBody(t *testing.T, url string, gz bool) (*http.Response, []byte, error) 
 // not UTF-8 and characters HTML escaping would change; with gzip and
 // without; with results=false; for a run without results.
 func TestRunDetailsStreamedSameJSON(t *testing.T) {
+	t.Parallel()
 	e := newStreamEnv(t, nil)
 	// More than two pages of the store, of results and of aggregates; two
 	// repeats of each test are as good as three for the aggregates, and a
@@ -247,6 +248,7 @@ func (f failingRuns) EachResultByCell(ctx context.Context, runID string, fn func
 // body has begun, the client gets a broken connection, never a shorter
 // document that parses, with gzip or without.
 func TestRunDetailsFailureCutsConnection(t *testing.T) {
+	t.Parallel()
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprint("gzip=", gz), func(t *testing.T) {
 			e := newStreamEnv(t, func(rs *runs.Store, db *store.DB) runStore { return failingRuns{rs, db, 600} })

@@ -36,6 +36,7 @@ var logLine = regexp.MustCompile(`^\[[^\]]+\]\[L\d+\] `)
 // TestStatusIdle checks the idle shape of GET /api/status and of the
 // live matrix before any run.
 func TestStatusIdle(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{})
 	r := must(t, e.get("/api/status"), http.StatusOK)
 	m := r.object(t)
@@ -79,6 +80,7 @@ func TestStatusIdle(t *testing.T) {
 // TestRunLive follows a run through GET /api/status, GET /api/test_matrix
 // and GET /api/run/{id}/matrix while it runs, and after.
 func TestRunLive(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{
 		llm:         llmtest.Options{Latency: 150 * time.Millisecond, Answers: knowledgeAnswers},
 		concurrency: 1,
@@ -206,6 +208,7 @@ func checkMatrix(t *testing.T, m matrixBody, id, label, status string) {
 
 // TestStartFailures checks the start requests that start nothing.
 func TestStartFailures(t *testing.T) {
+	t.Parallel()
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Timeouts: hangForever}})
 	must(t, e.post("/api/settings/domains", map[string]any{"id": "empty", "name": "Empty"}), http.StatusCreated)
 
@@ -249,6 +252,7 @@ func TestStartFailures(t *testing.T) {
 // TestStartSelection checks which domains a run covers, the default
 // label, and the optional endpoint model.
 func TestStartSelection(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	models := map[string]int{}
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Respond: func(r *llmtest.Request) *llmtest.Reply {
@@ -401,6 +405,7 @@ func checkLines(t *testing.T, lines []string) {
 // TestLogPoll checks GET /api/log_poll: at most 100 lines a poll, their
 // form, EVAL_COMPLETE at the end, and the run's log file.
 func TestLogPoll(t *testing.T) {
+	t.Parallel()
 	t.Run("a run of more than 100 lines", func(t *testing.T) {
 		const n = 150
 		e := newEngineEnv(t, engineConfig{noExamples: true, files: bulkFiles(n), concurrency: 8})
@@ -575,6 +580,7 @@ func (e *testEnv) waitRunStatus(id, status string) runDetails {
 
 // TestStop checks POST /api/stop mid-run and when idle.
 func TestStop(t *testing.T) {
+	t.Parallel()
 	t.Run("mid-run keeps finished results", func(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 200 * time.Millisecond}, concurrency: 1})
 		id := e.start(map[string]any{"model_name": "stopped"})
@@ -654,6 +660,7 @@ func TestStop(t *testing.T) {
 // TestReset checks POST /api/reset: idle at once, even with a model that
 // never answers, the run recorded as aborted with its finished results.
 func TestReset(t *testing.T) {
+	t.Parallel()
 	t.Run("with a model that never answers", func(t *testing.T) {
 		e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Timeouts: hangForever}})
 		for range 2 { // the engine runs again after a reset

@@ -20,6 +20,7 @@ import (
 // address, or where nothing is stored, is a 422 naming the field; a URL
 // in clear replaces the stored one.
 func TestEvaluatorURLCredentialsNeverShown(t *testing.T) {
+	t.Parallel()
 	const (
 		password  = "Judge-Pa55-in-url"
 		token     = "Hook-T0ken-in-url"
@@ -131,6 +132,7 @@ func (echoingEvaluator) ValidateConfig(cfg harness.EvaluatorConfig) error {
 // client and the log without the URL's credentials, on create, update
 // and import.
 func TestEvaluatorErrorsHideURLCredentials(t *testing.T) {
+	t.Parallel()
 	const password = "Echoed-Pa55-in-url"
 	reg := harness.NewRegistry()
 	if err := reg.RegisterEvaluator("echo", echoingEvaluator{}); err != nil {
@@ -159,6 +161,7 @@ func TestEvaluatorErrorsHideURLCredentials(t *testing.T) {
 // evaluator type with a message that repeats a URL of the file is listed
 // by the sync without the URL's credentials.
 func TestSyncErrorsHideURLCredentials(t *testing.T) {
+	t.Parallel()
 	const password = "Synced-Pa55-in-url"
 	reg := harness.NewRegistry()
 	if err := reg.RegisterEvaluator("echo", echoingEvaluator{}); err != nil {

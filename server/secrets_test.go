@@ -22,6 +22,7 @@ import (
 // checks that no secret appears in any response body or header, or in any
 // log line of the server, the agent service and the channels.
 func TestSecretsNeverShown(t *testing.T) {
+	t.Parallel()
 	const (
 		llmKey      = "sk-LLMKEY-secret-0123456789"
 		apiToken    = "APITOKEN-secret-abcdef-42"

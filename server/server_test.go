@@ -513,6 +513,7 @@ func ids(list []map[string]any) []string {
 // TestUnknownRoute checks that an unknown path is a 404 and the root
 // redirects to the docs.
 func TestUnknownRoute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	t.Run("unknown path", func(t *testing.T) {
 		mustProblem(t, e.get("/api/settings/nope"), http.StatusNotFound)
@@ -546,6 +547,7 @@ func TestUnknownRoute(t *testing.T) {
 // TestBodyWithoutContentType checks that a JSON body sent without a
 // content type (or as curl -d sends it) is read as JSON.
 func TestBodyWithoutContentType(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i, ct := range []string{"", "application/x-www-form-urlencoded", "text/plain; charset=utf-8"} {
 		t.Run(fmt.Sprintf("content type %q", ct), func(t *testing.T) {

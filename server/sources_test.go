@@ -26,6 +26,7 @@ func sourcesOf(t *testing.T, m map[string]any) (string, string) {
 // the model was given, and that the stored conversation shows them on the
 // reply, and on no other message.
 func TestChatSources(t *testing.T) {
+	t.Parallel()
 	e := newAgentEnv(t, agentConfig{})
 	e.createAgent("bot", "Answer from the knowledge base.")
 	e.createAgent("plain", "No knowledge base.")

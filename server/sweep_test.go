@@ -106,6 +106,7 @@ func newSweepEnv(t *testing.T, tests int) (*testEnv, *modelAnswers) {
 }
 
 func TestSweepValidation(t *testing.T) {
+	t.Parallel()
 	e, m := newSweepEnv(t, 2)
 	mustProblem(t, e.get("/api/sweep"), http.StatusNotFound)
 	many := make([]string, 21)
@@ -150,6 +151,7 @@ func TestSweepValidation(t *testing.T) {
 }
 
 func TestSweepCompletes(t *testing.T) {
+	t.Parallel()
 	e, m := newSweepEnv(t, 3)
 	var started struct {
 		SweepID string   `json:"sweep_id"`
@@ -212,6 +214,7 @@ func TestSweepCompletes(t *testing.T) {
 }
 
 func TestSweepConflictsAndStop(t *testing.T) {
+	t.Parallel()
 	e, m := newSweepEnv(t, 2)
 
 	t.Run("409 while a run is active", func(t *testing.T) {

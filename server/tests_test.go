@@ -23,6 +23,7 @@ func listTests(t *testing.T, e *testEnv, query string) []string {
 }
 
 func TestTestsList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	for _, tc := range []struct {
@@ -69,6 +70,7 @@ func TestTestsList(t *testing.T) {
 }
 
 func TestTests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 
@@ -265,6 +267,7 @@ func TestTests(t *testing.T) {
 }
 
 func TestTestFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	const list = "/api/settings/tests"

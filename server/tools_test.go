@@ -40,6 +40,7 @@ func jsonEqual(t *testing.T, got, want any) bool {
 }
 
 func TestTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 
 	t.Run("list empty", func(t *testing.T) {
@@ -142,6 +143,7 @@ func TestTools(t *testing.T) {
 }
 
 func TestToolFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	// "calc" is listed by test m1; "lvl" by the level logic/1.

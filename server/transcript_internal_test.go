@@ -13,6 +13,7 @@ import (
 // UTF-8 (a registered tool's output, a model brought by an embedder)
 // carries them exactly in content_base64, as a response does.
 func TestTranscriptContentBase64(t *testing.T) {
+	t.Parallel()
 	odd := "out \xff\xfe\x00"
 	got := toAPITranscript([]runs.Message{
 		{Message: harness.Message{Role: harness.RoleTool, Content: odd, ToolCallID: "c1"}},

@@ -110,6 +110,7 @@ type apiTranscriptResult struct {
 // endpoints, carries its transcript (tool round trip, second pass
 // marked, exact bytes) and its calls (retries, tool rounds, second pass).
 func TestResultTranscripts(t *testing.T) {
+	t.Parallel()
 	m := &tourModel{}
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Respond: m.respond}, files: tourFiles})
 	id := e.runToEnd(map[string]any{"domains": []string{"tour"}})

@@ -25,6 +25,7 @@ type countsCell struct {
 // and live matrices and the history; errored cells are "error" with no
 // score; an answer holding a NUL comes back as it was sent.
 func TestErrorsApartOverHTTP(t *testing.T) {
+	t.Parallel()
 	const odd = "5\x00 and \xff\xfe then 🦀"
 	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Respond: func(req *llmtest.Request) *llmtest.Reply {
 		for _, m := range req.Messages {

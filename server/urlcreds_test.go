@@ -23,6 +23,7 @@ import (
 // stored credentials, which the callback then receives; a masked URL with
 // another address is a 422; a new URL in clear replaces them.
 func TestURLCredentialsNeverShown(t *testing.T) {
+	t.Parallel()
 	const (
 		password = "Pa55-w0rd-in-url"
 		secret   = "whsec-urlcreds"
