@@ -18,6 +18,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/internal/limitio"
 )
 
 // asError fails the test unless err is an *Error.
@@ -189,7 +190,7 @@ func TestLimitedBody(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &countingReader{r: bytes.NewReader(make([]byte, tc.size))}
-			b := &limitedBody{rc: src, left: tc.limit, limit: tc.limit}
+			b := limitio.New(src, tc.limit, &tooLargeError{tc.limit})
 			got, err := io.ReadAll(struct{ io.Reader }{readerFunc(func(p []byte) (int, error) {
 				return b.Read(p[:min(len(p), tc.bufferSize)])
 			})})
