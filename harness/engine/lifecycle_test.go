@@ -296,11 +296,7 @@ func TestRunReset(t *testing.T) {
 		}
 		done <- info
 	}()
-	harnesstest.Eventually(t, 5*time.Second, "stuck calls", func() bool {
-		stuck.mu.Lock()
-		defer stuck.mu.Unlock()
-		return stuck.stuck == 0
-	})
+	stuck.waitStuck(t)
 	f.eng.Reset()
 	select {
 	case info := <-done:

@@ -201,6 +201,16 @@ func (m *stuckModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harne
 	return m.inner.Chat(ctx, req)
 }
 
+// waitStuck waits until every call that is to block has come and blocks.
+func (m *stuckModel) waitStuck(t *testing.T) {
+	t.Helper()
+	harnesstest.Eventually(t, 5*time.Second, "stuck calls", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.stuck == 0
+	})
+}
+
 // TestResetStuckModel resets a run whose model ignores cancellation: the
 // engine is idle at once, the run is recorded aborted at once, and a new
 // run completes while the old calls are still stuck.
@@ -212,11 +222,7 @@ func TestResetStuckModel(t *testing.T) {
 		model: func(m harness.ChatModel) harness.ChatModel { stuck.inner = m; return stuck }})
 	ctx := context.Background()
 	id := f.start(t, engine.StartRequest{})
-	harnesstest.Eventually(t, 5*time.Second, "stuck calls", func() bool {
-		stuck.mu.Lock()
-		defer stuck.mu.Unlock()
-		return stuck.stuck == 0
-	})
+	stuck.waitStuck(t)
 	if got := f.eng.Reset(); got != id {
 		t.Errorf("reset returned %q", got)
 	}
