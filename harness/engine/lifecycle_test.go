@@ -284,10 +284,7 @@ func TestStartContext(t *testing.T) {
 // TestRunReset: a Reset from elsewhere ends Run at once with the aborted
 // run's info and no error, even while the model ignores cancellation.
 func TestRunReset(t *testing.T) {
-	d := newDefs().domain("d", "", true).sums("d", 1, 4, 0)
-	stuck := &stuckModel{release: make(chan struct{}), stuck: 2}
-	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 2,
-		model: func(m harness.ChatModel) harness.ChatModel { stuck.inner = m; return stuck }})
+	f, stuck := newStuckFixture(t, 2)
 	done := make(chan runs.Info, 1)
 	go func() {
 		info, err := f.eng.Run(context.Background(), engine.StartRequest{})

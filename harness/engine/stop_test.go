@@ -201,6 +201,18 @@ func (m *stuckModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harne
 	return m.inner.Chat(ctx, req)
 }
 
+// newStuckFixture is a fixture over a domain "d" of 4 tests at level 1,
+// with concurrency conc, whose model's first conc calls block until
+// stuck.release is closed.
+func newStuckFixture(t *testing.T, conc int) (*fixture, *stuckModel) {
+	t.Helper()
+	d := newDefs().domain("d", "", true).sums("d", 1, 4, 0)
+	stuck := &stuckModel{release: make(chan struct{}), stuck: conc}
+	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc,
+		model: func(m harness.ChatModel) harness.ChatModel { stuck.inner = m; return stuck }})
+	return f, stuck
+}
+
 // waitStuck waits until every call that is to block has come and blocks.
 func (m *stuckModel) waitStuck(t *testing.T) {
 	t.Helper()
@@ -215,11 +227,7 @@ func (m *stuckModel) waitStuck(t *testing.T) {
 // engine is idle at once, the run is recorded aborted at once, and a new
 // run completes while the old calls are still stuck.
 func TestResetStuckModel(t *testing.T) {
-	const conc = 2
-	d := newDefs().domain("d", "", true).sums("d", 1, 4, 0)
-	stuck := &stuckModel{release: make(chan struct{}), stuck: conc}
-	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc,
-		model: func(m harness.ChatModel) harness.ChatModel { stuck.inner = m; return stuck }})
+	f, stuck := newStuckFixture(t, 2)
 	ctx := context.Background()
 	id := f.start(t, engine.StartRequest{})
 	stuck.waitStuck(t)
