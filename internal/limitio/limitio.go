@@ -1,6 +1,9 @@
 // Package limitio bounds how much of a body is read: the request bodies
 // the server takes and the response bodies the LLM client reads go
 // through the same Reader, each with its own error for a body too large.
+// It depends on nothing of the project, so that the server and the
+// harness below it both use it while neither imports the other's code
+// for it.
 package limitio
 
 import (
