@@ -95,66 +95,11 @@ func CheckName(ve *ValidationError, field, s string) {
 // else the strings of its fields (named by their json tags), map keys and
 // values, slice elements, to any depth. Fields are named from field, as
 // "system_prompt", "config.api_url" or "messages[2].content"; sorted map
-// keys keep the order stable.
+// keys keep the order stable. Below a key that is not text, nothing more
+// is reported: the key is the problem.
 func CheckText(ve *ValidationError, field string, v any) {
-	checkTextValue(ve, field, reflect.ValueOf(v))
-}
-
-func checkTextValue(ve *ValidationError, field string, v reflect.Value) {
-	switch v.Kind() {
-	case reflect.String:
-		if p := TextProblem(v.String()); p != "" {
-			ve.Add(field, "%s", p)
-		}
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			checkTextValue(ve, field, v.Elem())
-		}
-	case reflect.Slice, reflect.Array:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return // []byte is data, not text
-		}
-		for i := range v.Len() {
-			checkTextValue(ve, field+"["+itoa(i)+"]", v.Index(i))
-		}
-	case reflect.Map:
-		keys := v.MapKeys()
-		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(keyString(a), keyString(b)) })
-		for _, k := range keys {
-			name := keyString(k)
-			if p := TextProblem(name); p != "" {
-				ve.Add(joinField(field, name), "the key %s", p)
-				continue
-			}
-			checkTextValue(ve, joinField(field, name), v.MapIndex(k))
-		}
-	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			sf := t.Field(i)
-			if !sf.IsExported() {
-				continue
-			}
-			tag, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-			switch {
-			case tag == "-":
-				continue
-			case tag == "" && sf.Anonymous:
-				checkTextValue(ve, field, v.Field(i))
-				continue
-			case tag == "":
-				tag = sf.Name
-			}
-			checkTextValue(ve, joinField(field, tag), v.Field(i))
-		}
-	}
-}
-
-func keyString(k reflect.Value) string {
-	if k.Kind() == reflect.String {
-		return k.String()
-	}
-	return fmt.Sprint(k.Interface())
+	w := textWalk{ve: ve}
+	w.walk(field, reflect.ValueOf(v), true)
 }
 
 // MaxRecordBytes is the most text one definition (a domain, level, test,
@@ -165,60 +110,72 @@ func keyString(k reflect.Value) string {
 // refuse.
 const MaxRecordBytes = 1 << 20
 
-// checkRecordSize adds a field error when the strings of v (its fields,
-// map keys and values, slice elements, to any depth) add up to more than
-// MaxRecordBytes, naming the largest of them.
-func checkRecordSize(ve *ValidationError, kind string, v any) {
-	rv := reflect.ValueOf(v)
-	total := 0
-	walkText(rv, "", false, func(_ string, n int) { total += n })
-	if total <= MaxRecordBytes {
-		return
+// checkRecord checks the text of a record in one walk: CheckText's
+// errors, then a field error when its strings (its fields, map keys and
+// values, slice elements, []byte data, to any depth) add up to more than
+// MaxRecordBytes, naming the largest of them (the first, of equals).
+// kind names the record in that error ("domain", "test"…).
+func checkRecord(ve *ValidationError, kind string, v any) {
+	w := textWalk{ve: ve}
+	w.walk("", reflect.ValueOf(v), true)
+	if w.total > MaxRecordBytes {
+		ve.Add(w.field, "is %d bytes; a %s holds at most %d bytes of text (1 MiB, as the API that creates one takes), and this one holds %d",
+			w.largest, kind, MaxRecordBytes, w.total)
 	}
-	field, largest := "", -1
-	walkText(rv, "", true, func(f string, n int) {
-		if n > largest {
-			field, largest = f, n
-		}
-	})
-	ve.Add(field, "is %d bytes; a %s holds at most %d bytes of text (1 MiB, as the API that creates one takes), and this one holds %d",
-		largest, kind, MaxRecordBytes, total)
 }
 
-// walkText calls fn with the byte length of every string in v, and its
-// field name (as CheckText names it) when named is set.
-func walkText(v reflect.Value, field string, named bool, fn func(field string, n int)) {
-	join := func(name string) string {
-		if !named {
-			return ""
-		}
-		return joinField(field, name)
+// textWalk goes once through the strings of a value, reporting their
+// text problems to ve and counting their bytes.
+type textWalk struct {
+	ve      *ValidationError
+	total   int    // bytes of every string, map key and []byte
+	largest int    // bytes of the largest of them
+	field   string // the field of the largest
+}
+
+// count adds a string (or key, or []byte) of n bytes at field.
+func (w *textWalk) count(field string, n int) {
+	w.total += n
+	if n > w.largest {
+		w.field, w.largest = field, n
 	}
+}
+
+// walk counts the strings of v, named from field, and reports their text
+// problems when check is set; a map key that is not text is reported and
+// clears check for its value, which is still counted.
+func (w *textWalk) walk(field string, v reflect.Value, check bool) {
 	switch v.Kind() {
 	case reflect.String:
-		fn(field, v.Len())
+		if p := TextProblem(v.String()); check && p != "" {
+			w.ve.Add(field, "%s", p)
+		}
+		w.count(field, v.Len())
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			walkText(v.Elem(), field, named, fn)
+			w.walk(field, v.Elem(), check)
 		}
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
-			fn(field, v.Len())
+			w.count(field, v.Len()) // []byte is data, not text, but it takes room
 			return
 		}
 		for i := range v.Len() {
-			f := ""
-			if named {
-				f = field + "[" + itoa(i) + "]"
-			}
-			walkText(v.Index(i), f, named, fn)
+			w.walk(field+"["+itoa(i)+"]", v.Index(i), check)
 		}
 	case reflect.Map:
-		iter := v.MapRange()
-		for iter.Next() {
-			name := keyString(iter.Key())
-			fn(join(name), len(name))
-			walkText(iter.Value(), join(name), named, fn)
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(keyString(a), keyString(b)) })
+		for _, k := range keys {
+			name := keyString(k)
+			f := joinField(field, name)
+			w.count(f, len(name))
+			keyOK := check
+			if p := TextProblem(name); check && p != "" {
+				w.ve.Add(f, "the key %s", p)
+				keyOK = false
+			}
+			w.walk(f, v.MapIndex(k), keyOK)
 		}
 	case reflect.Struct:
 		t := v.Type()
@@ -232,14 +189,21 @@ func walkText(v reflect.Value, field string, named bool, fn func(field string, n
 			case tag == "-":
 				continue
 			case tag == "" && sf.Anonymous:
-				walkText(v.Field(i), field, named, fn)
+				w.walk(field, v.Field(i), check)
 				continue
 			case tag == "":
 				tag = sf.Name
 			}
-			walkText(v.Field(i), join(tag), named, fn)
+			w.walk(joinField(field, tag), v.Field(i), check)
 		}
 	}
+}
+
+func keyString(k reflect.Value) string {
+	if k.Kind() == reflect.String {
+		return k.String()
+	}
+	return fmt.Sprint(k.Interface())
 }
 
 // Lookup answers whether referenced definitions exist. The catalog
@@ -297,8 +261,7 @@ func (v Validator) checkTools(ve *ValidationError, field string, ids []string) {
 // Domain validates a domain.
 func (v Validator) Domain(d *Domain) error {
 	ve := &ValidationError{}
-	CheckText(ve, "", d)
-	checkRecordSize(ve, "domain", d)
+	checkRecord(ve, "domain", d)
 	checkID(ve, "id", d.ID)
 	if strings.TrimSpace(d.Name) == "" {
 		ve.Add("name", "is required")
@@ -316,8 +279,7 @@ func (v Validator) Domain(d *Domain) error {
 // Level validates a level configuration; an empty mode becomes "append".
 func (v Validator) Level(l *LevelConfig) error {
 	ve := &ValidationError{}
-	CheckText(ve, "", l)
-	checkRecordSize(ve, "level", l)
+	checkRecord(ve, "level", l)
 	if l.SystemPromptMode == "" {
 		l.SystemPromptMode = PromptAppend
 	}
@@ -346,8 +308,7 @@ func (v Validator) Level(l *LevelConfig) error {
 // Test validates a test; an empty expected type becomes "exact".
 func (v Validator) Test(t *Test) error {
 	ve := &ValidationError{}
-	CheckText(ve, "", t)
-	checkRecordSize(ve, "test", t)
+	checkRecord(ve, "test", t)
 	checkID(ve, "id", t.ID)
 	CheckName(ve, "name", t.Name)
 	switch {
@@ -452,8 +413,7 @@ func (v Validator) Expected(e Expected) error {
 // Evaluator validates an evaluator record; an empty type becomes "regex".
 func (v Validator) Evaluator(e *EvaluatorConfig) error {
 	ve := &ValidationError{}
-	CheckText(ve, "", e)
-	checkRecordSize(ve, "evaluator", e)
+	checkRecord(ve, "evaluator", e)
 	checkID(ve, "id", e.ID)
 	if strings.TrimSpace(e.Name) == "" {
 		ve.Add("name", "is required")
@@ -480,8 +440,7 @@ func (v Validator) Evaluator(e *EvaluatorConfig) error {
 // Tool validates a tool record; an empty name becomes the function's name.
 func (v Validator) Tool(t *ToolDefinition) error {
 	ve := &ValidationError{}
-	CheckText(ve, "", t)
-	checkRecordSize(ve, "tool", t)
+	checkRecord(ve, "tool", t)
 	checkID(ve, "id", t.ID)
 	if t.Name == "" {
 		t.Name = t.Function.Name
@@ -544,8 +503,7 @@ func checkParameters(p map[string]any) error {
 // Agent validates an agent record.
 func (v Validator) Agent(a *Agent) error {
 	ve := &ValidationError{}
-	CheckText(ve, "", a)
-	checkRecordSize(ve, "agent", a)
+	checkRecord(ve, "agent", a)
 	switch {
 	case a.ID == "":
 		ve.Add("id", "is required")

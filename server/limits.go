@@ -11,10 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/gauntlet-eval/gauntlet/internal/limitio"
 )
 
 // DefaultBodyBytes is the body limit of a route that declares none: the
@@ -246,7 +247,7 @@ func (l *limiter) handler(next http.Handler) http.Handler {
 		rule := l.rule(r)
 		lw := &limitedWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 		if r.Body != nil && r.Body != http.NoBody {
-			lw.body = &limitedBody{src: r.Body, left: rule.max, max: rule.max}
+			lw.body = limitio.New(r.Body, rule.max, &http.MaxBytesError{Limit: rule.max})
 			// A copy: net/http keeps judging its own body, to know whether
 			// the connection can serve another request.
 			r = r.WithContext(r.Context())
@@ -315,51 +316,13 @@ func writeBodyError(w http.ResponseWriter, err error) {
 	}
 }
 
-// limitedBody is a request body cut at max bytes, which remembers whether
-// it was read to its end.
-type limitedBody struct {
-	src       io.ReadCloser
-	left, max int64
-	err       error
-	done      atomic.Bool
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	// One byte more than allowed tells a body at the limit from one over.
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.src.Read(p)
-	if int64(n) > b.left {
-		n, b.left = int(b.left), 0
-		b.err = &http.MaxBytesError{Limit: b.max}
-		return n, b.err
-	}
-	b.left -= int64(n)
-	if err == io.EOF {
-		b.done.Store(true)
-	}
-	if err != nil {
-		b.err = err
-	}
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.src.Close() }
-
 // limitedWriter closes the connection after a response given before the
 // request's body was read whole, and keeps the read deadline to the
 // limiter.
 type limitedWriter struct {
 	http.ResponseWriter
 	rc    *http.ResponseController
-	body  *limitedBody
+	body  *limitio.Reader // the request body, cut at its limit
 	wrote bool
 }
 
@@ -373,7 +336,7 @@ func (w *limitedWriter) beforeHeader() {
 		return
 	}
 	w.wrote = true
-	if w.body != nil && !w.body.done.Load() {
+	if w.body != nil && !w.body.EOF() {
 		closeAfterResponse(w.ResponseWriter)
 		_ = w.rc.SetReadDeadline(time.Now())
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-eval/gauntlet/internal/procmem"
 )
 
 // BenchmarkHostileClient runs the real `gauntlet serve`, with an API
@@ -121,18 +123,11 @@ func BenchmarkHostileClient(b *testing.B) {
 
 // rssKB is the resident memory of process pid, in KiB.
 func rssKB(b *testing.B, pid int) int64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		b.Fatal(err)
+	n, ok := procmem.RSS(pid)
+	if !ok {
+		b.Fatal("no VmRSS for process", pid)
 	}
-	for l := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
+	return n >> 10
 }
 
 // floodWebhook posts a body of size bytes to a webhook without

@@ -6,13 +6,10 @@ package engine_test
 //	go test -run '^$' -bench . -benchmem -benchtime 5x ./harness/engine/
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,6 +20,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/internal/procmem"
 )
 
 // benchDefs is domains × levels × perLevel arithmetic tests scored by the
@@ -110,22 +108,11 @@ func (s *memSampler) done() float64 {
 // vmHWM returns the process's peak resident set (VmHWM) in MiB, 0 when
 // /proc is not there. resetHWM starts it again from the current RSS.
 func vmHWM() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	n, _ := procmem.PeakRSS(procmem.Self)
+	return float64(n) / (1 << 20)
 }
 
-func resetHWM() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+func resetHWM() { procmem.ResetPeak() }
 
 // cpuTime returns the CPU time (user + system) the process has used.
 func cpuTime() time.Duration {

@@ -284,10 +284,7 @@ func TestStartContext(t *testing.T) {
 // TestRunReset: a Reset from elsewhere ends Run at once with the aborted
 // run's info and no error, even while the model ignores cancellation.
 func TestRunReset(t *testing.T) {
-	d := newDefs().domain("d", "", true).sums("d", 1, 4, 0)
-	stuck := &stuckModel{release: make(chan struct{}), stuck: 2}
-	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 2,
-		model: func(m harness.ChatModel) harness.ChatModel { stuck.inner = m; return stuck }})
+	f, stuck := newStuckFixture(t, 2)
 	done := make(chan runs.Info, 1)
 	go func() {
 		info, err := f.eng.Run(context.Background(), engine.StartRequest{})
@@ -296,11 +293,7 @@ func TestRunReset(t *testing.T) {
 		}
 		done <- info
 	}()
-	harnesstest.Eventually(t, 5*time.Second, "stuck calls", func() bool {
-		stuck.mu.Lock()
-		defer stuck.mu.Unlock()
-		return stuck.stuck == 0
-	})
+	stuck.waitStuck(t)
 	f.eng.Reset()
 	select {
 	case info := <-done:

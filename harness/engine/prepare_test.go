@@ -74,6 +74,20 @@ func (s *heldSource) hold() {
 	s.reached, s.release, s.once = make(chan struct{}), make(chan struct{}), &sync.Once{}
 }
 
+// waitReached waits until a full walk waits for the current hold's
+// release: a run's preparation has begun storing its definitions.
+func (s *heldSource) waitReached(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	reached := s.reached
+	s.mu.Unlock()
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run's preparation never began storing its definitions")
+	}
+}
+
 func (s *heldSource) EachTest(ctx context.Context, domainID string, fn func(harness.Test) error) error {
 	if domainID == "" {
 		s.mu.Lock()
@@ -167,6 +181,25 @@ func newPreparedEngine(t *testing.T, src engine.Definitions, queued bool) *prepa
 	return pe
 }
 
+// start starts a run and returns its id.
+func (pe *preparedEngine) start(t *testing.T, req engine.StartRequest) string {
+	t.Helper()
+	id, err := pe.eng.Start(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// stop stops the active run, id, and returns its end.
+func (pe *preparedEngine) stop(t *testing.T, id string) runs.Info {
+	t.Helper()
+	if _, err := pe.eng.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return pe.wait(t, id)
+}
+
 // wait returns the end of run id.
 func (pe *preparedEngine) wait(t *testing.T, id string) runs.Info {
 	t.Helper()
@@ -204,17 +237,10 @@ func TestStartAnswersBeforePreparation(t *testing.T) {
 			t.Run("stop", func(t *testing.T) {
 				src := newHeldSource(5, 10, 1000)
 				pe := newPreparedEngine(t, src, queued)
-				id, err := pe.eng.Start(ctx, engine.StartRequest{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				id := pe.start(t, engine.StartRequest{})
 				// Start returned; only now does the test look at the
 				// preparation, which waits for release.
-				select {
-				case <-src.reached:
-				case <-time.After(30 * time.Second):
-					t.Fatal("the run's preparation never began storing its definitions")
-				}
+				src.waitReached(t)
 				st := pe.eng.Status()
 				if st.Status != "running" || st.RunID == nil || *st.RunID != id || !st.Preparing || st.TotalTests != large || st.Progress != 0 {
 					t.Errorf("status while preparing: %+v", st)
@@ -229,10 +255,7 @@ func TestStartAnswersBeforePreparation(t *testing.T) {
 				if info, err := pe.runs.Run(ctx, id); err != nil || info.Status != runs.StatusRunning {
 					t.Errorf("stored run while preparing: %+v %v", info, err)
 				}
-				if _, err := pe.eng.Stop(30 * time.Second); err != nil {
-					t.Fatal(err)
-				}
-				info := pe.wait(t, id)
+				info := pe.stop(t, id)
 				if info.Status != runs.StatusStopped || info.DoneTests != 0 || info.Error != "" {
 					t.Errorf("run stopped while preparing: %+v", info)
 				}
@@ -251,11 +274,8 @@ func TestStartAnswersBeforePreparation(t *testing.T) {
 			t.Run("reset", func(t *testing.T) {
 				src := newHeldSource(5, 10, 1000)
 				pe := newPreparedEngine(t, src, queued)
-				id, err := pe.eng.Start(ctx, engine.StartRequest{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				<-src.reached
+				id := pe.start(t, engine.StartRequest{})
+				src.waitReached(t)
 				if got := pe.eng.Reset(); got != id {
 					t.Fatalf("reset aborted %q, want %s", got, id)
 				}
@@ -272,10 +292,7 @@ func TestStartAnswersBeforePreparation(t *testing.T) {
 				src := newHeldSource(5, 10, 1000)
 				src.fail = errors.New("the definitions directory went away")
 				pe := newPreparedEngine(t, src, queued)
-				id, err := pe.eng.Start(ctx, engine.StartRequest{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				id := pe.start(t, engine.StartRequest{})
 				close(src.release)
 				info := pe.wait(t, id)
 				if info.Status != runs.StatusStopped || !strings.Contains(info.Error, "could not be prepared") ||
@@ -290,11 +307,8 @@ func TestStartAnswersBeforePreparation(t *testing.T) {
 			t.Run("process died", func(t *testing.T) {
 				src := newHeldSource(5, 10, 1000)
 				pe := newPreparedEngine(t, src, queued)
-				id, err := pe.eng.Start(ctx, engine.StartRequest{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				<-src.reached
+				id := pe.start(t, engine.StartRequest{})
+				src.waitReached(t)
 				// A process started over the store finds the run left
 				// running: its own was killed while preparing it.
 				next, err := engine.New(ctx, engine.Options{Definitions: src, Runs: pe.runs, Client: instantModel{}})
@@ -313,11 +327,8 @@ func TestStartAnswersBeforePreparation(t *testing.T) {
 			t.Run("released", func(t *testing.T) {
 				src := newHeldSource(2, 2, 3)
 				pe := newPreparedEngine(t, src, queued)
-				id, err := pe.eng.Start(ctx, engine.StartRequest{Repeats: 2})
-				if err != nil {
-					t.Fatal(err)
-				}
-				<-src.reached
+				id := pe.start(t, engine.StartRequest{Repeats: 2})
+				src.waitReached(t)
 				if st := pe.eng.Status(); !st.Preparing || st.TotalTests != 24 {
 					t.Errorf("status while preparing: %+v", st)
 				}
@@ -342,24 +353,18 @@ func TestStartAnswersBeforePreparation(t *testing.T) {
 				// A rescore answers at once too: it stores today's
 				// definitions as it is prepared.
 				src.hold()
-				src.mu.Lock()
-				reached := src.reached
-				src.mu.Unlock()
 				re, err := pe.eng.Rescore(ctx, id)
 				if err != nil {
 					t.Fatal(err)
 				}
-				<-reached
+				src.waitReached(t)
 				if st := pe.eng.Status(); !st.Preparing || st.TotalTests != 24 || *st.RunID != re {
 					t.Errorf("status while a rescore is prepared: %+v", st)
 				}
 				if live, err := pe.eng.Matrix(ctx); err != nil || live.Domains["d1"]["2"].Tests != 6 {
 					t.Errorf("live matrix while a rescore is prepared: %+v %v", live, err)
 				}
-				if _, err := pe.eng.Stop(30 * time.Second); err != nil {
-					t.Fatal(err)
-				}
-				if info := pe.wait(t, re); info.Status != runs.StatusStopped || info.DoneTests != 0 || info.RescoredFrom != id {
+				if info := pe.stop(t, re); info.Status != runs.StatusStopped || info.DoneTests != 0 || info.RescoredFrom != id {
 					t.Errorf("rescore stopped while prepared: %+v", info)
 				}
 			})

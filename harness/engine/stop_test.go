@@ -201,22 +201,36 @@ func (m *stuckModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harne
 	return m.inner.Chat(ctx, req)
 }
 
-// TestResetStuckModel resets a run whose model ignores cancellation: the
-// engine is idle at once, the run is recorded aborted at once, and a new
-// run completes while the old calls are still stuck.
-func TestResetStuckModel(t *testing.T) {
-	const conc = 2
+// newStuckFixture is a fixture over a domain "d" of 4 tests at level 1,
+// with concurrency conc, whose model's first conc calls block until
+// stuck.release is closed.
+func newStuckFixture(t *testing.T, conc int) (*fixture, *stuckModel) {
+	t.Helper()
 	d := newDefs().domain("d", "", true).sums("d", 1, 4, 0)
 	stuck := &stuckModel{release: make(chan struct{}), stuck: conc}
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc,
 		model: func(m harness.ChatModel) harness.ChatModel { stuck.inner = m; return stuck }})
+	return f, stuck
+}
+
+// waitStuck waits until every call that is to block has come and blocks.
+func (m *stuckModel) waitStuck(t *testing.T) {
+	t.Helper()
+	harnesstest.Eventually(t, 5*time.Second, "stuck calls", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.stuck == 0
+	})
+}
+
+// TestResetStuckModel resets a run whose model ignores cancellation: the
+// engine is idle at once, the run is recorded aborted at once, and a new
+// run completes while the old calls are still stuck.
+func TestResetStuckModel(t *testing.T) {
+	f, stuck := newStuckFixture(t, 2)
 	ctx := context.Background()
 	id := f.start(t, engine.StartRequest{})
-	harnesstest.Eventually(t, 5*time.Second, "stuck calls", func() bool {
-		stuck.mu.Lock()
-		defer stuck.mu.Unlock()
-		return stuck.stuck == 0
-	})
+	stuck.waitStuck(t)
 	if got := f.eng.Reset(); got != id {
 		t.Errorf("reset returned %q", got)
 	}

@@ -156,62 +156,6 @@ func TestResponseLimits(t *testing.T) {
 	})
 }
 
-// countingReader counts the bytes read from it.
-type countingReader struct {
-	r io.Reader
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
-}
-
-func (c *countingReader) Close() error { return nil }
-
-func TestLimitedBody(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		size       int
-		limit      int64
-		tooLarge   bool
-		passed     int
-		maxRead    int
-		bufferSize int
-	}{
-		{name: "shorter", size: 10, limit: 100, passed: 10, maxRead: 10, bufferSize: 512},
-		{name: "exactly the limit", size: 100, limit: 100, passed: 100, maxRead: 100, bufferSize: 512},
-		{name: "one byte more", size: 101, limit: 100, tooLarge: true, passed: 100, maxRead: 101, bufferSize: 512},
-		{name: "much more", size: 1 << 20, limit: 100, tooLarge: true, passed: 100, maxRead: 101, bufferSize: 512},
-		{name: "small reads", size: 1 << 20, limit: 100, tooLarge: true, passed: 100, maxRead: 101, bufferSize: 7},
-		{name: "zero limit", size: 1, limit: 0, tooLarge: true, passed: 0, maxRead: 1, bufferSize: 512},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			src := &countingReader{r: bytes.NewReader(make([]byte, tc.size))}
-			b := &limitedBody{rc: src, left: tc.limit, limit: tc.limit}
-			got, err := io.ReadAll(struct{ io.Reader }{readerFunc(func(p []byte) (int, error) {
-				return b.Read(p[:min(len(p), tc.bufferSize)])
-			})})
-			if errors.Is(err, ErrResponseTooLarge) != tc.tooLarge || (!tc.tooLarge && err != nil) {
-				t.Fatalf("err %v", err)
-			}
-			if len(got) != tc.passed || src.n > tc.maxRead {
-				t.Fatalf("passed %d (want %d), read %d (want at most %d)", len(got), tc.passed, src.n, tc.maxRead)
-			}
-			if tc.tooLarge {
-				if _, err2 := b.Read(make([]byte, 10)); err2 != err {
-					t.Fatalf("second read: %v", err2)
-				}
-			}
-		})
-	}
-}
-
-type readerFunc func([]byte) (int, error)
-
-func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
-
 func TestRequestBounds(t *testing.T) {
 	zero, one := 0, 1
 	t.Run("the request's timeout bounds each attempt", func(t *testing.T) {

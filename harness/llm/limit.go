@@ -3,10 +3,11 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/gauntlet-eval/gauntlet/internal/limitio"
 )
 
 // ErrResponseTooLarge is matched, with errors.Is, by an *Error whose
@@ -15,7 +16,8 @@ import (
 // answer.
 var ErrResponseTooLarge = errors.New("response too large")
 
-// tooLargeError is the error a limited body returns past its limit.
+// tooLargeError is the error a limited body (a limitio.Reader) returns
+// past its limit.
 type tooLargeError struct{ limit int64 }
 
 func (e *tooLargeError) Error() string {
@@ -40,42 +42,7 @@ func limitBody(limit int64) option.Middleware {
 			res.Body = http.NoBody
 			return res, &tooLargeError{limit}
 		}
-		res.Body = &limitedBody{rc: res.Body, left: limit, limit: limit}
+		res.Body = limitio.New(res.Body, limit, &tooLargeError{limit})
 		return res, nil
 	}
 }
-
-// limitedBody reads at most limit+1 bytes from rc: limit bytes pass, the
-// next one turns into a *tooLargeError (as http.MaxBytesReader does for
-// request bodies).
-type limitedBody struct {
-	rc    io.ReadCloser
-	left  int64 // bytes that may still pass
-	limit int64
-	err   error // sticky: once failed, every Read fails the same way
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	// Ask for one byte more than may pass, to learn whether there is more.
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.rc.Read(p)
-	if int64(n) <= b.left {
-		b.left -= int64(n)
-		b.err = err
-		return n, err
-	}
-	n = int(b.left)
-	b.left = 0
-	b.err = &tooLargeError{b.limit}
-	return n, b.err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }

@@ -1,15 +1,14 @@
 package kbdoc
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gauntlet-eval/gauntlet/internal/procmem"
 )
 
 // limitChild bounds the child's own resources, before it reads its
@@ -52,7 +51,6 @@ func watchMemory(p *os.Process, max int64, over *atomic.Bool) func() int64 {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		path := "/proc/" + strconv.Itoa(p.Pid) + "/status"
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -61,7 +59,7 @@ func watchMemory(p *os.Process, max int64, over *atomic.Bool) func() int64 {
 				return
 			case <-t.C:
 			}
-			rss, ok := statusBytes(path, "VmRSS:")
+			rss, ok := procmem.RSS(p.Pid)
 			if !ok {
 				continue
 			}
@@ -87,33 +85,10 @@ func maxInt64(a, b int64) int64 {
 	return b
 }
 
-// statusBytes reads a field in kB ("VmRSS:", "VmHWM:") of a
-// /proc/<pid>/status file, in bytes.
-func statusBytes(path, field string) (int64, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte(field))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) == 0 {
-			return 0, false
-		}
-		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-		return kb << 10, err == nil
-	}
-	return 0, false
-}
-
 // selfPeakRSS is this process's peak resident memory since it started
 // (since exec: the parent's memory at the fork does not count), in bytes.
 func selfPeakRSS() int64 {
-	n, _ := statusBytes("/proc/self/status", "VmHWM:")
+	n, _ := procmem.PeakRSS(procmem.Self)
 	return n
 }
 
