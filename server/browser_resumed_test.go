@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -18,11 +19,24 @@ import (
 // an interrupted run's badge says the process died.
 func TestBrowserResumedRun(t *testing.T) {
 	t.Parallel()
-	e := newEngineEnv(t, engineConfig{llm: llmtest.Options{Latency: 50 * time.Millisecond}, concurrency: 1})
+	// The first answer comes at once, the others once released: the run
+	// is stopped with one test done, however slow the machine.
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	var asked atomic.Int64
+	e := newEngineEnv(t, engineConfig{concurrency: 1, llm: llmtest.Options{Respond: func(*llmtest.Request) *llmtest.Reply {
+		if asked.Add(1) > 1 {
+			<-hold
+		}
+		return nil
+	}}})
+	t.Cleanup(release) // before the fake endpoint's Close, which waits for held answers
 	id := e.start(map[string]any{"model_name": "resumed", "domains": []string{"arithmetic"}})
 	harnesstest.Eventually(t, runWait, "a finished test", func() bool { return e.status().Progress >= 1 })
 	must(t, e.post("/api/stop", nil), http.StatusOK)
 	e.waitIdle()
+	release()
 	must(t, e.post("/api/run/"+id+"/resume", nil), http.StatusOK)
 	e.waitRunStatus(id, runs.StatusCompleted)
 	var d struct {

@@ -54,7 +54,9 @@ func TestSettingsScopes(t *testing.T) {
 		}
 	}
 	slices.Sort(extra)
-	if strings.Join(extra, ",") != "addr,api-token,cors-origins,insecure,job-attempts,no-local-worker" {
+	serveOnly := "addr,api-token,cors-origins,idle-timeout,insecure,job-attempts,max-body,max-import-body,max-upload," +
+		"no-local-worker,read-body-timeout,read-header-timeout,webhook-burst,webhook-in-flight,webhook-in-flight-total,webhook-rate"
+	if strings.Join(extra, ",") != serveOnly {
 		t.Errorf("serve-only settings: %v", extra)
 	}
 	for cmd, want := range map[string]map[string]*flag.Flag{"run": app, "serve": srv} {

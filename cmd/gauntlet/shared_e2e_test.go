@@ -61,6 +61,7 @@ func serverBase(t *testing.T, args ...string) (*proc, string) {
 // domains and accepts writes to them, and its next run runs its own
 // tests.
 func TestRunBesideServe(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { runBesideServe(t, nil) })
 	t.Run("postgres", func(t *testing.T) {
 		skipWithoutPostgres(t)

@@ -11,6 +11,7 @@ import (
 // again within about half a minute, and the run completes with each
 // result once.
 func TestWorkerKilledDefaultFlags(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	const n = 120
 	c := newCluster(t, n, 200*time.Millisecond)

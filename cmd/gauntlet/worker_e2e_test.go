@@ -270,6 +270,7 @@ func skipWithoutPostgres(t testing.TB) {
 // TestWorkersShareARun: a run on PostgreSQL with two worker processes and
 // no local worker completes with every test exactly once.
 func TestWorkersShareARun(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	const n = 300
 	c := newCluster(t, n, 5*time.Millisecond)
@@ -315,6 +316,7 @@ func (c *cluster) checkLog(t testing.TB, runID string, n int) {
 // its jobs are rescued and executed by the other after the rescue
 // interval, and no result is stored twice.
 func TestWorkerKilled(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	const n = 400
 	c := newCluster(t, n, 200*time.Millisecond)
@@ -344,6 +346,7 @@ func TestWorkerKilled(t *testing.T) {
 // worker has started, and the run's totals are exactly the results stored:
 // a result finished after the stop is refused.
 func TestStopCancelsJobs(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	const n = 200
 	c := newCluster(t, n, 200*time.Millisecond)

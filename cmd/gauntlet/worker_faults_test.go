@@ -34,6 +34,7 @@ func deadEndpoint(t testing.TB) string {
 // with results missing and ends the run, saying how many tests were lost
 // and why.
 func TestStalledRunEnds(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	const n = 40
 	c := newCluster(t, n, 0, "--job-attempts", "2")
@@ -72,6 +73,7 @@ func TestStalledRunEnds(t *testing.T) {
 // by a newer runs schema than its own: it logs why and snoozes the job for
 // a newer worker; the job is neither executed nor given up.
 func TestWorkerRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	c := newCluster(t, 1, 0)
 	w := c.worker(t, 1)
@@ -124,6 +126,7 @@ func TestWorkerRefusesNewerSchema(t *testing.T) {
 // before the restart stays, a job whose result or completion the restart
 // cut off is executed again and its second result dropped.
 func TestPostgresRestartedMidRun(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	pg, err := pgtest.Start()
 	if err != nil {
@@ -219,6 +222,7 @@ func (c *cluster) startBody(t testing.TB, body string) string {
 // are on its machine): the server executes them, never a worker; a server
 // that executes no test (--no-local-worker) refuses such a run.
 func TestAgentRunsStayOnTheServer(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	const n = 30
 	c := newCluster(t, n, 0, "--no-local-worker=false")
@@ -256,6 +260,7 @@ func TestAgentRunsStayOnTheServer(t *testing.T) {
 // stored in the shared database, and a second run's requests are all
 // answered from it, counted in the run's cache_hits.
 func TestResponseCacheOnWorkers(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	const n = 30
 	c := newCluster(t, n, 0)
@@ -284,6 +289,7 @@ func TestResponseCacheOnWorkers(t *testing.T) {
 // interrupted and cancels its jobs, so no worker executes them for a run
 // that has ended.
 func TestServerRestartCancelsJobs(t *testing.T) {
+	t.Parallel()
 	skipWithoutPostgres(t)
 	const n = 50
 	c := newCluster(t, n, 0) // no worker: every job stays queued

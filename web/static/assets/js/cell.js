@@ -25,7 +25,20 @@ function dialog() {
   if (!dlg.dataset.wired) {
     dlg.dataset.wired = '1';
     /** @type {HTMLElement} */ (dlg.querySelector('[data-close]')).addEventListener('click', () => dlg.close());
-    dlg.addEventListener('close', () => { if (opener && opener.isConnected) opener.focus(); });
+    dlg.addEventListener('close', () => {
+      // The matrix may have been drawn again while the dialog was open
+      // (it follows the run's status): the opener is then the new node
+      // of the same cell.
+      let target = opener;
+      if (target && !target.isConnected && target.dataset.domain !== undefined) {
+        const { domain, level } = target.dataset;
+        target = null;
+        for (const c of document.querySelectorAll('.cell[data-domain]')) {
+          if (c instanceof HTMLElement && c.dataset.domain === domain && c.dataset.level === level) target = c;
+        }
+      }
+      if (target && target.isConnected) target.focus();
+    });
     // A click on the backdrop closes it too.
     dlg.addEventListener('click', (e) => { if (e.target === dlg) dlg.close(); });
   }
