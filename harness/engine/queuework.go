@@ -127,7 +127,7 @@ func (w *workRun) noteStore(ctx context.Context, rs *runs.Store, lost int, err e
 	if !stop {
 		return
 	}
-	why := fmt.Sprintf("the database keeps refusing results (%d batches in a row lost some): %v", storeStop, err)
+	why := keepsRefusing(err)
 	id := w.run.info.RunID
 	w.run.e.log.Error("run stopped", slog.String("run", id), slog.String("error", why))
 	if _, err := rs.FenceRun(ctx, id, runs.StatusStopped, why); err != nil {
@@ -137,6 +137,13 @@ func (w *workRun) noteStore(ctx context.Context, rs *runs.Store, lost int, err e
 	w.mu.Lock()
 	w.ended = true
 	w.mu.Unlock()
+}
+
+// keepsRefusing is why a run stops, in process or on the queue's
+// workers, when storeStop batches in a row lost results, the last with
+// err.
+func keepsRefusing(err error) string {
+	return fmt.Sprintf("the database keeps refusing results (%d batches in a row lost some): %v", storeStop, err)
 }
 
 // isEnded reports whether this worker ended the run (noteStore).
@@ -164,8 +171,7 @@ func (r *run) leftSamples(ctx context.Context) error {
 		var samples []stats.Sample
 		lvl := c.level
 		err := r.e.opts.Runs.EachResult(ctx, r.info.RunID, runs.ResultQuery{Domain: c.domain, Level: &lvl}, func(res runs.Result) error {
-			samples = append(samples, stats.Sample{TestID: res.TestID, Repeat: res.Repeat, Score: res.Score,
-				Passed: res.Status == runs.TestPassed, Error: res.Status == runs.TestError})
+			samples = append(samples, res.Sample())
 			return nil
 		})
 		if err != nil {

@@ -71,8 +71,7 @@ type cell struct {
 func (c *cell) add(res *runs.Result) {
 	c.counts.add(res)
 	c.ret.Add(res)
-	c.samples = append(c.samples, stats.Sample{TestID: res.TestID, Repeat: res.Repeat, Score: res.Score,
-		Passed: res.Status == runs.TestPassed, Error: res.Status == runs.TestError})
+	c.samples = append(c.samples, res.Sample())
 }
 
 // measure computes the uncertainty of the cell's score from its samples,
@@ -477,7 +476,7 @@ func (r *run) store(batch []runs.Result) {
 	failing := r.storeFailures >= storeStop
 	r.mu.Unlock()
 	if failing {
-		r.stopWith(runs.StatusStopped, fmt.Sprintf("the database keeps refusing results (%d batches in a row lost some): %v", storeStop, err))
+		r.stopWith(runs.StatusStopped, keepsRefusing(err))
 	}
 }
 

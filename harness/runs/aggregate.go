@@ -53,8 +53,7 @@ func Aggregates(results []Result) []TestAggregate {
 			out = append(out, TestAggregate{TestID: r.TestID, Domain: r.Domain, Level: r.Level, Name: r.Name})
 			groups = append(groups, nil)
 		}
-		groups[i] = append(groups[i], stats.Sample{TestID: r.TestID, Repeat: r.Repeat, Score: r.Score,
-			Passed: r.Status == TestPassed, Error: r.Status == TestError})
+		groups[i] = append(groups[i], r.Sample())
 	}
 	for i, samples := range groups {
 		a := &out[i]
@@ -68,4 +67,11 @@ func Aggregates(results []Result) []TestAggregate {
 		a.Score, a.PassRate, a.PassAtK, a.PassAllK = &score, &rate, &atK, &allK
 	}
 	return out
+}
+
+// Sample is the result as a sample of the statistics (harness/stats):
+// its test, repeat and score, and whether it passed or was an error.
+func (r *Result) Sample() stats.Sample {
+	return stats.Sample{TestID: r.TestID, Repeat: r.Repeat, Score: r.Score,
+		Passed: r.Status == TestPassed, Error: r.Status == TestError}
 }
