@@ -307,3 +307,20 @@ func TestPendingSwitchWithBadPathIsRefused(t *testing.T) {
 		t.Fatalf("the file outside was touched: %v", err)
 	}
 }
+
+// A process killed while it removed an applied change set leaves the set
+// without its manifest (removed first, or in any order): Open finishes
+// the removal instead of refusing the directory ever after.
+func TestPendingSwitchHalfRemovedIsFinished(t *testing.T) {
+	dir := copyDefinitions(t)
+	writeFile(t, dir, pendingName+"/"+stagedFiles+"/domains/math/level-9.yaml", "left over")
+	_, res := openAt(t, dir)
+	if len(res.Errors) != 0 || res.Loaded != testdataCounts {
+		t.Fatalf("sync: %+v", res)
+	}
+	for rel := range dirFiles(t, dir) {
+		if strings.HasPrefix(rel, pendingName) || strings.HasPrefix(rel, tmpPrefix) || strings.Contains(rel, "level-9") {
+			t.Errorf("%s is left", rel)
+		}
+	}
+}

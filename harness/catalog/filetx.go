@@ -263,6 +263,10 @@ func finishPending(root string) error {
 		if _, serr := os.Lstat(pending); errors.Is(serr, fs.ErrNotExist) {
 			return nil
 		}
+		// The manifest is on disk before the commit point, and goes only
+		// with the set, once every change is applied: a set without one
+		// was being removed when the process died.
+		return removePending(root, pending)
 	}
 	if err != nil {
 		return fmt.Errorf("finish a change of the definitions: %w", err)
@@ -315,11 +319,32 @@ func finishPending(root string) error {
 			}
 		}
 	}
-	if err := os.RemoveAll(pending); err != nil {
-		return fmt.Errorf("finish a change of the definitions: %w", err)
+	if err := removePending(root, pending); err != nil {
+		return err
 	}
 	hook("done")
-	return syncDir(root)
+	return nil
+}
+
+// removePending removes an applied set at once: renamed to a temporary
+// name (which Open removes, if a crash leaves it), then deleted. Deleted
+// in place, a crash in the middle would leave a set missing some of its
+// files, its manifest among them.
+func removePending(root, pending string) error {
+	trash := filepath.Join(root, tmpPrefix+"applied-switch")
+	if err := os.RemoveAll(trash); err != nil {
+		return fmt.Errorf("finish a change of the definitions: %w", err)
+	}
+	if err := os.Rename(pending, trash); err != nil {
+		return fmt.Errorf("finish a change of the definitions: %w", err)
+	}
+	if err := syncDir(root); err != nil {
+		return fmt.Errorf("finish a change of the definitions: %w", err)
+	}
+	if err := os.RemoveAll(trash); err != nil {
+		return fmt.Errorf("finish a change of the definitions: %w", err)
+	}
+	return nil
 }
 
 // checkRel refuses a path that is not a clean relative path inside the
