@@ -174,16 +174,28 @@ func extractChild(ctx context.Context, name string, f Format, data []byte, o Opt
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	// A slot first: each child may use MaxMemory, so the children at once
-	// are bounded too. The wait counts against the document's time.
+	// are bounded too. The wait counts against the document's time, but a
+	// free slot taken after that time ran out reports the time limit, as a
+	// child would (a select with both cases ready picks one at random).
 	select {
 	case childSlots <- struct{}{}:
-		defer func() { <-childSlots }()
-	case <-cctx.Done():
+	default:
+		select {
+		case childSlots <- struct{}{}:
+		case <-cctx.Done():
+			if ctx.Err() != nil {
+				return nil, u, ctx.Err()
+			}
+			return nil, u, fmt.Errorf("extract %s: %d documents were being read for %s: %w",
+				name, cap(childSlots), o.Timeout, context.DeadlineExceeded)
+		}
+	}
+	defer func() { <-childSlots }()
+	if cctx.Err() != nil {
 		if ctx.Err() != nil {
 			return nil, u, ctx.Err()
 		}
-		return nil, u, fmt.Errorf("extract %s: %d documents were being read for %s: %w",
-			name, cap(childSlots), o.Timeout, context.DeadlineExceeded)
+		return nil, u, timedOut(o.Timeout)
 	}
 	cmd := exec.CommandContext(cctx, exe)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %s", childEnv, childProtocol, o.MaxMemory, o.Timeout))
