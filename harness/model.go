@@ -21,6 +21,52 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID links a tool message to the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Parts are what an assistant message carries besides its content and
+	// tool calls: the model's reasoning (PartReasoning). They are kept in
+	// the transcript and sent back to the model with the conversation, but
+	// never scored: evaluators see Content.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Kinds of a message part (Part.Kind).
+const (
+	// PartReasoning is the model's thinking before its answer: Anthropic's
+	// thinking blocks, Gemini's thought parts, the reasoning_content some
+	// OpenAI-compatible servers send.
+	PartReasoning = "reasoning"
+)
+
+// Part is a piece of a message other than its text.
+type Part struct {
+	// Kind is PartReasoning.
+	Kind string `json:"kind"`
+	// Text is the part's text; empty for a reasoning block the provider
+	// keeps hidden (Anthropic's redacted thinking), whose Signature then
+	// carries it.
+	Text string `json:"text,omitempty"`
+	// Signature is the provider's opaque token for the part, sent back
+	// with it in the next request of a conversation (Anthropic's thinking
+	// signature, Gemini's thought signature).
+	Signature string `json:"signature,omitempty"`
+	// Redacted marks a part whose text the provider encrypted into
+	// Signature.
+	Redacted bool `json:"redacted,omitempty"`
+}
+
+// Reasoning returns the text of the message's reasoning parts, in order,
+// separated by blank lines.
+func (m Message) Reasoning() string {
+	var s string
+	for _, p := range m.Parts {
+		if p.Kind != PartReasoning || p.Text == "" {
+			continue
+		}
+		if s != "" {
+			s += "\n\n"
+		}
+		s += p.Text
+	}
+	return s
 }
 
 // ToolCall is a function call requested by a model.
@@ -31,11 +77,17 @@ type ToolCall struct {
 	Arguments string `json:"arguments"`
 }
 
-// Usage counts the tokens of a completion.
+// Usage counts the tokens of a completion, as the provider reports them.
+// PromptTokens include the CachedTokens (read from the provider's prompt
+// cache, usually at a lower price) and CompletionTokens the
+// ReasoningTokens (the model's thinking), whatever the provider's own
+// convention: each client converts.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	CachedTokens     int `json:"cached_tokens,omitempty"`
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
 }
 
 // Add returns the sum of u and o.
@@ -44,6 +96,8 @@ func (u Usage) Add(o Usage) Usage {
 		PromptTokens:     u.PromptTokens + o.PromptTokens,
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
 		TotalTokens:      u.TotalTokens + o.TotalTokens,
+		CachedTokens:     u.CachedTokens + o.CachedTokens,
+		ReasoningTokens:  u.ReasoningTokens + o.ReasoningTokens,
 	}
 }
 
@@ -62,6 +116,14 @@ type ChatRequest struct {
 	MaxTokens int
 	// Seed, when not nil, asks the endpoint for reproducible sampling.
 	Seed *int64
+	// Reasoning, when not nil, asks the model to think before it answers,
+	// with an effort or a budget of tokens (see ReasoningParams); each
+	// client maps it to its provider's field.
+	Reasoning *ReasoningParams
+	// Stream asks for the answer as a stream of events, so that the time
+	// to its first token is known (ChatResponse.TTFT). The answer is the
+	// same as without it.
+	Stream bool
 	// Timeout, when positive, bounds each attempt of this request instead
 	// of the model client's own timeout.
 	Timeout time.Duration
@@ -83,6 +145,9 @@ type ChatResponse struct {
 	Usage        Usage
 	Model        string
 	FinishReason string
+	// TTFT is the time from sending the request to its first token, for a
+	// streamed answer (ChatRequest.Stream); 0 when not measured.
+	TTFT time.Duration
 }
 
 // ChatModel performs one chat completion. harness/llm implements it over

@@ -24,11 +24,66 @@ type Params struct {
 	// Seed asks the endpoint for reproducible sampling; any value. Not
 	// every endpoint honours it.
 	Seed *int64 `json:"seed,omitempty" yaml:"seed,omitempty"`
+	// Reasoning asks the model to think before it answers: an effort or a
+	// budget of tokens, one of the two.
+	Reasoning *ReasoningParams `json:"reasoning,omitempty" yaml:"reasoning,omitempty"`
+}
+
+// Reasoning efforts (ReasoningParams.Effort).
+const (
+	EffortLow    = "low"
+	EffortMedium = "medium"
+	EffortHigh   = "high"
+)
+
+// ReasoningParams ask a model to think before it answers. Exactly one of
+// the fields is set. (The enum, minimum and doc tags describe the fields
+// in the server's OpenAPI document.) Each provider kind maps them to its own field: an
+// OpenAI-compatible endpoint gets reasoning_effort (a budget is sent as
+// the nearest effort), Anthropic thinking.budget_tokens (an effort as a
+// budget of 1,024, 4,096 or 16,384 tokens), Gemini
+// thinkingConfig.thinkingBudget (likewise).
+type ReasoningParams struct {
+	// Effort is low, medium or high.
+	Effort string `json:"effort,omitempty" yaml:"effort,omitempty" enum:"low,medium,high" doc:"low, medium or high."`
+	// BudgetTokens is the tokens the model may spend thinking, 1 to
+	// MaxParamTokens.
+	BudgetTokens int `json:"budget_tokens,omitempty" yaml:"budget_tokens,omitempty" minimum:"1" maximum:"1048576" doc:"Tokens the model may spend thinking, 1 to 1048576."`
+}
+
+// Budget returns the budget of tokens the parameters ask for: BudgetTokens
+// when set, else the budget an effort stands for.
+func (r ReasoningParams) Budget() int {
+	if r.BudgetTokens > 0 {
+		return r.BudgetTokens
+	}
+	switch r.Effort {
+	case EffortLow:
+		return 1024
+	case EffortHigh:
+		return 16384
+	}
+	return 4096
+}
+
+// EffortLevel returns the effort the parameters ask for: Effort when set,
+// else the effort nearest a budget of tokens.
+func (r ReasoningParams) EffortLevel() string {
+	if r.Effort != "" {
+		return r.Effort
+	}
+	switch {
+	case r.BudgetTokens <= 2048:
+		return EffortLow
+	case r.BudgetTokens <= 8192:
+		return EffortMedium
+	}
+	return EffortHigh
 }
 
 // IsZero reports whether no parameter is set.
 func (p Params) IsZero() bool {
-	return p.Temperature == nil && p.TopP == nil && p.MaxTokens == nil && p.Seed == nil
+	return p.Temperature == nil && p.TopP == nil && p.MaxTokens == nil && p.Seed == nil && p.Reasoning == nil
 }
 
 // Validate checks the ranges of the parameters that are set. Its field
@@ -44,6 +99,18 @@ func (p Params) Validate() error {
 	}
 	if m := p.MaxTokens; m != nil && (*m < 1 || *m > MaxParamTokens) {
 		ve.Add("max_tokens", "must be between 1 and %d", MaxParamTokens)
+	}
+	if r := p.Reasoning; r != nil {
+		switch {
+		case r.Effort != "" && r.BudgetTokens != 0:
+			ve.Add("reasoning", "set effort or budget_tokens, not both")
+		case r.Effort == "" && r.BudgetTokens == 0:
+			ve.Add("reasoning", "needs effort (low, medium or high) or budget_tokens")
+		case r.Effort != "" && r.Effort != EffortLow && r.Effort != EffortMedium && r.Effort != EffortHigh:
+			ve.Add("reasoning.effort", "must be low, medium or high, not %q", r.Effort)
+		case r.Effort == "" && (r.BudgetTokens < 1 || r.BudgetTokens > MaxParamTokens):
+			ve.Add("reasoning.budget_tokens", "must be between 1 and %d", MaxParamTokens)
+		}
 	}
 	return ve.Err()
 }
@@ -62,6 +129,9 @@ func (p Params) Merge(over Params) Params {
 	}
 	if over.Seed != nil {
 		p.Seed = over.Seed
+	}
+	if over.Reasoning != nil {
+		p.Reasoning = over.Reasoning
 	}
 	return p
 }
@@ -84,6 +154,10 @@ func (p Params) Apply(req *ChatRequest) {
 		s := *p.Seed
 		req.Seed = &s
 	}
+	if p.Reasoning != nil {
+		r := *p.Reasoning
+		req.Reasoning = &r
+	}
 }
 
 // Map returns the parameters as a JSON object holding only the keys that
@@ -101,6 +175,16 @@ func (p Params) Map() map[string]any {
 	}
 	if p.Seed != nil {
 		m["seed"] = *p.Seed
+	}
+	if r := p.Reasoning; r != nil {
+		rm := map[string]any{}
+		if r.Effort != "" {
+			rm["effort"] = r.Effort
+		}
+		if r.BudgetTokens != 0 {
+			rm["budget_tokens"] = r.BudgetTokens
+		}
+		m["reasoning"] = rm
 	}
 	return m
 }

@@ -57,10 +57,11 @@ type apiRunStart struct {
 // match harness.Params one to one (the conversion is a plain type
 // conversion, which the compiler checks).
 type apiParamsInput struct {
-	Temperature *float64 `json:"temperature,omitempty" minimum:"0" maximum:"2" doc:"Sampling temperature, 0 to 2."`
-	TopP        *float64 `json:"top_p,omitempty" exclusiveMinimum:"0" maximum:"1" doc:"Nucleus sampling mass: greater than 0, at most 1."`
-	MaxTokens   *int     `json:"max_tokens,omitempty" minimum:"1" maximum:"1048576" doc:"Bound on the tokens of each answer, 1 to 1048576."`
-	Seed        *int64   `json:"seed,omitempty" doc:"Seed for reproducible sampling, where the endpoint supports it."`
+	Temperature *float64                 `json:"temperature,omitempty" minimum:"0" maximum:"2" doc:"Sampling temperature, 0 to 2."`
+	TopP        *float64                 `json:"top_p,omitempty" exclusiveMinimum:"0" maximum:"1" doc:"Nucleus sampling mass: greater than 0, at most 1."`
+	MaxTokens   *int                     `json:"max_tokens,omitempty" minimum:"1" maximum:"1048576" doc:"Bound on the tokens of each answer, 1 to 1048576."`
+	Seed        *int64                   `json:"seed,omitempty" doc:"Seed for reproducible sampling, where the endpoint supports it."`
+	Reasoning   *harness.ReasoningParams `json:"reasoning,omitempty" doc:"Ask the model to think before it answers: {effort: low|medium|high} or {budget_tokens: N}, one of the two. Mapped to each provider's field (reasoning_effort, thinking.budget_tokens, thinkingConfig.thinkingBudget); the thinking is kept in the transcript as a reasoning part, never scored."`
 }
 
 // apiRunStarted is the answer of start-run and resume-run.

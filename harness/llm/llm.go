@@ -52,7 +52,9 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -83,7 +85,12 @@ const (
 // OPENAI_* environment variables are ignored, so that a key meant for
 // one endpoint never goes to another.
 type Options struct {
-	// BaseURL is the endpoint, e.g. "http://127.0.0.1:11434/v1".
+	// Kind is the provider kind the endpoint speaks: KindOpenAI (the
+	// default when empty), KindAnthropic or KindGemini.
+	Kind string
+	// BaseURL is the endpoint, e.g. "http://127.0.0.1:11434/v1" for an
+	// OpenAI-compatible server, "https://api.anthropic.com" for Anthropic,
+	// "https://generativelanguage.googleapis.com" for Gemini.
 	BaseURL string
 	// APIKey is sent as a bearer token when not empty. It never appears in
 	// an error.
@@ -124,9 +131,8 @@ type Options struct {
 // Client is a model endpoint. It implements harness.ChatModel and
 // harness.ModelLister.
 type Client struct {
-	opts   Options
-	chat   openai.ChatCompletionService
-	models openai.ModelService
+	opts    Options
+	backend backend
 	// embeddings serves Embed; floatEmbeddings is set once the endpoint
 	// refused base64-encoded vectors.
 	embeddings      openai.EmbeddingService
@@ -145,6 +151,9 @@ var (
 func New(opts Options) (*Client, error) {
 	if opts.BaseURL == "" {
 		return nil, errors.New("llm: BaseURL is required")
+	}
+	if opts.Kind == "" {
+		opts.Kind = KindOpenAI
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -166,6 +175,20 @@ func New(opts Options) (*Client, error) {
 	if hc == nil {
 		hc = defaultHTTPClient()
 	}
+	c := &Client{opts: opts}
+	var err error
+	switch opts.Kind {
+	case KindOpenAI:
+	case KindAnthropic:
+		c.backend, err = newAnthropic(opts, hc)
+	case KindGemini:
+		c.backend, err = newGemini(opts, hc)
+	default:
+		return nil, fmt.Errorf("llm: unknown provider kind %q (known: %s)", opts.Kind, strings.Join(Kinds, ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("llm: %s: %w", opts.Kind, err)
+	}
 	// The services are built directly rather than through openai.NewClient,
 	// which would read OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_ORG_ID,
 	// OPENAI_CUSTOM_HEADERS... from the environment. The SDK's own retries
@@ -179,12 +202,13 @@ func New(opts Options) (*Client, error) {
 	if opts.MaxResponseBytes > 0 {
 		ro = append(ro, option.WithMiddleware(limitBody(opts.MaxResponseBytes)))
 	}
-	return &Client{
-		opts:       opts,
-		chat:       openai.NewChatCompletionService(ro...),
-		models:     openai.NewModelService(ro...),
-		embeddings: openai.NewEmbeddingService(ro...),
-	}, nil
+	if c.backend == nil {
+		c.backend = &openaiBackend{chat: openai.NewChatCompletionService(ro...), models: openai.NewModelService(ro...)}
+	}
+	// Embeddings are asked of an OpenAI-compatible endpoint whatever the
+	// kind: neither Anthropic nor Gemini serve /embeddings.
+	c.embeddings = openai.NewEmbeddingService(ro...)
+	return c, nil
 }
 
 // defaultHTTPClient clones the default transport with a connection pool
@@ -234,15 +258,14 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	var hres *http.Response
-	page, err := c.models.List(actx, option.WithResponseInto(&hres))
+	names, err := c.backend.listModels(actx, &hres)
 	if err != nil {
 		e := c.classify(ctx, actx, c.opts.Timeout, "list models", hres, err)
 		e.Attempts = 1
 		return nil, e
 	}
-	names := make([]string, 0, len(page.Data))
-	for _, m := range page.Data {
-		names = append(names, m.ID)
-	}
 	return names, nil
 }
+
+// Kind returns the provider kind the client speaks (Options.Kind).
+func (c *Client) Kind() string { return c.opts.Kind }

@@ -115,7 +115,7 @@ func (h *Handler) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model", "You must provide a model parameter.")
 		return
 	}
-	if h.refuseModel(w, req.Model) {
+	if h.refuseModel(w, openaiWire{}, req.Model) {
 		return
 	}
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {

@@ -359,11 +359,23 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	switch path {
 	case "/v1/models", "/v1/chat/completions", "/v1/embeddings":
 	default:
+		if f := otherWire(path); f != nil {
+			if h.opts.APIKey != "" && !f.authorized(r, h.opts.APIKey) {
+				f.writeError(w, http.StatusUnauthorized, "Incorrect or missing API key.")
+				return false
+			}
+			if r.Method != http.MethodPost {
+				w.Header().Set("Allow", http.MethodPost)
+				f.writeError(w, http.StatusMethodNotAllowed, "Use POST for "+path+".")
+				return false
+			}
+			return h.serveChat(w, r, f)
+		}
 		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
 			fmt.Sprintf("Unknown request URL: %s %s. llmtest serves GET /v1/models, POST /v1/chat/completions and POST /v1/embeddings.", r.Method, r.URL.Path))
 		return false
 	}
-	if h.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+h.opts.APIKey {
+	if h.opts.APIKey != "" && !(openaiWire{}).authorized(r, h.opts.APIKey) {
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect or missing API key.")
 		return false
 	}
@@ -385,7 +397,13 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 		h.serveEmbeddings(w, r)
 		return false
 	}
-	return h.serveChat(w, r)
+	return h.serveChat(w, r, openaiWire{})
+}
+
+// otherWire returns the format of the chat API of another provider kind
+// served at path, nil when path is none.
+func otherWire(path string) wireFormat {
+	return nil
 }
 
 func (h *Handler) models() []string {
@@ -395,12 +413,16 @@ func (h *Handler) models() []string {
 // refuseModel answers 404 model_not_found, as real endpoints do, when
 // Options.StrictModels is set and model is named but not listed; it
 // reports whether it did.
-func (h *Handler) refuseModel(w http.ResponseWriter, model string) bool {
+func (h *Handler) refuseModel(w http.ResponseWriter, f wireFormat, model string) bool {
 	if !h.opts.StrictModels || model == "" || contains(h.models(), model) {
 		return false
 	}
-	writeErrorParam(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
-		fmt.Sprintf("The model `%s` does not exist.", model))
+	msg := fmt.Sprintf("The model `%s` does not exist.", model)
+	if _, ok := f.(openaiWire); ok {
+		writeErrorParam(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", msg)
+	} else {
+		f.writeError(w, http.StatusNotFound, msg)
+	}
 	return true
 }
 
@@ -421,25 +443,53 @@ func (h *Handler) serveModels(w http.ResponseWriter) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
+// A wireFormat is one provider kind's chat API as the fake speaks it: how
+// a request is read and how an answer, an error, a cut body and a huge
+// answer are written. serveChat applies the same schedules, latency and
+// answers to every format, so that a test gets the same behaviour from
+// each kind.
+type wireFormat interface {
+	// authorized reports whether r carries Options.APIKey the way the
+	// kind sends it.
+	authorized(r *http.Request, key string) bool
+	// decode reads a request; its errors are the messages of 400 answers.
+	// stream reports whether the answer is asked for as a stream.
+	decode(r *http.Request, body []byte) (req *Request, stream bool, err error)
+	// writeError answers an error of the kind's shape.
+	writeError(w http.ResponseWriter, status int, msg string)
+	// writeRateLimit answers a rate limit (already given its Retry-After
+	// headers).
+	writeRateLimit(w http.ResponseWriter, msg string)
+	// writeAnswer answers rep, streamed or not.
+	writeAnswer(h *Handler, w http.ResponseWriter, req *Request, rep *Reply, stream bool)
+	// writeGarbage answers 200 with a body cut short.
+	writeGarbage(w http.ResponseWriter, n int64)
+	// writeHuge answers 200 with a valid answer whose text is
+	// Options.HugeBytes long (see Handler.writeHuge).
+	writeHuge(h *Handler, w http.ResponseWriter, r *http.Request, req *Request)
+}
+
+// serveChat answers one chat request of format f; it reports true when it
+// left the request without an answer.
+func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat) bool {
 	h.chats.Add(1)
 	n := h.chatSeq.Add(1)
 	body, ok := readBody(w, r)
 	if !ok {
 		return false
 	}
-	req, wr, err := decodeRequest(body)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+	req, stream, err := f.decode(r, body)
+	var pe *paramError
+	switch {
+	case errors.As(err, &pe):
+		writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", pe.code, pe.param, pe.msg)
+		return false
+	case err != nil:
+		f.writeError(w, http.StatusBadRequest, err.Error())
 		return false
 	}
 	req.N, req.Header = n, r.Header
-	if wr.Stream {
-		writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "unsupported_value", "stream",
-			"llmtest does not stream: send \"stream\": false.")
-		return false
-	}
-	if h.refuseModel(w, req.Model) {
+	if h.refuseModel(w, f, req.Model) {
 		return false
 	}
 
@@ -452,7 +502,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		case <-h.closed:
 			t.Stop()
-			writeError(w, http.StatusServiceUnavailable, "server_error", "", "The server is shutting down.")
+			f.writeError(w, http.StatusServiceUnavailable, "The server is shutting down.")
 			return false
 		}
 	}
@@ -469,28 +519,24 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
 		ra := h.opts.RetryAfter
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ra.Seconds())), 10))
 		w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
-		writeError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
-			fmt.Sprintf("Rate limit reached (llmtest). Please try again in %v.", ra))
+		f.writeRateLimit(w, fmt.Sprintf("Rate limit reached (llmtest). Please try again in %v.", ra))
 		return false
 	case h.opts.ServerErrors.picks(n, seed, kindServerError):
-		writeError(w, http.StatusInternalServerError, "server_error", "",
-			"The server had an error while processing your request (llmtest fault).")
+		f.writeError(w, http.StatusInternalServerError, "The server had an error while processing your request (llmtest fault).")
 		return false
 	case h.opts.Garbage.picks(n, seed, kindGarbage):
 		h.garbage.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprintf(w, `{"id":"chatcmpl-llmtest-%d","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The ans`, n)
+		f.writeGarbage(w, n)
 		return false
 	case h.opts.Huge.picks(n, seed, kindHuge):
 		h.huge.Add(1)
-		h.writeHuge(w, r, req)
+		f.writeHuge(h, w, r, req)
 		return false
 	}
 
 	rep := h.answer(req)
 	if rep.Status != 0 && rep.Status != http.StatusOK {
-		writeError(w, rep.Status, errorType(rep.Status), "", rep.Content)
+		f.writeError(w, rep.Status, rep.Content)
 		return false
 	}
 	if h.opts.NUL.picks(n, seed, kindNUL) {
@@ -500,8 +546,54 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) bool {
 	if len(rep.ToolCalls) > 0 {
 		h.toolCallsSent.Add(1)
 	}
-	writeJSON(w, http.StatusOK, h.completion(req, rep))
+	f.writeAnswer(h, w, req, rep, stream)
 	return false
+}
+
+// paramError is a 400 of the chat completions API that names the
+// parameter at fault.
+type paramError struct{ param, code, msg string }
+
+func (e *paramError) Error() string { return e.msg }
+
+// openaiWire is the chat completions API (POST /v1/chat/completions).
+type openaiWire struct{}
+
+func (openaiWire) authorized(r *http.Request, key string) bool {
+	return r.Header.Get("Authorization") == "Bearer "+key
+}
+
+func (openaiWire) decode(_ *http.Request, body []byte) (*Request, bool, error) {
+	req, wr, err := decodeRequest(body)
+	if err != nil {
+		return nil, false, err
+	}
+	if wr.Stream {
+		return nil, false, &paramError{param: "stream", code: "unsupported_value", msg: "llmtest does not stream: send \"stream\": false."}
+	}
+	return req, false, nil
+}
+
+func (openaiWire) writeError(w http.ResponseWriter, status int, msg string) {
+	writeError(w, status, errorType(status), "", msg)
+}
+
+func (openaiWire) writeRateLimit(w http.ResponseWriter, msg string) {
+	writeError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", msg)
+}
+
+func (openaiWire) writeAnswer(h *Handler, w http.ResponseWriter, req *Request, rep *Reply, _ bool) {
+	writeJSON(w, http.StatusOK, h.completion(req, rep))
+}
+
+func (openaiWire) writeGarbage(w http.ResponseWriter, n int64) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, `{"id":"chatcmpl-llmtest-%d","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The ans`, n)
+}
+
+func (openaiWire) writeHuge(h *Handler, w http.ResponseWriter, r *http.Request, req *Request) {
+	h.writeHuge(w, r, req)
 }
 
 // hugeFiller is the text a huge answer repeats: ASCII, so that JSON needs
