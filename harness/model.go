@@ -156,6 +156,27 @@ type ChatModel interface {
 	Chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error)
 }
 
+// RateLimitState is how a provider's rate limiting stands during a run.
+type RateLimitState struct {
+	// Concurrency is the number of requests the client lets be in flight
+	// to the provider now; ConcurrencyMax the most it ever allows.
+	Concurrency    int `json:"concurrency"`
+	ConcurrencyMax int `json:"concurrency_max"`
+	// Throttled reports that the provider has answered a request with a
+	// rate limit (429, 529 or 503) and the client has not yet grown its
+	// concurrency back.
+	Throttled bool `json:"throttled"`
+	// WaitingS is the total time, in seconds, requests have spent waiting
+	// out rate limits.
+	WaitingS float64 `json:"waiting_s"`
+}
+
+// RateLimitReporter is an optional ChatModel capability: the rate-limit
+// state toward each provider it sends requests to, by provider name.
+type RateLimitReporter interface {
+	RateLimits() map[string]RateLimitState
+}
+
 // ModelLister is an optional ChatModel capability: the names of the models
 // the endpoint serves.
 type ModelLister interface {

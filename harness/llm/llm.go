@@ -85,6 +85,9 @@ const (
 // OPENAI_* environment variables are ignored, so that a key meant for
 // one endpoint never goes to another.
 type Options struct {
+	// Name names the provider in messages and in the rate-limit state
+	// (RateLimits); default the Kind.
+	Name string
 	// Kind is the provider kind the endpoint speaks: KindOpenAI (the
 	// default when empty), KindAnthropic or KindGemini.
 	Kind string
@@ -154,6 +157,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Kind == "" {
 		opts.Kind = KindOpenAI
+	}
+	if opts.Name == "" {
+		opts.Name = opts.Kind
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -266,6 +272,9 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	}
 	return names, nil
 }
+
+// Name returns the provider's name (Options.Name).
+func (c *Client) Name() string { return c.opts.Name }
 
 // Kind returns the provider kind the client speaks (Options.Kind).
 func (c *Client) Kind() string { return c.opts.Kind }
