@@ -177,6 +177,20 @@ type RateLimitReporter interface {
 	RateLimits() map[string]RateLimitState
 }
 
+// ModelRouter is an optional ChatModel capability: a model that sends
+// each model reference to one of several providers ("anthropic/claude-…"
+// to Anthropic, a plain name to the default endpoint) says where a
+// reference goes, and whether it can go there at all.
+type ModelRouter interface {
+	// Endpoint returns the provider a reference goes to ("" for the
+	// default endpoint), that provider's kind and its base URL without
+	// credentials.
+	Endpoint(model string) (provider, kind, baseURL string)
+	// Check returns why a request for the reference would fail before it
+	// is sent (a provider without its key), nil when it can be sent.
+	Check(model string) error
+}
+
 // ModelLister is an optional ChatModel capability: the names of the models
 // the endpoint serves.
 type ModelLister interface {

@@ -41,7 +41,7 @@ type app struct {
 	// loaded is the definitions' sync at start-up: counts and the files
 	// that did not load, which each command reports its own way.
 	loaded *catalog.SyncResult
-	model  *llm.Client
+	model  *llm.Router
 	runs   *runs.Store
 	// lease is the process's lease on the store: the runs it starts are
 	// its own, and no other process marks them interrupted while it lives.

@@ -221,7 +221,7 @@ func TestModelClientResponseLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c
+		return c.Default()
 	}
 	req := &harness.ChatRequest{Messages: []harness.Message{{Role: harness.RoleUser, Content: "hi"}}}
 	t.Setenv("LLM_MAX_RESPONSE_BYTES", "")

@@ -72,6 +72,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Func("seed", "sampling `seed` of this run, where the endpoint supports one (default: the level's, else none)", func(v string) error {
 		return parseParam(v, &params.Seed, func(s string, _ int) (int64, error) { return strconv.ParseInt(s, 10, 64) })
 	})
+	fs.Func("reasoning", "ask the model to think first: an `effort` (low, medium, high) or a budget of tokens (a number) (default: the level's, else none)", func(v string) error {
+		r, err := parseReasoning(v)
+		params.Reasoning = r
+		return err
+	})
 	if err := parseFlags(fs, args, stderr, "choose domains with --domains a,b"); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -264,4 +269,18 @@ func parseParam[T any](v string, dst **T, parse func(string, int) (T, error)) er
 	}
 	*dst = &n
 	return nil
+}
+
+// parseReasoning reads --reasoning: an effort word or a budget of tokens.
+func parseReasoning(v string) (*harness.ReasoningParams, error) {
+	r := &harness.ReasoningParams{}
+	if n, err := strconv.Atoi(v); err == nil {
+		r.BudgetTokens = n
+	} else {
+		r.Effort = v
+	}
+	if err := (harness.Params{Reasoning: r}).Validate(); err != nil {
+		return nil, errors.New("must be low, medium, high or a number of tokens from 1 to " + strconv.Itoa(harness.MaxParamTokens))
+	}
+	return r, nil
 }

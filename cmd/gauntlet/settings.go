@@ -31,6 +31,9 @@ type settings struct {
 	llmBaseURL  string
 	llmModel    string
 	llmAPIKey   string
+	// providers are --provider's entries (GAUNTLET_PROVIDERS), in their
+	// command-line form.
+	providers []string
 	// embeddingModel, when set, makes knowledge-base retrieval hybrid;
 	// embeddingBaseURL is its endpoint, by default llmBaseURL.
 	embeddingModel   string
@@ -105,7 +108,9 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.StringVar(&s.plugins, "plugins", env("GAUNTLET_PLUGINS", "./plugins"), "directory scanned for plugin executables (GAUNTLET_PLUGINS)")
 	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL: sqlite://FILE, or postgres://user:password@host:port/database to store everything in PostgreSQL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
 	fs.StringVar(&s.llmBaseURL, "llm-base-url", env("LLM_BASE_URL", "http://127.0.0.1:11434/v1"), "OpenAI-compatible endpoint (LLM_BASE_URL)")
-	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model name sent to the endpoint (LLM_MODEL)")
+	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model reference: a model of --llm-base-url, or PROVIDER/model (LLM_MODEL)")
+	s.providers = splitProviders(env("GAUNTLET_PROVIDERS", ""))
+	fs.Var(&providerList{list: &s.providers}, "provider", "a model provider, NAME=KIND[,base_url=URL][,api_key_env=VAR][,rpm=N][,tpm=N]; repeatable; KIND is openai, anthropic or gemini (GAUNTLET_PROVIDERS, ';'-separated)")
 	s.llmAPIKey = env("LLM_API_KEY", "")
 	fs.Var(secretFlag{&s.llmAPIKey}, "llm-api-key", "API key of the endpoint, never logged or returned (LLM_API_KEY)")
 	fs.StringVar(&s.embeddingModel, "embedding-model", env("EMBEDDING_MODEL", ""), "embedding model of knowledge-base retrieval; set, retrieval is hybrid (BM25 and embeddings), empty BM25 only (EMBEDDING_MODEL)")
@@ -175,10 +180,58 @@ func (s *settings) databaseURL() string {
 // logDir is where run log files go.
 func logDir(data string) string { return filepath.Join(data, "logs") }
 
-// modelClient returns the model client the settings describe.
-func (s *settings) modelClient() (*llm.Client, error) {
-	return llm.New(llm.Options{BaseURL: s.llmBaseURL, APIKey: s.llmAPIKey, Model: s.llmModel,
-		Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: s.llmMaxBytes})
+// modelClient returns the model client the settings describe: the
+// endpoint of --llm-base-url for plain model references, and each
+// provider for the references that name it.
+func (s *settings) modelClient() (*llm.Router, error) {
+	o := llm.Options{Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: s.llmMaxBytes}
+	def := o
+	def.BaseURL, def.APIKey, def.Model = s.llmBaseURL, s.llmAPIKey, s.llmModel
+	c, err := llm.New(def)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := llm.ParseProviders(s.providers)
+	if err != nil {
+		return nil, fmt.Errorf("--provider: %w", err)
+	}
+	return llm.NewRouter(llm.RouterOptions{Default: c, Providers: providers, Client: o})
+}
+
+// providerList is the repeatable --provider flag: the first use replaces
+// the providers of GAUNTLET_PROVIDERS, later ones add to it.
+type providerList struct {
+	list *[]string
+	set  bool
+}
+
+func (p *providerList) String() string {
+	if p == nil || p.list == nil {
+		return ""
+	}
+	return strings.Join(*p.list, ";")
+}
+
+func (p *providerList) Set(v string) error {
+	if !p.set {
+		*p.list, p.set = nil, true
+	}
+	if _, err := llm.ParseProvider(v); err != nil {
+		return err
+	}
+	*p.list = append(*p.list, v)
+	return nil
+}
+
+// splitProviders splits GAUNTLET_PROVIDERS at its semicolons.
+func splitProviders(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ";") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // embedder returns the client of the embedding endpoint, nil when no

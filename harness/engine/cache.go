@@ -78,6 +78,27 @@ func cacheKey(baseURL string, req *harness.ChatRequest, repeat int) string {
 		w.int(0)
 	}
 	w.int(int64(repeat))
+	// Added after the first encoding, and written only when set, so that
+	// the keys of requests without them stay what they were: the
+	// reasoning asked for, and the reasoning parts sent back.
+	if r := req.Reasoning; r != nil {
+		w.str("reasoning")
+		w.str(r.Effort)
+		w.int(int64(r.BudgetTokens))
+	}
+	for i, m := range req.Messages {
+		if len(m.Parts) == 0 {
+			continue
+		}
+		w.str("parts")
+		w.int(int64(i))
+		w.int(int64(len(m.Parts)))
+		for _, p := range m.Parts {
+			w.str(p.Kind)
+			w.str(p.Text)
+			w.str(p.Signature)
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -165,7 +186,8 @@ type cachedModel struct {
 func (m *cachedModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
 	r := m.r
 	start := time.Now()
-	key := cacheKey(r.e.opts.BaseURL, req, m.repeat)
+	_, _, base := r.e.endpoint(req.Model)
+	key := cacheKey(base, req, m.repeat)
 	resp, ok, err := r.e.opts.Runs.CachedResponse(ctx, key)
 	if err != nil {
 		r.e.log.Warn("response cache read failed; asking the model", slog.String("run", r.info.RunID), slog.Any("error", err))

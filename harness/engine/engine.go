@@ -676,12 +676,18 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if model == "" {
 		model = e.opts.Model
 	}
+	provider, kind, baseURL := e.endpoint(model)
+	if mr, ok := e.opts.Client.(harness.ModelRouter); ok {
+		if err := mr.Check(model); err != nil {
+			return nil, harness.Invalid("model", "%v", err)
+		}
+	}
 	now := time.Now()
 	info := runs.Info{
 		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: model,
 		Status: runs.StatusRunning, Domains: acc.domains,
 		Config: &runs.Config{
-			Model: model, BaseURL: e.opts.BaseURL, Concurrency: e.opts.Concurrency,
+			Model: model, BaseURL: baseURL, Provider: provider, ProviderKind: kind, Concurrency: e.opts.Concurrency,
 			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
 			GauntletVersion: e.opts.Version, Cache: req.Cache,
 		},
@@ -1031,4 +1037,20 @@ func (e *Engine) evaluatorFor(typ string) (harness.Evaluator, bool) {
 		return e.regex, true
 	}
 	return nil, false
+}
+
+// endpoint returns where the client sends a model reference: the
+// provider's name, kind and base URL when the client routes references
+// (harness.ModelRouter), else no provider and the engine's BaseURL.
+func (e *Engine) endpoint(model string) (provider, kind, baseURL string) {
+	if mr, ok := e.opts.Client.(harness.ModelRouter); ok {
+		provider, kind, baseURL = mr.Endpoint(model)
+		if provider == "" {
+			// The default endpoint: as the engine was told, so that the
+			// runs and cache keys made before providers stay the same.
+			kind, baseURL = "", e.opts.BaseURL
+		}
+		return provider, kind, harness.RedactURL(baseURL)
+	}
+	return "", "", e.opts.BaseURL
 }

@@ -82,8 +82,13 @@ type Resumed struct {
 // Config is what a run ran with: enough to understand, reproduce and
 // resume it after the definition files or the server's settings changed.
 type Config struct {
-	Model           string         `json:"model"`    // The endpoint model.
-	BaseURL         string         `json:"base_url"` // The model endpoint, without credentials.
+	Model   string `json:"model"`    // The model reference, [provider/]model.
+	BaseURL string `json:"base_url"` // The model endpoint, without credentials: the provider's when Model names one.
+	// Provider names the provider Model's reference went to, and Kind its
+	// kind (openai, anthropic, gemini); both absent for the default
+	// endpoint and for runs made before providers existed.
+	Provider        string         `json:"provider,omitempty"`
+	ProviderKind    string         `json:"provider_kind,omitempty"`
 	Concurrency     int            `json:"concurrency"`
 	TimeoutS        float64        `json:"timeout_s"`        // Bound of each model request, in seconds.
 	Retries         int            `json:"retries"`          // Retries of a failed model request.

@@ -1,0 +1,132 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+)
+
+// providerKinds are the provider kinds the provider tests run through,
+// each with its base URL on the fake endpoint (which serves every kind's
+// wire format on one port).
+var providerKinds = []struct {
+	kind string
+	base func(url string) string
+}{
+	{llm.KindOpenAI, func(url string) string { return url }},
+}
+
+// providerFixture is a fixture whose client routes "<kind>/model" to a
+// second fake endpoint through a provider of that kind, and plain
+// references to the fixture's own. seen counts the requests of each.
+func providerFixture(t *testing.T, env map[string]string) (f *fixture, prov *llmtest.Server, seenProv *atomic.Int64) {
+	t.Helper()
+	seenProv = new(atomic.Int64)
+	var sent atomic.Value
+	prov = llmtest.NewServer(llmtest.Options{APIKey: "prov-key", Respond: func(req *llmtest.Request) *llmtest.Reply {
+		seenProv.Add(1)
+		sent.Store(req.Model)
+		return nil
+	}})
+	t.Cleanup(prov.Close)
+	var specs []string
+	for _, k := range providerKinds {
+		specs = append(specs, k.kind+"="+k.kind+",base_url="+k.base(prov.URL)+",api_key_env=PROV_KEY")
+	}
+	snap := newDefs().domain("math", "Answer with the number alone.", true).sums("math", 1, 4, 1).sums("math", 2, 3, 0).snap()
+	f = newFixture(t, fixtureOpts{anyDB: true, snap: snap, model: func(m harness.ChatModel) harness.ChatModel {
+		ps, err := llm.ParseProviders(specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := llm.NewRouter(llm.RouterOptions{Default: m.(*llm.Client), Providers: ps,
+			Client: llm.Options{RetryBaseDelay: 1}, Getenv: func(k string) string {
+				if k == "PROV_KEY" {
+					return "prov-key"
+				}
+				return env[k]
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}})
+	return f, prov, seenProv
+}
+
+// TestProviderRuns: a run of "<provider>/model" goes to the provider with
+// the model's name alone, gives the scores a run of the default endpoint
+// gives, and records the provider in its configuration.
+func TestProviderRuns(t *testing.T) {
+	f, prov, seen := providerFixture(t, nil)
+	base, baseRes := runAndWait(t, f, engine.StartRequest{})
+	if base.Status != runs.StatusCompleted || seen.Load() != 0 {
+		t.Fatalf("default run %+v; %d requests reached the provider", base, seen.Load())
+	}
+	for _, k := range providerKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			before := seen.Load()
+			info, res := runAndWait(t, f, engine.StartRequest{Model: k.kind + "/test-model"})
+			if info.Status != runs.StatusCompleted || seen.Load() == before {
+				t.Fatalf("run %+v; the provider saw %d requests", info, seen.Load()-before)
+			}
+			c := info.Config
+			if c.Model != k.kind+"/test-model" || c.Provider != k.kind || c.ProviderKind != k.kind || c.BaseURL != k.base(prov.URL) {
+				t.Errorf("config %+v", c)
+			}
+			if info.Passed != base.Passed || info.Failed != base.Failed || info.Errors != 0 {
+				t.Errorf("%d passed, %d failed, %d errors; the default endpoint gave %d, %d, 0", info.Passed, info.Failed, info.Errors, base.Passed, base.Failed)
+			}
+			for id, r := range res {
+				if b := baseRes[id]; r.Status != b.Status || r.Score != b.Score {
+					t.Errorf("%s: %s %.2f through %s, %s %.2f on the default endpoint", id, r.Status, r.Score, k.kind, b.Status, b.Score)
+				}
+			}
+		})
+	}
+	if c := base.Config; c.Provider != "" || c.ProviderKind != "" || c.BaseURL != f.mock.URL {
+		t.Errorf("the default run's config %+v", c)
+	}
+}
+
+// TestProviderWithoutKey: a run of a built-in provider whose key variable
+// is not set is refused at start, naming the variable; no test runs.
+func TestProviderWithoutKey(t *testing.T) {
+	f, _, _ := providerFixture(t, nil)
+	_, err := f.eng.Start(context.Background(), engine.StartRequest{Model: "anthropic/claude-sonnet-4-5"})
+	if !errors.Is(err, harness.ErrInvalid) || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
+		t.Fatalf("start = %v; want ErrInvalid naming ANTHROPIC_API_KEY", err)
+	}
+	if st := f.mock.Stats(); st.ChatCompletions != 0 {
+		t.Fatalf("%d requests sent", st.ChatCompletions)
+	}
+}
+
+// TestProviderInCacheKey: the response cache tells providers apart: the
+// same requests to another provider are asked again, and a second run of
+// the provider is answered from the cache.
+func TestProviderInCacheKey(t *testing.T) {
+	f, _, seen := providerFixture(t, nil)
+	first, _ := runAndWait(t, f, engine.StartRequest{Cache: true})
+	if first.CacheHits != 0 {
+		t.Fatalf("first run %+v", first)
+	}
+	k := providerKinds[0].kind
+	other, _ := runAndWait(t, f, engine.StartRequest{Cache: true, Model: k + "/test-model"})
+	if other.CacheHits != 0 || seen.Load() == 0 {
+		t.Fatalf("the provider's run had %d cache hits and sent %d requests; want 0 hits", other.CacheHits, seen.Load())
+	}
+	before := seen.Load()
+	again, _ := runAndWait(t, f, engine.StartRequest{Cache: true, Model: k + "/test-model"})
+	if again.CacheHits == 0 || seen.Load() != before {
+		t.Fatalf("the provider's second run: %d hits, %d requests sent", again.CacheHits, seen.Load()-before)
+	}
+}
