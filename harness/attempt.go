@@ -46,6 +46,9 @@ type Attempt struct {
 	Duration time.Duration
 	// Usage counts the tokens of an attempt that got an answer.
 	Usage Usage
+	// TTFT is the time to the first token of a streamed answer; 0 when
+	// the answer was not streamed.
+	TTFT time.Duration
 	// Status is AttemptOK, AttemptCached, or what went wrong (the other
 	// Attempt* statuses); HTTPStatus is the endpoint's status code when
 	// it answered with one, else 0.

@@ -33,9 +33,11 @@ type apiChatMessage struct {
 
 // apiTokenUsage counts the tokens of model calls.
 type apiTokenUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int `json:"prompt_tokens" doc:"Tokens read, the cached ones included."`
+	CompletionTokens int `json:"completion_tokens" doc:"Tokens written, the reasoning ones included."`
 	TotalTokens      int `json:"total_tokens"`
+	CachedTokens     int `json:"cached_tokens,omitempty" doc:"Tokens of the prompt read from the provider's prompt cache; absent when none."`
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty" doc:"Tokens the model spent thinking; absent when none (or not reported)."`
 }
 
 // apiChatReply is the answer of chat.
@@ -140,7 +142,7 @@ func toAPIChatReply(res *agent.ChatResult) apiChatReply {
 	}
 	return apiChatReply{
 		Success: true, Response: res.Response, SessionID: res.SessionID, ToolCalls: calls,
-		Usage:              apiTokenUsage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens},
+		Usage:              apiTokenUsage(res.Usage),
 		ToolRoundsExceeded: res.ToolRoundsExceeded,
 		Sources:            nonNil(toAPISources(res.Sources)), Retrieval: toAPIRetrieval(res.Retrieval),
 	}

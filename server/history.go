@@ -54,8 +54,10 @@ type historyHandler struct {
 
 // apiRunConfig is what a run ran with.
 type apiRunConfig struct {
-	Model           string         `json:"model" doc:"The endpoint model."`
-	BaseURL         string         `json:"base_url" doc:"The model endpoint, without credentials."`
+	Model           string         `json:"model" doc:"The model reference, [provider/]model."`
+	BaseURL         string         `json:"base_url" doc:"The model endpoint, without credentials: the provider's when model names one."`
+	Provider        string         `json:"provider,omitempty" doc:"The provider the model reference named; absent for the default endpoint (--llm-base-url)."`
+	ProviderKind    string         `json:"provider_kind,omitempty" enum:"openai,anthropic,gemini" doc:"The kind of API the provider speaks; absent with provider."`
 	Concurrency     int            `json:"concurrency" doc:"Tests in flight at once."`
 	TimeoutS        float64        `json:"timeout_s" doc:"Bound of each model request, in seconds."`
 	Retries         int            `json:"retries" doc:"Retries of a failed model request."`
@@ -64,6 +66,7 @@ type apiRunConfig struct {
 	DefinitionsHash string         `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; get-run-definitions returns them."`
 	GauntletVersion string         `json:"gauntlet_version"`
 	Cache           bool           `json:"cache" doc:"Identical model requests were answered from the response cache."`
+	Stream          bool           `json:"stream,omitempty" doc:"Answers were streamed; each call records ttft_ms. Absent when false."`
 	AgentID         string         `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
 	// Agent is described by its schema, RunAgent: a reference takes no
 	// description of its own.
@@ -147,9 +150,9 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 			params = map[string]any{}
 		}
 		out.Config.V = &apiRunConfig{
-			Model: c.Model, BaseURL: c.BaseURL, Concurrency: c.Concurrency, TimeoutS: c.TimeoutS,
+			Model: c.Model, BaseURL: c.BaseURL, Provider: c.Provider, ProviderKind: c.ProviderKind, Concurrency: c.Concurrency, TimeoutS: c.TimeoutS,
 			Retries: c.Retries, Repeats: c.Repeats, Params: params,
-			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion, Cache: c.Cache,
+			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion, Cache: c.Cache, Stream: c.Stream,
 			AgentID: c.AgentID, Agent: toAPIRunAgent(c.Agent),
 		}
 	}
@@ -193,6 +196,15 @@ type apiTranscriptMessage struct {
 	Pass2         bool                    `json:"pass2" doc:"Part of the evaluator's second pass: the request asking the model to restate its final answer, and the model's reply."`
 	Truncated     bool                    `json:"truncated" doc:"The content or a tool call's arguments were cut to fit the stored transcript's cap."`
 	Omitted       int                     `json:"omitted,omitempty" doc:"Messages left out just before this one (a transcript of more than 1000 messages keeps the first and the last ones)."`
+	Parts         []apiMessagePart        `json:"parts,omitempty" doc:"What an assistant message carries besides its content: the model's reasoning, never scored. Absent when none."`
+}
+
+// apiMessagePart is a piece of a message besides its text.
+type apiMessagePart struct {
+	Kind      string `json:"kind" enum:"reasoning" doc:"reasoning: the model's thinking before its answer."`
+	Text      string `json:"text,omitempty" doc:"The part's text; absent for reasoning the provider keeps hidden (redacted)."`
+	Signature string `json:"signature,omitempty" doc:"The provider's opaque token for the part, sent back with the conversation."`
+	Redacted  bool   `json:"redacted,omitempty" doc:"The provider encrypted the text into signature."`
 }
 
 // apiTranscriptToolCall is a function call in a transcript.
@@ -209,6 +221,7 @@ type apiModelCall struct {
 	Attempt          int    `json:"attempt" minimum:"1" doc:"1 for a request's first attempt, then one more for each retry."`
 	StartMS          int64  `json:"start_ms" doc:"When the attempt began, in milliseconds from the start of the test."`
 	DurationMS       int64  `json:"duration_ms"`
+	TTFTMS           int64  `json:"ttft_ms,omitempty" doc:"Milliseconds from the attempt's start to the first token of its answer, when the run streamed answers (stream: true); absent otherwise."`
 	PromptTokens     int    `json:"prompt_tokens"`
 	CompletionTokens int    `json:"completion_tokens"`
 	Status           string `json:"status" enum:"ok,cached,http_error,timeout,unreachable,too_large,malformed,cancelled,error" doc:"ok; cached (answered from the response cache); or why the attempt failed."`
@@ -226,6 +239,9 @@ func toAPITranscript(msgs []runs.Message) []apiTranscriptMessage {
 		}
 		for _, c := range m.ToolCalls {
 			a.ToolCalls = append(a.ToolCalls, apiTranscriptToolCall(c))
+		}
+		for _, p := range m.Parts {
+			a.Parts = append(a.Parts, apiMessagePart(p))
 		}
 		out[i] = a
 	}

@@ -43,12 +43,13 @@ type runHandler struct {
 type apiRunStart struct {
 	ModelName string          `json:"model_name,omitempty" doc:"Label of the run (default \"default\", or the agent's name with agent_id)."`
 	Domains   []string        `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
-	Model     string          `json:"model,omitempty" doc:"Endpoint model for this run; default the configured one. Not with agent_id (422): the agent decides its model."`
+	Model     string          `json:"model,omitempty" doc:"Model reference for this run, [provider/]model: a reference whose first segment names a configured provider (--provider, or the built-in anthropic and gemini) goes to that provider without the prefix; any other goes unchanged to the server's endpoint. Default the configured one. A provider whose key variable is not set is a 422 naming the variable. Not with agent_id (422): the agent decides its model."`
 	AgentID   string          `json:"agent_id,omitempty" doc:"Evaluate this agent instead of the bare model: each test's prompt goes through the agent's pipeline, as a chat would (its system prompt with the knowledge-base text retrieved for the prompt, its tools before the test's own, its model), in a fresh conversation that is not stored. The domains' and levels' system prompts are not used. The run's config records the agent id and its definition. An unknown agent is a 422."`
 	TimeoutS  *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
 	Retries   *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
 	Repeats   *int            `json:"repeats,omitempty" minimum:"1" maximum:"100" doc:"How many times each test is asked, 1 to 100 (default 1). Each asking is a result of its own, numbered by repeat from 0; the run's and the cells' counts are then of samples, tests × repeats."`
 	Params    *apiParamsInput `json:"params,omitempty"`
+	Stream    bool            `json:"stream,omitempty" doc:"Ask for every answer as a stream, so that each call records the time to its first token (ttft_ms). The answers are the same. Default false."`
 	Cache     bool            `json:"cache,omitempty" doc:"Answer each model request identical to one made before (same endpoint, model, messages, tools, sampling parameters and repeat) from the response cache, and store new answers there; run_info.cache_hits counts the requests so answered. A judge is never cached. Default false."`
 }
 
@@ -57,11 +58,13 @@ type apiRunStart struct {
 // match harness.Params one to one (the conversion is a plain type
 // conversion, which the compiler checks).
 type apiParamsInput struct {
-	Temperature *float64                 `json:"temperature,omitempty" minimum:"0" maximum:"2" doc:"Sampling temperature, 0 to 2."`
-	TopP        *float64                 `json:"top_p,omitempty" exclusiveMinimum:"0" maximum:"1" doc:"Nucleus sampling mass: greater than 0, at most 1."`
-	MaxTokens   *int                     `json:"max_tokens,omitempty" minimum:"1" maximum:"1048576" doc:"Bound on the tokens of each answer, 1 to 1048576."`
-	Seed        *int64                   `json:"seed,omitempty" doc:"Seed for reproducible sampling, where the endpoint supports it."`
-	Reasoning   *harness.ReasoningParams `json:"reasoning,omitempty" doc:"Ask the model to think before it answers: {effort: low|medium|high} or {budget_tokens: N}, one of the two. Mapped to each provider's field (reasoning_effort, thinking.budget_tokens, thinkingConfig.thinkingBudget); the thinking is kept in the transcript as a reasoning part, never scored."`
+	Temperature *float64 `json:"temperature,omitempty" minimum:"0" maximum:"2" doc:"Sampling temperature, 0 to 2."`
+	TopP        *float64 `json:"top_p,omitempty" exclusiveMinimum:"0" maximum:"1" doc:"Nucleus sampling mass: greater than 0, at most 1."`
+	MaxTokens   *int     `json:"max_tokens,omitempty" minimum:"1" maximum:"1048576" doc:"Bound on the tokens of each answer, 1 to 1048576."`
+	Seed        *int64   `json:"seed,omitempty" doc:"Seed for reproducible sampling, where the endpoint supports it."`
+	// Reasoning is described by its schema, ReasoningParams (a
+	// reference takes no description of its own).
+	Reasoning *harness.ReasoningParams `json:"reasoning,omitempty"`
 }
 
 // apiRunStarted is the answer of start-run and resume-run.
@@ -278,7 +281,7 @@ func (b *apiRunStart) startRequest() engine.StartRequest {
 		return req
 	}
 	req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
-	req.AgentID, req.Cache = b.AgentID, b.Cache
+	req.AgentID, req.Cache, req.Stream = b.AgentID, b.Cache, b.Stream
 	if b.Params != nil {
 		req.Params = harness.Params(*b.Params)
 	}

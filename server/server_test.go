@@ -584,6 +584,12 @@ type engineConfig struct {
 	files map[string]string
 	// registry, when set, is the catalog's and the engine's (evaluator types).
 	registry *harness.Registry
+	// providers are --provider entries; their base_url may hold {mock},
+	// the llmtest endpoint's address without its /v1 (which serves every
+	// provider kind's wire format). The built-in anthropic and gemini
+	// providers are there too, without keys: every key variable but
+	// ANTHROPIC_API_KEY and GEMINI_API_KEY reads "mock-key".
+	providers []string
 }
 
 // newEngineEnv starts a server that runs evaluations, wired as
@@ -637,13 +643,32 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 	if err != nil {
 		t.Fatalf("llm.New: %v", err)
 	}
+	var specs []string
+	for _, p := range ec.providers {
+		specs = append(specs, strings.ReplaceAll(p, "{mock}", strings.TrimSuffix(e.mock.URL, "/v1")))
+	}
+	providers, err := llm.ParseProviders(specs)
+	if err != nil {
+		t.Fatalf("providers: %v", err)
+	}
+	router, err := llm.NewRouter(llm.RouterOptions{Default: model, Providers: providers,
+		Client: llm.Options{Timeout: timeout, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 2 * time.Second},
+		Getenv: func(k string) string {
+			if k == "ANTHROPIC_API_KEY" || k == "GEMINI_API_KEY" {
+				return ""
+			}
+			return "mock-key"
+		}})
+	if err != nil {
+		t.Fatalf("llm.NewRouter: %v", err)
+	}
 	concurrency := ec.concurrency
 	if concurrency <= 0 {
 		concurrency = 4
 	}
 	e.logDir = filepath.Join(e.dataDir, "logs")
 	eo := engine.Options{
-		Definitions: cat, Runs: rs, Client: model, Model: llmtest.DefaultModel, BaseURL: e.mock.URL,
+		Definitions: cat, Runs: rs, Client: router, Model: llmtest.DefaultModel, BaseURL: e.mock.URL,
 		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger, Timeout: timeout, Version: server.Version,
 		Agents:   e.agents,
 		Registry: ec.registry,
@@ -655,7 +680,7 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 	}
 	work(eng)
 	e.engine, e.runs = eng, rs
-	o.Engine, o.Runs, o.Models = eng, rs, model
+	o.Engine, o.Runs, o.Models = eng, rs, router
 	o.LLM = server.LLMConfig{BaseURL: e.mock.URL, Model: llmtest.DefaultModel}
 	t.Cleanup(func() {
 		if eng.Running() {

@@ -58,6 +58,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	})
 	cache := fs.Bool("cache", false, "answer each model request identical to one made before (same endpoint, model, messages, tools, sampling parameters and repeat) from the response cache in the database, and store new answers there; a judge is never cached")
+	stream := fs.Bool("stream", false, "ask for every answer as a stream, so that each model call records the time to its first token")
 	repeats := fs.Int("repeats", 1, "ask each test `n` times, 1 to 100; each asking is a result of its own and counts as a sample")
 	var params harness.Params
 	fs.Func("temperature", "sampling `temperature` of this run's model requests, 0 to 2 (default: the level's, else the endpoint's)", func(v string) error {
@@ -98,9 +99,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	req.Params = params
 	req.Repeats = *repeats
-	req.Cache = *cache
-	if f.resume != "" && (f.domains != "" || f.model != "" || !params.IsZero() || *repeats != 1 || *cache) {
-		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains, --model, --repeats, --cache or sampling parameters")
+	req.Cache, req.Stream = *cache, *stream
+	if f.resume != "" && (f.domains != "" || f.model != "" || !params.IsZero() || *repeats != 1 || *cache || *stream) {
+		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains, --model, --repeats, --cache, --stream or sampling parameters")
 	}
 	if f.agent != "" && (f.model != "" || sweep.sweeping() || f.resume != "") {
 		return fmt.Errorf("--agent takes no --model (the agent decides its model) and no --resume (a resumed run keeps its target)")

@@ -110,7 +110,7 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.StringVar(&s.llmBaseURL, "llm-base-url", env("LLM_BASE_URL", "http://127.0.0.1:11434/v1"), "OpenAI-compatible endpoint (LLM_BASE_URL)")
 	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model reference: a model of --llm-base-url, or PROVIDER/model (LLM_MODEL)")
 	s.providers = splitProviders(env("GAUNTLET_PROVIDERS", ""))
-	fs.Var(&providerList{list: &s.providers}, "provider", "a model provider, NAME=KIND[,base_url=URL][,api_key_env=VAR][,rpm=N][,tpm=N]; repeatable; KIND is openai, anthropic or gemini (GAUNTLET_PROVIDERS, ';'-separated)")
+	fs.Var(&providerList{list: &s.providers}, "provider", "a model provider, NAME=KIND[,base_url=URL][,api_key_env=VAR][,rpm=N][,tpm=N]; repeatable; KIND is openai, anthropic or gemini (GAUNTLET_PROVIDERS; several, ';'-separated)")
 	s.llmAPIKey = env("LLM_API_KEY", "")
 	fs.Var(secretFlag{&s.llmAPIKey}, "llm-api-key", "API key of the endpoint, never logged or returned (LLM_API_KEY)")
 	fs.StringVar(&s.embeddingModel, "embedding-model", env("EMBEDDING_MODEL", ""), "embedding model of knowledge-base retrieval; set, retrieval is hybrid (BM25 and embeddings), empty BM25 only (EMBEDDING_MODEL)")

@@ -165,6 +165,9 @@ type StartRequest struct {
 	// × repeats, so that done = passed + failed + errors holds. Out of
 	// range: an error wrapping harness.ErrInvalid naming repeats.
 	Repeats int
+	// Stream asks for every model request's answer as a stream, so that
+	// each result records the time to its first token (ttft_ms).
+	Stream bool
 	// Cache answers each model request of the run's tests that is
 	// identical to one made before (same endpoint, model, messages, tools,
 	// sampling parameters and repeat) from the response cache in the runs
@@ -689,7 +692,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		Config: &runs.Config{
 			Model: model, BaseURL: baseURL, Provider: provider, ProviderKind: kind, Concurrency: e.opts.Concurrency,
 			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
-			GauntletVersion: e.opts.Version, Cache: req.Cache,
+			GauntletVersion: e.opts.Version, Cache: req.Cache, Stream: req.Stream,
 		},
 	}
 	if target != nil {
@@ -709,6 +712,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	}
 	r.queued = e.opts.Queue != nil
 	r.params = req.Params
+	r.stream = req.Stream
 	r.agent = target
 	if req.Cache {
 		r.cache = &responseCache{}
@@ -907,6 +911,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	r := e.newRun(ctx, reopened, now, p.cells, p.produce(e.opts.Runs, hash, done), timeout, retries)
 	r.params = params
 	r.agent = target
+	r.stream = info.Config != nil && info.Config.Stream
 	if c := info.Config; c != nil && c.Cache {
 		r.cache = &responseCache{}
 	}

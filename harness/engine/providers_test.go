@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
@@ -31,7 +32,7 @@ func providerFixture(t *testing.T, env map[string]string) (f *fixture, prov *llm
 	t.Helper()
 	seenProv = new(atomic.Int64)
 	var sent atomic.Value
-	prov = llmtest.NewServer(llmtest.Options{APIKey: "prov-key", Respond: func(req *llmtest.Request) *llmtest.Reply {
+	prov = llmtest.NewServer(llmtest.Options{APIKey: "prov-key", Latency: 20 * time.Millisecond, Respond: func(req *llmtest.Request) *llmtest.Reply {
 		seenProv.Add(1)
 		sent.Store(req.Model)
 		return nil
@@ -128,5 +129,30 @@ func TestProviderInCacheKey(t *testing.T) {
 	again, _ := runAndWait(t, f, engine.StartRequest{Cache: true, Model: k + "/test-model"})
 	if again.CacheHits == 0 || seen.Load() != before {
 		t.Fatalf("the provider's second run: %d hits, %d requests sent", again.CacheHits, seen.Load()-before)
+	}
+}
+
+// TestStreamedRun: a run with Stream asks for streams, records each
+// call's time to first token and scores as a run without it; its config
+// says so, and a resume streams too.
+func TestStreamedRun(t *testing.T) {
+	f, _, _ := providerFixture(t, nil)
+	plain, plainRes := runAndWait(t, f, engine.StartRequest{})
+	// Through the provider, whose answers come after 20 ms.
+	streamed, res := runAndWait(t, f, engine.StartRequest{Stream: true, Model: providerKinds[0].kind + "/test-model"})
+	if !streamed.Config.Stream || plain.Config.Stream || streamed.Passed != plain.Passed || streamed.Failed != plain.Failed || streamed.Errors != 0 {
+		t.Fatalf("streamed %+v; plain %+v", streamed, plain)
+	}
+	for id, r := range res {
+		if r.Response != plainRes[id].Response || len(r.Calls) == 0 {
+			t.Errorf("%s: streamed %q with %d calls; plain %q", id, r.Response, len(r.Calls), plainRes[id].Response)
+			continue
+		}
+		if c := r.Calls[0]; c.Status != harness.AttemptOK || c.TTFTMS < 20 || c.TTFTMS > c.DurationMS {
+			t.Errorf("%s: call %+v", id, c)
+		}
+		if plainRes[id].Calls[0].TTFTMS != 0 {
+			t.Errorf("%s: a call not streamed has a ttft", id)
+		}
 	}
 }

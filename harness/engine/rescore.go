@@ -114,7 +114,7 @@ func (e *Engine) startRescore(ctx context.Context, req StartRequest) (*run, erro
 		set  bool
 	}{{"model", req.Model != ""}, {"domains", req.Domains != nil}, {"repeats", req.Repeats != 0},
 		{"params", req.Params != (harness.Params{})}, {"timeout_s", req.Timeout != 0}, {"retries", req.Retries != nil},
-		{"cache", req.Cache}} {
+		{"cache", req.Cache}, {"stream", req.Stream}} {
 		if f.set {
 			ve.Add(f.name, "a rescore takes the source run's %s; leave it unset", f.name)
 		}

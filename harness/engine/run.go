@@ -162,6 +162,7 @@ type run struct {
 	logBuf  *bufio.Writer        // buffers logFile; flushed after each batch and at the end
 	timeout time.Duration        // bounds each model request
 	retries int                  // retries of a failed model request
+	stream  bool                 // answers are asked for as streams
 	params  harness.Params       // the run's sampling parameters, over each level's
 	agent   *harness.AgentTarget // the agent under test; nil: the bare model
 	cache   *responseCache       // the response cache's state; nil when the run does not use it
@@ -757,6 +758,7 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 	retries := r.retries
 	chat := harness.ChatRequest{Model: p.model, Messages: p.msgs, Timeout: r.timeout, MaxRetries: &retries}
 	j.params.Merge(r.params).Apply(&chat)
+	chat.Stream = r.stream
 	model, cached := r.modelFor(j)
 	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
 		Client:    &loopModel{rec: rec, next: model},

@@ -55,7 +55,7 @@ func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harn
 	if none {
 		a := harness.Attempt{N: 1, Start: start, Duration: time.Since(start), Err: err}
 		if err == nil && resp != nil {
-			a.Usage = resp.Usage
+			a.Usage, a.TTFT = resp.Usage, resp.TTFT
 		}
 		rec.add(purpose, round, a)
 	}
@@ -65,7 +65,7 @@ func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harn
 func (rec *recorder) add(purpose string, round int, a harness.Attempt) {
 	c := runs.Call{Purpose: purpose, Round: round, Attempt: a.N, StartMS: a.Start.Sub(rec.start).Milliseconds(),
 		DurationMS: a.Duration.Milliseconds(), PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens,
-		Status: a.Status, HTTPStatus: a.HTTPStatus}
+		Status: a.Status, HTTPStatus: a.HTTPStatus, TTFTMS: a.TTFT.Milliseconds()}
 	if a.Err != nil {
 		c.Error = a.Err.Error()
 	}

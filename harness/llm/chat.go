@@ -80,7 +80,7 @@ func observer(req *harness.ChatRequest, resp **harness.ChatResponse) func(int, t
 			a.Status, a.HTTPStatus = e.AttemptStatus()
 			a.Err = e
 		} else if *resp != nil {
-			a.Usage = (*resp).Usage
+			a.Usage, a.TTFT = (*resp).Usage, (*resp).TTFT
 		}
 		req.OnAttempt(a)
 	}

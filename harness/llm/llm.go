@@ -1,8 +1,8 @@
 // Package llm talks to an OpenAI-compatible model endpoint (OpenAI, Ollama,
 // vLLM, llama.cpp's server, LiteLLM...) through the official OpenAI Go SDK.
 //
-// A [Client] implements [harness.ChatModel] (non-streaming chat completions
-// with tools), [harness.ModelLister] (GET /models) and [harness.Embedder]
+// A [Client] implements [harness.ChatModel] (chat completions with tools,
+// streamed when the request asks for it), [harness.ModelLister] (GET /models) and [harness.Embedder]
 // (POST /embeddings). It is safe for
 // concurrent use; make one per endpoint and share it.
 //

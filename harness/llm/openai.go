@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -26,6 +28,12 @@ func (b *openaiBackend) prepare(model string, req *harness.ChatRequest) (attempt
 	if err != nil {
 		return nil, err
 	}
+	if req.Stream {
+		params.StreamOptions.IncludeUsage = param.NewOpt(true)
+		return func(actx context.Context, n int, hres **http.Response) (*harness.ChatResponse, error) {
+			return b.stream(actx, params, model, n, hres)
+		}, nil
+	}
 	return func(actx context.Context, n int, hres **http.Response) (*harness.ChatResponse, error) {
 		cc, err := b.chat.New(actx, params, attemptOptions(n, hres)...)
 		if err != nil {
@@ -37,6 +45,57 @@ func (b *openaiBackend) prepare(model string, req *harness.ChatRequest) (attempt
 		}
 		return resp, nil
 	}, nil
+}
+
+// stream sends one attempt of a streamed chat completion and gathers its
+// chunks into the answer a non-streamed one would give, with the time to
+// its first token. A stream that breaks off (no finish reason) or whose
+// events do not parse is a malformed answer; an error status, a lost
+// connection or a body over the limit keep their own meaning (classify).
+func (b *openaiBackend) stream(ctx context.Context, params openai.ChatCompletionNewParams, model string, n int, hres **http.Response) (*harness.ChatResponse, error) {
+	start := time.Now()
+	s := b.chat.NewStreaming(ctx, params, attemptOptions(n, hres)...)
+	defer s.Close()
+	var acc openai.ChatCompletionAccumulator
+	var ttft time.Duration
+	var reasoning strings.Builder
+	for s.Next() {
+		ch := s.Current()
+		if !acc.AddChunk(ch) {
+			return nil, malformed("chat completion", *hres, errors.New("a stream event does not continue the answer"))
+		}
+		if len(ch.Choices) == 0 {
+			continue
+		}
+		d := ch.Choices[0].Delta
+		if f, ok := d.JSON.ExtraFields["reasoning_content"]; ok {
+			var text string
+			if json.Unmarshal([]byte(f.Raw()), &text) == nil {
+				reasoning.WriteString(text)
+			}
+		}
+		if ttft == 0 && (d.Content != "" || len(d.ToolCalls) > 0 || reasoning.Len() > 0) {
+			ttft = time.Since(start)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+		return nil, malformed("chat completion", *hres, errors.New("the stream ended before the answer did (no finish reason)"))
+	}
+	resp, err := chatResponse(&acc.ChatCompletion, model)
+	if err != nil {
+		return nil, malformed("chat completion", *hres, err)
+	}
+	if reasoning.Len() > 0 {
+		resp.Message.Parts = []harness.Part{{Kind: harness.PartReasoning, Text: reasoning.String()}}
+	}
+	if ttft == 0 {
+		ttft = time.Since(start)
+	}
+	resp.TTFT = ttft
+	return resp, nil
 }
 
 func (b *openaiBackend) listModels(ctx context.Context, hres **http.Response) ([]string, error) {

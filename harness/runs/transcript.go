@@ -49,8 +49,11 @@ type Call struct {
 	Attempt int `json:"attempt"` // 1 for the first attempt of a request
 	// StartMS is when the attempt began, in milliseconds from the start of
 	// the test; DurationMS how long it took.
-	StartMS          int64  `json:"start_ms"`
-	DurationMS       int64  `json:"duration_ms"`
+	StartMS    int64 `json:"start_ms"`
+	DurationMS int64 `json:"duration_ms"`
+	// TTFTMS is the time from the attempt's start to the first token of
+	// its answer, when the answer was streamed; absent otherwise.
+	TTFTMS           int64  `json:"ttft_ms,omitempty"`
 	PromptTokens     int    `json:"prompt_tokens"`
 	CompletionTokens int    `json:"completion_tokens"`
 	Status           string `json:"status"`                // harness.Attempt* statuses: ok, cached, http_error, timeout...

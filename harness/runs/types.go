@@ -106,6 +106,9 @@ type Config struct {
 	// Cache: identical model requests were answered from the response
 	// cache, and new answers stored in it.
 	Cache bool `json:"cache"`
+	// Stream: the model's answers were asked for as streams, and each
+	// result records the time to its first token.
+	Stream bool `json:"stream,omitempty"`
 }
 
 // Result is one answer to one test: a run's per-cell result entry. A run

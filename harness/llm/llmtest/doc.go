@@ -13,9 +13,10 @@
 //
 // The server speaks the real wire protocol: GET /v1/models, POST
 // /v1/embeddings (deterministic vectors: see [Embedding]) and POST
-// /v1/chat/completions (not streamed; a request with "stream": true gets a
-// 400 with an OpenAI-style error body). Any client of the OpenAI API works
-// against it, so a program's own tests can use it without a model.
+// /v1/chat/completions (also streamed as server-sent events when the
+// request says "stream": true, with the usage at the end when
+// stream_options.include_usage asks for it). Any client of the OpenAI API
+// works against it, so a program's own tests can use it without a model.
 //
 // # Answers
 //
@@ -55,9 +56,10 @@
 // Options add latency (fixed plus a seeded jitter) and faults picked by a
 // [Schedule] of request numbers: 500 answers, 429 answers with Retry-After,
 // requests that hang until the client gives up, 200 answers with a
-// malformed JSON body, huge answers (valid, as long as one asks, generated
-// while they are sent so they cost the server no memory) and answers with
-// a NUL byte in their text. Latency and faults apply to chat completions
+// malformed JSON body (a stream whose event is cut inside its JSON),
+// streams cut short without their end, huge answers (valid, as long as one
+// asks, generated while they are sent so they cost the server no memory)
+// and answers with a NUL byte in their text. Latency and faults apply to chat completions
 // only.
 // The same Seed gives the same faults to the same request numbers, however
 // many requests run at once.

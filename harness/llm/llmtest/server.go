@@ -78,7 +78,7 @@ type Options struct {
 	// request hangs until the client gives up or the server closes.
 	Timeouts Schedule
 	// Garbage picks the chat completions answered 200 with a body that is
-	// not valid JSON.
+	// not valid JSON (for a stream, an event cut inside its JSON).
 	Garbage Schedule
 	// Huge picks the chat completions answered 200 with a valid chat
 	// completion whose text is HugeBytes long. The body is generated as it
@@ -88,6 +88,10 @@ type Options struct {
 	// HugeBytes is the length of the text of the answers Huge picks
 	// (default DefaultHugeBytes); the body is a few hundred bytes longer.
 	HugeBytes int64
+	// CutStreams picks the streamed answers that stop after their first
+	// events, without their end (the connection is closed): a stream cut
+	// short, which a client must not take for a whole answer.
+	CutStreams Schedule
 	// NUL picks the chat completions whose answer text gets a NUL byte
 	// (after its first word), as a model may send: a valid answer that
 	// storage and scoring must keep byte for byte.
@@ -148,6 +152,7 @@ const (
 	kindJitter
 	kindHuge
 	kindNUL
+	kindCutStream
 )
 
 // Request is a decoded chat completion request, as Options.Respond sees it.
@@ -169,6 +174,11 @@ type Request struct {
 	Seed *int64
 	// MaxTokens is max_tokens, else max_completion_tokens; 0 when unset.
 	MaxTokens int
+	// Stream reports that the answer was asked for as a stream.
+	Stream bool
+	// streamUsage: the usage is asked for at the end of the stream
+	// (stream_options.include_usage).
+	streamUsage bool
 	// Header is the request's HTTP header.
 	Header http.Header
 	// Body is the raw JSON body.
@@ -208,6 +218,9 @@ type Reply struct {
 	Status int
 	// Usage overrides the counted usage.
 	Usage *harness.Usage
+
+	// cut: the streamed answer stops after its first events.
+	cut bool
 }
 
 // Stats are a fake endpoint's counters.
@@ -236,6 +249,8 @@ type Stats struct {
 	NULs int64
 	// ToolCalls is the number of answers that called tools.
 	ToolCalls int64
+	// CutStreams is the number of streamed answers cut short.
+	CutStreams int64
 	// Embeddings is the number of POST /v1/embeddings received, and
 	// EmbeddedTexts the number of texts embedded by those that succeeded.
 	Embeddings, EmbeddedTexts int64
@@ -253,6 +268,7 @@ type Handler struct {
 	requests, chats, inFlight, peak  atomic.Int64
 	timeouts, garbage, toolCallsSent atomic.Int64
 	huge, hugeSent, nuls             atomic.Int64
+	cutStreams                       atomic.Int64
 	chatSeq                          atomic.Int64
 	embeddings, embeddedTexts        atomic.Int64
 	embeddingsDown                   atomic.Bool
@@ -305,6 +321,7 @@ func (h *Handler) Stats() Stats {
 		HugeBytesSent:   h.hugeSent.Load(),
 		NULs:            h.nuls.Load(),
 		ToolCalls:       h.toolCallsSent.Load(),
+		CutStreams:      h.cutStreams.Load(),
 		Embeddings:      h.embeddings.Load(),
 		EmbeddedTexts:   h.embeddedTexts.Load(),
 	}
@@ -322,6 +339,7 @@ func (h *Handler) ResetStats() {
 	h.hugeSent.Store(0)
 	h.nuls.Store(0)
 	h.toolCallsSent.Store(0)
+	h.cutStreams.Store(0)
 	h.embeddings.Store(0)
 	h.embeddedTexts.Store(0)
 	h.mu.Lock()
@@ -462,8 +480,9 @@ type wireFormat interface {
 	writeRateLimit(w http.ResponseWriter, msg string)
 	// writeAnswer answers rep, streamed or not.
 	writeAnswer(h *Handler, w http.ResponseWriter, req *Request, rep *Reply, stream bool)
-	// writeGarbage answers 200 with a body cut short.
-	writeGarbage(w http.ResponseWriter, n int64)
+	// writeGarbage answers 200 with a body cut short inside its JSON (a
+	// stream's when req.Stream).
+	writeGarbage(w http.ResponseWriter, req *Request)
 	// writeHuge answers 200 with a valid answer whose text is
 	// Options.HugeBytes long (see Handler.writeHuge).
 	writeHuge(h *Handler, w http.ResponseWriter, r *http.Request, req *Request)
@@ -526,7 +545,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 		return false
 	case h.opts.Garbage.picks(n, seed, kindGarbage):
 		h.garbage.Add(1)
-		f.writeGarbage(w, n)
+		f.writeGarbage(w, req)
 		return false
 	case h.opts.Huge.picks(n, seed, kindHuge):
 		h.huge.Add(1)
@@ -538,6 +557,12 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		f.writeError(w, rep.Status, rep.Content)
 		return false
+	}
+	if stream && h.opts.CutStreams.picks(n, seed, kindCutStream) {
+		// Hijack and close the connection once the first events are out:
+		// a stream that ends without its end.
+		h.cutStreams.Add(1)
+		rep.cut = true
 	}
 	if h.opts.NUL.picks(n, seed, kindNUL) {
 		h.nuls.Add(1)
@@ -568,10 +593,9 @@ func (openaiWire) decode(_ *http.Request, body []byte) (*Request, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if wr.Stream {
-		return nil, false, &paramError{param: "stream", code: "unsupported_value", msg: "llmtest does not stream: send \"stream\": false."}
-	}
-	return req, false, nil
+	req.Stream = wr.Stream
+	req.streamUsage = wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage
+	return req, wr.Stream, nil
 }
 
 func (openaiWire) writeError(w http.ResponseWriter, status int, msg string) {
@@ -582,14 +606,26 @@ func (openaiWire) writeRateLimit(w http.ResponseWriter, msg string) {
 	writeError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", msg)
 }
 
-func (openaiWire) writeAnswer(h *Handler, w http.ResponseWriter, req *Request, rep *Reply, _ bool) {
+func (openaiWire) writeAnswer(h *Handler, w http.ResponseWriter, req *Request, rep *Reply, stream bool) {
+	if stream {
+		h.streamCompletion(w, req, h.completion(req, rep), rep.cut)
+		return
+	}
 	writeJSON(w, http.StatusOK, h.completion(req, rep))
 }
 
-func (openaiWire) writeGarbage(w http.ResponseWriter, n int64) {
+func (openaiWire) writeGarbage(w http.ResponseWriter, req *Request) {
+	if req.Stream {
+		// A stream whose second event is cut inside its JSON.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-llmtest-%d\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"The \"},\"finish_reason\":null}]}\n\n", req.N)
+		fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-llmtest-%d\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ans\n\n", req.N)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, `{"id":"chatcmpl-llmtest-%d","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The ans`, n)
+	fmt.Fprintf(w, `{"id":"chatcmpl-llmtest-%d","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The ans`, req.N)
 }
 
 func (openaiWire) writeHuge(h *Handler, w http.ResponseWriter, r *http.Request, req *Request) {
@@ -753,6 +789,9 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap gives http.ResponseController the writer's Flush and Hijack.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
