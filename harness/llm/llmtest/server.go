@@ -74,6 +74,10 @@ type Options struct {
 	// RetryAfter is the wait 429 answers ask for (default 1 s), sent as
 	// Retry-After in whole seconds (rounded up) and as retry-after-ms.
 	RetryAfter time.Duration
+	// Overloaded picks the chat completions answered as an overloaded
+	// provider does, with the Retry-After headers of RateLimits: 529
+	// overloaded_error on the Anthropic wire, 503 on the others.
+	Overloaded Schedule
 	// Timeouts picks the chat completions that never get an answer: the
 	// request hangs until the client gives up or the server closes.
 	Timeouts Schedule
@@ -106,7 +110,7 @@ type Options struct {
 // the server receives, counting every chat completion request, retries
 // included. A request is picked when any field picks it. When several
 // schedules pick the same request, Timeouts wins, then RateLimits, then
-// ServerErrors, then Garbage, then Huge, then NUL.
+// Overloaded, then ServerErrors, then Garbage, then Huge, then NUL.
 type Schedule struct {
 	// First picks requests 1 to First.
 	First int
@@ -148,6 +152,7 @@ const (
 	kindJitter
 	kindHuge
 	kindNUL
+	kindOverloaded
 )
 
 // Request is a decoded chat completion request, as Options.Respond sees it.
@@ -169,6 +174,11 @@ type Request struct {
 	Seed *int64
 	// MaxTokens is max_tokens, else max_completion_tokens; 0 when unset.
 	MaxTokens int
+	// Reasoning is the thinking asked for (Anthropic's thinking budget);
+	// nil when none.
+	Reasoning *harness.ReasoningParams
+	// Stream reports whether the answer was asked for as a stream.
+	Stream bool
 	// Header is the request's HTTP header.
 	Header http.Header
 	// Body is the raw JSON body.
@@ -356,6 +366,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // without an answer.
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	if path == "/v1/models" && r.Header.Get("Anthropic-Version") != "" {
+		return h.serveAnthropicModels(w, r)
+	}
 	switch path {
 	case "/v1/models", "/v1/chat/completions", "/v1/embeddings":
 	default:
@@ -403,6 +416,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 // otherWire returns the format of the chat API of another provider kind
 // served at path, nil when path is none.
 func otherWire(path string) wireFormat {
+	if path == "/v1/messages" {
+		return anthropicWire{}
+	}
 	return nil
 }
 
@@ -516,17 +532,23 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 		}
 		return true
 	case h.opts.RateLimits.picks(n, seed, kindRateLimit):
-		ra := h.opts.RetryAfter
-		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ra.Seconds())), 10))
-		w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
-		f.writeRateLimit(w, fmt.Sprintf("Rate limit reached (llmtest). Please try again in %v.", ra))
+		h.setRetryAfter(w)
+		f.writeRateLimit(w, fmt.Sprintf("Rate limit reached (llmtest). Please try again in %v.", h.opts.RetryAfter))
+		return false
+	case h.opts.Overloaded.picks(n, seed, kindOverloaded):
+		h.setRetryAfter(w)
+		writeOverloaded(w, f, "Overloaded (llmtest).")
 		return false
 	case h.opts.ServerErrors.picks(n, seed, kindServerError):
 		f.writeError(w, http.StatusInternalServerError, "The server had an error while processing your request (llmtest fault).")
 		return false
 	case h.opts.Garbage.picks(n, seed, kindGarbage):
 		h.garbage.Add(1)
-		f.writeGarbage(w, n)
+		if g, ok := f.(streamGarbageWriter); ok && stream {
+			g.writeGarbageStream(w, req)
+		} else {
+			f.writeGarbage(w, n)
+		}
 		return false
 	case h.opts.Huge.picks(n, seed, kindHuge):
 		h.huge.Add(1)
@@ -548,6 +570,35 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 	}
 	f.writeAnswer(h, w, req, rep, stream)
 	return false
+}
+
+// setRetryAfter sets the headers that ask a client to wait
+// Options.RetryAfter: Retry-After in whole seconds (rounded up) and
+// retry-after-ms.
+func (h *Handler) setRetryAfter(w http.ResponseWriter) {
+	ra := h.opts.RetryAfter
+	w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ra.Seconds())), 10))
+	w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
+}
+
+// overloadWriter is a wireFormat with its own answer to an overloaded
+// provider (Anthropic's 529); the others answer 503.
+type overloadWriter interface {
+	writeOverloaded(w http.ResponseWriter, msg string)
+}
+
+// streamGarbageWriter is a wireFormat that cuts a streamed answer short
+// its own way (an event stream ending in the middle of an event).
+type streamGarbageWriter interface {
+	writeGarbageStream(w http.ResponseWriter, req *Request)
+}
+
+func writeOverloaded(w http.ResponseWriter, f wireFormat, msg string) {
+	if o, ok := f.(overloadWriter); ok {
+		o.writeOverloaded(w, msg)
+		return
+	}
+	f.writeError(w, http.StatusServiceUnavailable, msg)
 }
 
 // paramError is a 400 of the chat completions API that names the
