@@ -29,9 +29,9 @@ const AnthropicVersion = "2023-06-01"
 // the thinking budget is added to it.
 const DefaultAnthropicMaxTokens = 4096
 
-// minThinkingBudget is the smallest thinking budget the Messages API
+// anthropicMinBudget is the smallest thinking budget the Messages API
 // accepts.
-const minThinkingBudget = 1024
+const anthropicMinBudget = 1024
 
 // anthropicBackend speaks Anthropic's Messages API through the official
 // SDK.
@@ -112,7 +112,7 @@ func (b *anthropicBackend) stream(actx context.Context, n int, hres **http.Respo
 		}
 	}
 	if err := s.Err(); err != nil {
-		return nil, streamError(actx, hres, err)
+		return nil, anthropicStreamError(actx, hres, err)
 	}
 	if !stopped {
 		return nil, malformed("chat completion", *hres, errors.New("the event stream ended before message_stop"))
@@ -125,14 +125,14 @@ func (b *anthropicBackend) stream(actx context.Context, n int, hres **http.Respo
 	return resp, nil
 }
 
-// streamError classifies what broke a stream. The request itself failing
+// anthropicStreamError classifies what broke a stream. The request itself failing
 // (an error status, a refused connection), the attempt's timeout and an
 // answer too large go to Client.classify as they are. An error event in
 // the stream becomes the response its type stands for (overloaded_error a
 // 529, rate_limit_error a 429...), so that it is retried or not as the
 // same error answered before the stream would be. Anything else (an event
 // that does not parse, a body cut short) is malformed.
-func streamError(actx context.Context, hres **http.Response, err error) error {
+func anthropicStreamError(actx context.Context, hres **http.Response, err error) error {
 	var aerr *anthropic.Error
 	var tooLarge *tooLargeError
 	switch {
@@ -268,7 +268,7 @@ func anthropicParams(model string, req *harness.ChatRequest) (anthropic.MessageN
 				blocks = append(blocks, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: m.Content}})
 			}
 			for j, tc := range m.ToolCalls {
-				input, err := toolInput(tc.Arguments)
+				input, err := anthropicToolInput(tc.Arguments)
 				if err != nil {
 					ve.Add(fmt.Sprintf("messages[%d].tool_calls[%d].arguments", i, j), "%v", err)
 				}
@@ -294,7 +294,7 @@ func anthropicParams(model string, req *harness.ChatRequest) (anthropic.MessageN
 		if f.Name == "" {
 			ve.Add(fmt.Sprintf("tools[%d].name", i), "is required")
 		}
-		t := anthropic.ToolParam{Name: f.Name, InputSchema: inputSchema(f.Parameters)}
+		t := anthropic.ToolParam{Name: f.Name, InputSchema: anthropicInputSchema(f.Parameters)}
 		if f.Description != "" {
 			t.Description = param.NewOpt(f.Description)
 		}
@@ -320,16 +320,16 @@ func anthropicParams(model string, req *harness.ChatRequest) (anthropic.MessageN
 	if r := req.Reasoning; r != nil {
 		// max_tokens must exceed the budget: MaxTokens bounds the answer,
 		// the thinking gets its budget on top.
-		budget := int64(max(minThinkingBudget, r.Budget()))
+		budget := int64(max(anthropicMinBudget, r.Budget()))
 		p.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: budget}}
 		p.MaxTokens += budget
 	}
 	return p, ve.Err()
 }
 
-// toolInput is the input of a tool_use block: the call's arguments, which
+// anthropicToolInput is the input of a tool_use block: the call's arguments, which
 // must be a JSON object ("" stands for {}).
-func toolInput(args string) (json.RawMessage, error) {
+func anthropicToolInput(args string) (json.RawMessage, error) {
 	args = strings.TrimSpace(args)
 	if args == "" {
 		return json.RawMessage("{}"), nil
@@ -341,9 +341,9 @@ func toolInput(args string) (json.RawMessage, error) {
 	return json.RawMessage(args), nil
 }
 
-// inputSchema is a tool's input_schema: its JSON Schema, an empty object
+// anthropicInputSchema is a tool's input_schema: its JSON Schema, an empty object
 // schema when it has none.
-func inputSchema(schema map[string]any) anthropic.ToolInputSchemaParam {
+func anthropicInputSchema(schema map[string]any) anthropic.ToolInputSchemaParam {
 	s := anthropic.ToolInputSchemaParam{Properties: map[string]any{}}
 	for k, v := range schema {
 		switch k {
@@ -407,16 +407,16 @@ func anthropicResponse(m *anthropic.Message, model string) (*harness.ChatRespons
 		ReasoningTokens: int(m.Usage.OutputTokensDetails.ThinkingTokens),
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	resp := &harness.ChatResponse{Message: msg, Usage: u, Model: string(m.Model), FinishReason: finishReason(string(m.StopReason))}
+	resp := &harness.ChatResponse{Message: msg, Usage: u, Model: string(m.Model), FinishReason: anthropicFinishReason(string(m.StopReason))}
 	if resp.Model == "" {
 		resp.Model = model
 	}
 	return resp, nil
 }
 
-// finishReason maps a stop_reason to the finish reasons of the chat
+// anthropicFinishReason maps a stop_reason to the finish reasons of the chat
 // completions API; others are kept as they are.
-func finishReason(stop string) string {
+func anthropicFinishReason(stop string) string {
 	switch stop {
 	case "end_turn", "stop_sequence":
 		return "stop"

@@ -27,15 +27,15 @@ func init() {
 // the SDK adds /v1/messages to it.
 func anthropicBase(srvURL string) string { return strings.TrimSuffix(srvURL, "/v1") }
 
-// newAnthropic returns an anthropic client of the fake endpoint srv.
+// newAnthropicClient returns an anthropic client of the fake endpoint srv.
 func newAnthropicClient(t *testing.T, srv *llmtest.Server, opts Options) *Client {
 	t.Helper()
 	opts.Kind = KindAnthropic
 	return newClient(t, anthropicBase(srv.URL), opts)
 }
 
-// wireBody decodes the raw JSON body of a request the fake received.
-func wireBody(t *testing.T, req *llmtest.Request) map[string]any {
+// anthropicBody decodes the raw JSON body of a request the fake received.
+func anthropicBody(t *testing.T, req *llmtest.Request) map[string]any {
 	t.Helper()
 	var body map[string]any
 	if err := json.Unmarshal(req.Body, &body); err != nil {
@@ -44,8 +44,8 @@ func wireBody(t *testing.T, req *llmtest.Request) map[string]any {
 	return body
 }
 
-// jsonOf re-encodes v, for comparing wire shapes.
-func jsonOf(v any) string {
+// anthropicJSON re-encodes v, for comparing wire shapes.
+func anthropicJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
@@ -81,15 +81,15 @@ func TestAnthropicRequest(t *testing.T) {
 	if h.Get("X-Api-Key") != secretKey || h.Get("Anthropic-Version") != "2023-06-01" || h.Get("Authorization") != "" {
 		t.Fatalf("headers %v", h)
 	}
-	body := wireBody(t, sent)
+	body := anthropicBody(t, sent)
 	if body["model"] != "claude-test" || body["max_tokens"] != float64(DefaultAnthropicMaxTokens) ||
 		body["temperature"] != 0.5 || body["top_p"] != 0.9 || body["seed"] != nil || body["stream"] != nil || body["thinking"] != nil {
 		t.Fatalf("body %s", sent.Body)
 	}
-	if got := jsonOf(body["system"]); got != `[{"text":"You are a calculator.","type":"text"},{"text":"Be brief.","type":"text"}]` {
+	if got := anthropicJSON(body["system"]); got != `[{"text":"You are a calculator.","type":"text"},{"text":"Be brief.","type":"text"}]` {
 		t.Fatalf("system %s", got)
 	}
-	if got := jsonOf(body["messages"]); got != `[{"content":[{"text":"What is 300 + 33?","type":"text"}],"role":"user"}]` {
+	if got := anthropicJSON(body["messages"]); got != `[{"content":[{"text":"What is 300 + 33?","type":"text"}],"role":"user"}]` {
 		t.Fatalf("messages %s", got)
 	}
 	if sent.MaxTokens != DefaultAnthropicMaxTokens || *sent.Temperature != 0.5 || *sent.TopP != 0.9 || len(sent.Messages) != 3 {
@@ -151,7 +151,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if len(sent.Tools) != 2 || !reflect.DeepEqual(sent.Tools[0], weather) || sent.Tools[1].Name != "no_params" {
 		t.Fatalf("tools sent %+v", sent.Tools)
 	}
-	if got := jsonOf(wireBody(t, sent)["tools"].([]any)[1]); got != `{"input_schema":{"properties":{},"type":"object"},"name":"no_params"}` {
+	if got := anthropicJSON(anthropicBody(t, sent)["tools"].([]any)[1]); got != `{"input_schema":{"properties":{},"type":"object"},"name":"no_params"}` {
 		t.Fatalf("a tool without parameters on the wire: %s", got)
 	}
 
@@ -170,11 +170,11 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 		sent.Messages[1].ToolCalls[0] != call || sent.Messages[2].Role != "tool" || sent.Messages[2].ToolCallID != call.ID {
 		t.Fatalf("messages sent %+v", sent.Messages)
 	}
-	msgs := wireBody(t, sent)["messages"].([]any)
-	if got, want := jsonOf(msgs[1]), fmt.Sprintf(`{"content":[{"id":%q,"input":{"city":"Lisbon"},"name":"get_weather","type":"tool_use"}],"role":"assistant"}`, call.ID); got != want {
+	msgs := anthropicBody(t, sent)["messages"].([]any)
+	if got, want := anthropicJSON(msgs[1]), fmt.Sprintf(`{"content":[{"id":%q,"input":{"city":"Lisbon"},"name":"get_weather","type":"tool_use"}],"role":"assistant"}`, call.ID); got != want {
 		t.Fatalf("assistant message on the wire %s, want %s", got, want)
 	}
-	if got, want := jsonOf(msgs[2]), fmt.Sprintf(`{"content":[{"content":[{"text":"{\"temp_c\": 21, \"sky\": \"clear\"}","type":"text"}],"tool_use_id":%q,"type":"tool_result"}],"role":"user"}`, call.ID); got != want {
+	if got, want := anthropicJSON(msgs[2]), fmt.Sprintf(`{"content":[{"content":[{"text":"{\"temp_c\": 21, \"sky\": \"clear\"}","type":"text"}],"tool_use_id":%q,"type":"tool_result"}],"role":"user"}`, call.ID); got != want {
 		t.Fatalf("tool message on the wire %s, want %s", got, want)
 	}
 
@@ -195,14 +195,14 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if err != nil || resp.Message.Content != "The result of get_weather is sunny. The result of get_weather is rain." {
 		t.Fatalf("after two results: %v %+v", err, resp)
 	}
-	msgs = wireBody(t, rec.last(t))["messages"].([]any)
+	msgs = anthropicBody(t, rec.last(t))["messages"].([]any)
 	if len(msgs) != 3 {
-		t.Fatalf("messages on the wire %s", jsonOf(msgs))
+		t.Fatalf("messages on the wire %s", anthropicJSON(msgs))
 	}
 	results := msgs[2].(map[string]any)
 	if blocks := results["content"].([]any); results["role"] != "user" || len(blocks) != 2 ||
 		blocks[0].(map[string]any)["type"] != "tool_result" || blocks[1].(map[string]any)["type"] != "tool_result" {
-		t.Fatalf("results on the wire %s", jsonOf(results))
+		t.Fatalf("results on the wire %s", anthropicJSON(results))
 	}
 
 	// A call without arguments goes as an empty object; arguments that are
@@ -212,7 +212,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if _, err := c.Chat(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	if got := jsonOf(wireBody(t, rec.last(t))["messages"].([]any)[1]); !strings.Contains(got, `"input":{}`) {
+	if got := anthropicJSON(anthropicBody(t, rec.last(t))["messages"].([]any)[1]); !strings.Contains(got, `"input":{}`) {
 		t.Fatalf("call without arguments on the wire: %s", got)
 	}
 	req.Messages[1].ToolCalls[0].Arguments = `[1, 2]`
@@ -239,10 +239,10 @@ func TestAnthropicThinking(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := rec.last(t)
-	body := wireBody(t, sent)
-	if jsonOf(body["thinking"]) != `{"budget_tokens":2000,"type":"enabled"}` || body["max_tokens"] != float64(2500) ||
+	body := anthropicBody(t, sent)
+	if anthropicJSON(body["thinking"]) != `{"budget_tokens":2000,"type":"enabled"}` || body["max_tokens"] != float64(2500) ||
 		sent.Reasoning == nil || sent.Reasoning.BudgetTokens != 2000 {
-		t.Fatalf("thinking asked as %s, max_tokens %v", jsonOf(body["thinking"]), body["max_tokens"])
+		t.Fatalf("thinking asked as %s, max_tokens %v", anthropicJSON(body["thinking"]), body["max_tokens"])
 	}
 	thinking := llmtest.ThinkingText(sent)
 	if len(resp.Message.Parts) != 1 || resp.Message.Reasoning() != thinking || resp.Message.Parts[0].Signature == "" ||
@@ -273,10 +273,10 @@ func TestAnthropicThinking(t *testing.T) {
 	if got := sent.Messages[1].Parts; len(got) != 1 || got[0] != resp.Message.Parts[0] {
 		t.Fatalf("parts sent back %+v", got)
 	}
-	blocks := wireBody(t, sent)["messages"].([]any)[1].(map[string]any)["content"].([]any)
+	blocks := anthropicBody(t, sent)["messages"].([]any)[1].(map[string]any)["content"].([]any)
 	if len(blocks) != 2 || blocks[0].(map[string]any)["type"] != "thinking" || blocks[1].(map[string]any)["type"] != "tool_use" ||
 		blocks[0].(map[string]any)["signature"] != resp.Message.Parts[0].Signature {
-		t.Fatalf("assistant blocks on the wire %s", jsonOf(blocks))
+		t.Fatalf("assistant blocks on the wire %s", anthropicJSON(blocks))
 	}
 
 	// Without its thinking, or with a signature that does not match it,
@@ -303,13 +303,13 @@ func TestAnthropicThinking(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent = rec.last(t)
-	body = wireBody(t, sent)
-	if jsonOf(body["thinking"]) != `{"budget_tokens":1024,"type":"enabled"}` || body["max_tokens"] != float64(DefaultAnthropicMaxTokens+1024) {
-		t.Fatalf("low effort asked as %s, max_tokens %v", jsonOf(body["thinking"]), body["max_tokens"])
+	body = anthropicBody(t, sent)
+	if anthropicJSON(body["thinking"]) != `{"budget_tokens":1024,"type":"enabled"}` || body["max_tokens"] != float64(DefaultAnthropicMaxTokens+1024) {
+		t.Fatalf("low effort asked as %s, max_tokens %v", anthropicJSON(body["thinking"]), body["max_tokens"])
 	}
 	blocks = body["messages"].([]any)[1].(map[string]any)["content"].([]any)
-	if got := jsonOf(blocks[0]); len(blocks) != 2 || got != `{"data":"ENCRYPTED","type":"redacted_thinking"}` {
-		t.Fatalf("assistant blocks on the wire %s", jsonOf(blocks))
+	if got := anthropicJSON(blocks[0]); len(blocks) != 2 || got != `{"data":"ENCRYPTED","type":"redacted_thinking"}` {
+		t.Fatalf("assistant blocks on the wire %s", anthropicJSON(blocks))
 	}
 	if got := sent.Messages[1].Parts; len(got) != 1 || !got[0].Redacted || got[0].Signature != "ENCRYPTED" {
 		t.Fatalf("parts received %+v", got)
@@ -394,7 +394,7 @@ func TestAnthropicStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !rec.last(t).Stream || wireBody(t, rec.last(t))["stream"] != true {
+			if !rec.last(t).Stream || anthropicBody(t, rec.last(t))["stream"] != true {
 				t.Fatalf("not asked as a stream: %s", rec.last(t).Body)
 			}
 			if got.TTFT <= 0 {
@@ -415,10 +415,10 @@ func TestAnthropicStream(t *testing.T) {
 	}
 }
 
-// sseServer serves a Messages answer as the events given, each followed
+// anthropicSSEServer serves a Messages answer as the events given, each followed
 // by a blank line; cut, when set, hangs up on the client after them
 // without ending the body.
-func sseServer(t *testing.T, cut bool, events ...string) *httptest.Server {
+func anthropicSSEServer(t *testing.T, cut bool, events ...string) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -439,10 +439,10 @@ func sseServer(t *testing.T, cut bool, events ...string) *httptest.Server {
 }
 
 const (
-	sseStart = `event: message_start` + "\n" + `data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}}`
-	sseBlock = `event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
-	sseDelta = `event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`
-	sseEnd   = `event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":0}` + "\n\n" +
+	anthSSEStart = `event: message_start` + "\n" + `data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}}`
+	anthSSEBlock = `event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+	anthSSEDelta = `event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`
+	anthSSEEnd   = `event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":0}` + "\n\n" +
 		`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}}` + "\n\n" +
 		`event: message_stop` + "\n" + `data: {"type":"message_stop"}`
 )
@@ -453,7 +453,7 @@ func TestAnthropicStreamMalformed(t *testing.T) {
 	single := &harness.ChatRequest{Messages: streamed.Messages, Stream: true, MaxRetries: &zero}
 
 	// The shapes are right: the same events, whole, make an answer.
-	c := newClient(t, sseServer(t, false, sseStart, sseBlock, sseDelta, sseEnd).URL, Options{Kind: KindAnthropic})
+	c := newClient(t, anthropicSSEServer(t, false, anthSSEStart, anthSSEBlock, anthSSEDelta, anthSSEEnd).URL, Options{Kind: KindAnthropic})
 	if resp, err := c.Chat(context.Background(), single); err != nil || resp.Message.Content != "Hello" || resp.Usage.CompletionTokens != 2 {
 		t.Fatalf("whole stream: %v %+v", err, resp)
 	}
@@ -463,13 +463,13 @@ func TestAnthropicStreamMalformed(t *testing.T) {
 		cut    bool
 		events []string
 	}{
-		{"event that does not parse", false, []string{sseStart, sseBlock, `event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_de`}},
-		{"ends before message_stop", false, []string{sseStart, sseBlock, sseDelta}},
-		{"connection cut", true, []string{sseStart, sseBlock, sseDelta}},
-		{"block out of order", false, []string{sseStart, `event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}`, sseEnd}},
+		{"event that does not parse", false, []string{anthSSEStart, anthSSEBlock, `event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_de`}},
+		{"ends before message_stop", false, []string{anthSSEStart, anthSSEBlock, anthSSEDelta}},
+		{"connection cut", true, []string{anthSSEStart, anthSSEBlock, anthSSEDelta}},
+		{"block out of order", false, []string{anthSSEStart, `event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}`, anthSSEEnd}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newClient(t, sseServer(t, tc.cut, tc.events...).URL, Options{Kind: KindAnthropic, MaxRetries: 1})
+			c := newClient(t, anthropicSSEServer(t, tc.cut, tc.events...).URL, Options{Kind: KindAnthropic, MaxRetries: 1})
 			resp, err := c.Chat(context.Background(), streamed)
 			e := asError(t, err)
 			if !errors.Is(err, ErrMalformedResponse) || !e.Retryable() || e.Attempts != 2 || resp != nil {
@@ -500,7 +500,7 @@ func TestAnthropicStreamMalformed(t *testing.T) {
 	// An error event in the stream means what the same error would mean
 	// before it: overloaded_error is a 529, retried.
 	overloaded := `event: error` + "\n" + `data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
-	c = newClient(t, sseServer(t, false, sseStart, overloaded).URL, Options{Kind: KindAnthropic, MaxRetries: 1})
+	c = newClient(t, anthropicSSEServer(t, false, anthSSEStart, overloaded).URL, Options{Kind: KindAnthropic, MaxRetries: 1})
 	e := asError(t, func() error { _, err := c.Chat(context.Background(), streamed); return err }())
 	if e.StatusCode != 529 || !e.Retryable() || e.Attempts != 2 || e.Message != "Overloaded" || errors.Is(e, ErrMalformedResponse) {
 		t.Fatalf("overloaded in the stream: %v", e)

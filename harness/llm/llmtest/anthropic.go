@@ -131,11 +131,11 @@ func (anthropicWire) decode(r *http.Request, body []byte) (*Request, bool, error
 			return nil, false, fmt.Errorf("messages.%d.content: %v", i, err)
 		}
 	}
-	if err := checkToolPairs(ar.Messages, blocks); err != nil {
+	if err := anthropicToolPairs(ar.Messages, blocks); err != nil {
 		return nil, false, err
 	}
 	if req.Reasoning != nil {
-		if err := checkThinkingFirst(ar.Messages, blocks); err != nil {
+		if err := anthropicThinkingFirst(ar.Messages, blocks); err != nil {
 			return nil, false, err
 		}
 	}
@@ -197,10 +197,10 @@ func anthropicBlocks(raw json.RawMessage) ([]anthropicBlock, error) {
 	return blocks, nil
 }
 
-// checkToolPairs checks that each tool_use block is answered by a
+// anthropicToolPairs checks that each tool_use block is answered by a
 // tool_result in the very next message, a user message, and that each
 // tool_result answers a tool_use of the message before it.
-func checkToolPairs(msgs []anthropicMessage, blocks [][]anthropicBlock) error {
+func anthropicToolPairs(msgs []anthropicMessage, blocks [][]anthropicBlock) error {
 	for i := range msgs {
 		if msgs[i].Role == "user" {
 			asked := map[string]bool{}
@@ -239,11 +239,11 @@ func checkToolPairs(msgs []anthropicMessage, blocks [][]anthropicBlock) error {
 	return nil
 }
 
-// checkThinkingFirst checks, with thinking on, that the assistant message
+// anthropicThinkingFirst checks, with thinking on, that the assistant message
 // of an unfinished tool loop (the last assistant message, with tool_use
 // blocks, followed by their results) starts with its thinking block, as
 // the API requires.
-func checkThinkingFirst(msgs []anthropicMessage, blocks [][]anthropicBlock) error {
+func anthropicThinkingFirst(msgs []anthropicMessage, blocks [][]anthropicBlock) error {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "assistant" {
 			continue
@@ -281,7 +281,7 @@ func anthropicToHarness(i int, role string, blocks []anthropicBlock) ([]harness.
 				}
 				m.ToolCalls = append(m.ToolCalls, harness.ToolCall{ID: b.ID, Name: b.Name, Arguments: args.String()})
 			case "thinking":
-				if b.Signature != thinkingSignature(b.Thinking) {
+				if b.Signature != anthropicSignature(b.Thinking) {
 					return nil, fmt.Errorf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
 				}
 				m.Parts = append(m.Parts, harness.Part{Kind: harness.PartReasoning, Text: b.Thinking, Signature: b.Signature})
@@ -300,7 +300,7 @@ func anthropicToHarness(i int, role string, blocks []anthropicBlock) ([]harness.
 		case "text":
 			text = append(text, b.Text)
 		case "tool_result":
-			content, err := toolResultText(b.Content)
+			content, err := anthropicToolResultText(b.Content)
 			if err != nil {
 				return nil, fmt.Errorf("messages.%d.content.%d.tool_result.content: %v", i, j, err)
 			}
@@ -315,9 +315,9 @@ func anthropicToHarness(i int, role string, blocks []anthropicBlock) ([]harness.
 	return out, nil
 }
 
-// toolResultText flattens a tool_result's content: a string, nothing, or
+// anthropicToolResultText flattens a tool_result's content: a string, nothing, or
 // blocks whose text is joined.
-func toolResultText(raw json.RawMessage) (string, error) {
+func anthropicToolResultText(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
@@ -338,9 +338,9 @@ func toolResultText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-// thinkingSignature is the signature the fake gives a thinking text, and
+// anthropicSignature is the signature the fake gives a thinking text, and
 // checks when a client sends the block back.
-func thinkingSignature(text string) string {
+func anthropicSignature(text string) string {
 	sum := sha256.Sum256([]byte("llmtest thinking\x00" + text))
 	return "llmtest-" + base64.StdEncoding.EncodeToString(sum[:])
 }
@@ -461,7 +461,7 @@ func (h *Handler) anthropicMessageOf(req *Request, rep *Reply) anthropicAnswer {
 	output, thinking := 0, 0
 	if req.Reasoning != nil {
 		t := ThinkingText(req)
-		sig := thinkingSignature(t)
+		sig := anthropicSignature(t)
 		a.Content = append(a.Content, anthropicOutBlock{Type: "thinking", Thinking: &t, Signature: &sig})
 		thinking = CountTokens(t)
 		output += thinking
@@ -524,7 +524,7 @@ func (anthropicWire) writeAnswer(h *Handler, w http.ResponseWriter, req *Request
 		writeJSON(w, http.StatusOK, a)
 		return
 	}
-	sw := newSSEWriter(w)
+	sw := newAnthropicSSE(w)
 	usage := a.Usage
 	start := a
 	start.Content, start.StopReason = []anthropicOutBlock{}, nil
@@ -536,21 +536,21 @@ func (anthropicWire) writeAnswer(h *Handler, w http.ResponseWriter, req *Request
 		case "thinking":
 			sw.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			for _, c := range chunks(*b.Thinking, 24) {
+			for _, c := range anthropicChunks(*b.Thinking, 24) {
 				sw.delta(i, map[string]any{"type": "thinking_delta", "thinking": c})
 			}
 			sw.delta(i, map[string]any{"type": "signature_delta", "signature": *b.Signature})
 		case "text":
 			sw.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "text", "text": ""}})
-			for _, c := range chunks(*b.Text, 16) {
+			for _, c := range anthropicChunks(*b.Text, 16) {
 				sw.delta(i, map[string]any{"type": "text_delta", "text": c})
 			}
 		case "tool_use":
 			sw.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
 			sw.delta(i, map[string]any{"type": "input_json_delta", "partial_json": ""})
-			for _, c := range chunks(string(*b.Input), 10) {
+			for _, c := range anthropicChunks(string(*b.Input), 10) {
 				sw.delta(i, map[string]any{"type": "input_json_delta", "partial_json": c})
 			}
 		}
@@ -561,9 +561,9 @@ func (anthropicWire) writeAnswer(h *Handler, w http.ResponseWriter, req *Request
 	sw.event("message_stop", map[string]any{"type": "message_stop"})
 }
 
-// chunks cuts s into pieces of n runes (the last shorter); "" is one
+// anthropicChunks cuts s into pieces of n runes (the last shorter); "" is one
 // empty piece.
-func chunks(s string, n int) []string {
+func anthropicChunks(s string, n int) []string {
 	var out []string
 	for len(s) > 0 {
 		i, k := 0, 0
@@ -581,24 +581,24 @@ func chunks(s string, n int) []string {
 	return out
 }
 
-// sseWriter writes server-sent events, each flushed as it is written.
-type sseWriter struct {
+// anthropicSSE writes server-sent events, each flushed as it is written.
+type anthropicSSE struct {
 	w   http.ResponseWriter
 	f   http.Flusher
 	err error
 }
 
-func newSSEWriter(w http.ResponseWriter) *sseWriter {
+func newAnthropicSSE(w http.ResponseWriter) *anthropicSSE {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
-	return &sseWriter{w: w, f: f}
+	return &anthropicSSE{w: w, f: f}
 }
 
 // raw writes b as it is and flushes it; it reports the number of bytes
 // written.
-func (s *sseWriter) raw(b []byte) int {
+func (s *anthropicSSE) raw(b []byte) int {
 	if s.err != nil {
 		return 0
 	}
@@ -610,7 +610,7 @@ func (s *sseWriter) raw(b []byte) int {
 	return n
 }
 
-func (s *sseWriter) event(name string, data any) int {
+func (s *anthropicSSE) event(name string, data any) int {
 	b, err := json.Marshal(data)
 	if err != nil {
 		s.err = err
@@ -619,7 +619,7 @@ func (s *sseWriter) event(name string, data any) int {
 	return s.raw([]byte("event: " + name + "\ndata: " + string(b) + "\n\n"))
 }
 
-func (s *sseWriter) delta(index int, delta map[string]any) int {
+func (s *anthropicSSE) delta(index int, delta map[string]any) int {
 	return s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": delta})
 }
 
@@ -634,7 +634,7 @@ func (anthropicWire) writeGarbage(w http.ResponseWriter, n int64) {
 // short: the message begins, its text too, and the stream ends in the
 // middle of an event, without message_stop.
 func (anthropicWire) writeGarbageStream(w http.ResponseWriter, req *Request) {
-	sw := newSSEWriter(w)
+	sw := newAnthropicSSE(w)
 	sw.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": fmt.Sprintf("msg_llmtest_%d", req.N), "type": "message", "role": "assistant", "model": req.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}})
@@ -675,7 +675,7 @@ func (anthropicWire) writeHuge(h *Handler, w http.ResponseWriter, r *http.Reques
 	}
 	stop := "max_tokens"
 	if req.Stream {
-		sw := newSSEWriter(w)
+		sw := newAnthropicSSE(w)
 		sent := func(n int) bool { h.hugeSent.Add(int64(n)); return sw.err == nil }
 		start := anthropicAnswer{ID: fmt.Sprintf("msg_llmtest_%d", req.N), Type: "message", Role: "assistant", Model: model,
 			Content: []anthropicOutBlock{}, Usage: anthropicUsage{InputTokens: usage.InputTokens, OutputTokens: 1}}
