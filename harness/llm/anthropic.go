@@ -38,6 +38,8 @@ const anthropicMinBudget = 1024
 type anthropicBackend struct {
 	messages anthropic.MessageService
 	models   anthropic.ModelService
+	// key is the API key, kept out of the messages of malformed answers.
+	key string
 }
 
 // newAnthropic returns the backend of the anthropic kind. Its services are
@@ -59,7 +61,7 @@ func newAnthropic(opts Options, hc *http.Client) (backend, error) {
 	if opts.MaxResponseBytes > 0 {
 		ro = append(ro, aoption.WithMiddleware(limitBody(opts.MaxResponseBytes)))
 	}
-	return &anthropicBackend{messages: anthropic.NewMessageService(ro...), models: anthropic.NewModelService(ro...)}, nil
+	return &anthropicBackend{messages: anthropic.NewMessageService(ro...), models: anthropic.NewModelService(ro...), key: opts.APIKey}, nil
 }
 
 func (b *anthropicBackend) prepare(model string, req *harness.ChatRequest) (attemptFunc, error) {
@@ -79,7 +81,7 @@ func (b *anthropicBackend) prepare(model string, req *harness.ChatRequest) (atte
 		}
 		resp, err := anthropicResponse(m, model)
 		if err != nil {
-			return nil, malformed("chat completion", *hres, err)
+			return nil, b.malformed(*hres, err)
 		}
 		return resp, nil
 	}, nil
@@ -105,34 +107,34 @@ func (b *anthropicBackend) stream(actx context.Context, n int, hres **http.Respo
 			ttft = max(time.Since(start), time.Nanosecond)
 		}
 		if err := m.Accumulate(ev); err != nil {
-			return nil, malformed("chat completion", *hres, err)
+			return nil, b.malformed(*hres, err)
 		}
 		if ev.Type == "message_stop" {
 			stopped = true
 		}
 	}
 	if err := s.Err(); err != nil {
-		return nil, anthropicStreamError(actx, hres, err)
+		return nil, b.streamError(actx, hres, err)
 	}
 	if !stopped {
-		return nil, malformed("chat completion", *hres, errors.New("the event stream ended before message_stop"))
+		return nil, b.malformed(*hres, errors.New("the event stream ended before message_stop"))
 	}
 	resp, err := anthropicResponse(&m, model)
 	if err != nil {
-		return nil, malformed("chat completion", *hres, err)
+		return nil, b.malformed(*hres, err)
 	}
 	resp.TTFT = ttft
 	return resp, nil
 }
 
-// anthropicStreamError classifies what broke a stream. The request itself failing
+// streamError classifies what broke a stream. The request itself failing
 // (an error status, a refused connection), the attempt's timeout and an
 // answer too large go to Client.classify as they are. An error event in
 // the stream becomes the response its type stands for (overloaded_error a
 // 529, rate_limit_error a 429...), so that it is retried or not as the
 // same error answered before the stream would be. Anything else (an event
 // that does not parse, a body cut short) is malformed.
-func anthropicStreamError(actx context.Context, hres **http.Response, err error) error {
+func (b *anthropicBackend) streamError(actx context.Context, hres **http.Response, err error) error {
 	var aerr *anthropic.Error
 	var tooLarge *tooLargeError
 	switch {
@@ -148,7 +150,17 @@ func anthropicStreamError(actx context.Context, hres **http.Response, err error)
 			return err
 		}
 	}
-	return malformed("chat completion", *hres, err)
+	return b.malformed(*hres, err)
+}
+
+// malformed is the error of an answer that could not be understood, its
+// message without the API key (a body quoted in it might echo the key).
+func (b *anthropicBackend) malformed(hres *http.Response, err error) *Error {
+	e := malformed("chat completion", hres, err)
+	if len(b.key) >= 4 {
+		e.Message = strings.ReplaceAll(e.Message, b.key, "[redacted]")
+	}
+	return e
 }
 
 // anthropicErrorStatus is the HTTP status the Messages API answers an
@@ -180,17 +192,18 @@ func anthropicErrorStatus(typ string) int {
 }
 
 // anthropicAttemptOptions are the SDK options of attempt n: those of every
-// kind, the anthropic-version header, and a request timeout as long as
-// what remains of the attempt's (the context bounds the attempt; without
-// a timeout of its own the SDK refuses to send a non-streamed request
-// whose max_tokens might take it more than 10 minutes).
+// kind, and a request timeout a second longer than what remains of the
+// attempt's. The attempt's context bounds the attempt, so that its end is
+// classified as a timeout; the SDK's own timeout must never fire first,
+// but without one the SDK refuses to send a non-streamed request whose
+// max_tokens might take it more than 10 minutes.
 func anthropicAttemptOptions(actx context.Context, n int, hres **http.Response) []aoption.RequestOption {
 	opts := []aoption.RequestOption{aoption.WithResponseInto(hres)}
 	if n > 1 {
 		opts = append(opts, aoption.WithHeader("X-Stainless-Retry-Count", fmt.Sprint(n-1)))
 	}
 	if dl, ok := actx.Deadline(); ok {
-		opts = append(opts, aoption.WithRequestTimeout(max(time.Until(dl), time.Millisecond)))
+		opts = append(opts, aoption.WithRequestTimeout(max(time.Until(dl), 0)+time.Second))
 	}
 	return opts
 }

@@ -478,6 +478,32 @@ func TestAnthropicStreamMalformed(t *testing.T) {
 		})
 	}
 
+	// An error event that is not an API error: malformed, and the key a
+	// body echoes is not in the error.
+	c = newClient(t, anthropicSSEServer(t, false, anthSSEStart, "event: error\ndata: oops "+secretKey).URL, Options{Kind: KindAnthropic, APIKey: secretKey})
+	if _, err := c.Chat(context.Background(), single); !errors.Is(err, ErrMalformedResponse) || strings.Contains(err.Error(), secretKey) {
+		t.Fatalf("bad error event: %v", err)
+	}
+
+	// A stream that stops in the middle is the attempt's timeout.
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, anthSSEStart+"\n\n"+anthSSEBlock+"\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hung.Close()
+	defer close(release)
+	c = newClient(t, hung.URL, Options{Kind: KindAnthropic, Timeout: 100 * time.Millisecond})
+	e := asError(t, func() error { _, err := c.Chat(context.Background(), single); return err }())
+	if !errors.Is(e, context.DeadlineExceeded) || !e.Retryable() || !strings.Contains(e.Message, "timeout") {
+		t.Fatalf("hung stream: %v", e)
+	}
+
 	// The fake's cut stream, then a whole one: retried, and answered.
 	srv := llmtest.NewServer(llmtest.Options{Garbage: llmtest.Schedule{First: 1}})
 	defer srv.Close()
@@ -501,7 +527,7 @@ func TestAnthropicStreamMalformed(t *testing.T) {
 	// before it: overloaded_error is a 529, retried.
 	overloaded := `event: error` + "\n" + `data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
 	c = newClient(t, anthropicSSEServer(t, false, anthSSEStart, overloaded).URL, Options{Kind: KindAnthropic, MaxRetries: 1})
-	e := asError(t, func() error { _, err := c.Chat(context.Background(), streamed); return err }())
+	e = asError(t, func() error { _, err := c.Chat(context.Background(), streamed); return err }())
 	if e.StatusCode != 529 || !e.Retryable() || e.Attempts != 2 || e.Message != "Overloaded" || errors.Is(e, ErrMalformedResponse) {
 		t.Fatalf("overloaded in the stream: %v", e)
 	}
@@ -669,5 +695,35 @@ func TestAnthropicModels(t *testing.T) {
 	c = newAnthropicClient(t, srv, Options{APIKey: "sk-wrong-0123456789"})
 	if _, err := c.Models(context.Background()); asError(t, err).StatusCode != 401 || strings.Contains(err.Error(), "sk-wrong") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// BenchmarkAnthropicChat is BenchmarkChat on the anthropic kind: the
+// overhead of a call through Anthropic's SDK and the fake's Messages API,
+// not streamed and streamed.
+func BenchmarkAnthropicChat(b *testing.B) {
+	for _, stream := range []bool{false, true} {
+		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) {
+			srv := llmtest.NewServer(llmtest.Options{})
+			defer srv.Close()
+			c, err := New(Options{Kind: KindAnthropic, BaseURL: anthropicBase(srv.URL), Model: "m"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := &harness.ChatRequest{Messages: []harness.Message{
+				{Role: harness.RoleSystem, Content: "Answer with a number."},
+				userMsg("What is 1234 + 4321?"),
+			}, Stream: stream}
+			b.ReportAllocs()
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Chat(context.Background(), req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }
