@@ -532,8 +532,10 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 		}
 		return true
 	case h.opts.RateLimits.picks(n, seed, kindRateLimit):
-		h.setRetryAfter(w)
-		f.writeRateLimit(w, fmt.Sprintf("Rate limit reached (llmtest). Please try again in %v.", h.opts.RetryAfter))
+		ra := h.opts.RetryAfter
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ra.Seconds())), 10))
+		w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
+		f.writeRateLimit(w, fmt.Sprintf("Rate limit reached (llmtest). Please try again in %v.", ra))
 		return false
 	case h.opts.Overloaded.picks(n, seed, kindOverloaded):
 		h.setRetryAfter(w)
@@ -573,8 +575,8 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 }
 
 // setRetryAfter sets the headers that ask a client to wait
-// Options.RetryAfter: Retry-After in whole seconds (rounded up) and
-// retry-after-ms.
+// Options.RetryAfter, as a 429 answer does: Retry-After in whole seconds
+// (rounded up) and retry-after-ms.
 func (h *Handler) setRetryAfter(w http.ResponseWriter) {
 	ra := h.opts.RetryAfter
 	w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ra.Seconds())), 10))
@@ -593,6 +595,7 @@ type streamGarbageWriter interface {
 	writeGarbageStream(w http.ResponseWriter, req *Request)
 }
 
+// writeOverloaded answers as an overloaded provider of format f does.
 func writeOverloaded(w http.ResponseWriter, f wireFormat, msg string) {
 	if o, ok := f.(overloadWriter); ok {
 		o.writeOverloaded(w, msg)
