@@ -58,7 +58,7 @@ func TestRunThroughProvider(t *testing.T) {
 // at start with what to fix, never showing a key.
 func TestProviderFlagErrors(t *testing.T) {
 	flags := runFixture(t)
-	t.Setenv("ANTHROPIC_API_KEY", "") // MERGE: back to "sk-ant-SECRET-0123" once the anthropic kind is in
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-SECRET-0123")
 	for _, c := range []struct {
 		name string
 		args []string

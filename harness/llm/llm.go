@@ -47,6 +47,32 @@
 // The core harness package does not import this one, so a program that
 // brings its own harness.ChatModel does not compile the SDK. For tests,
 // harness/llm/llmtest serves a fake endpoint on loopback.
+//
+// # Anthropic
+//
+// With Kind KindAnthropic the Client speaks Anthropic's Messages API
+// through Anthropic's official Go SDK: POST {BaseURL}/v1/messages with the
+// key in x-api-key and anthropic-version 2023-06-01 ([AnthropicVersion]).
+// System messages become the top-level system; max_tokens is always sent
+// (the request's MaxTokens, else [DefaultAnthropicMaxTokens]); tools go as
+// tools with an input_schema, tool calls as tool_use blocks and tool
+// results as tool_result blocks, the consecutive ones in one user message.
+// Temperature and top_p are sent when set (some models refuse both at
+// once); Seed is ignored: the API has none. Reasoning asks for thinking
+// with a budget of max(1024, Budget()) tokens, added to max_tokens; the
+// thinking comes back as reasoning parts (redacted thinking too, its data
+// in Signature), never in Content, and goes back with its signature before
+// the text in the next request, as tool loops require. Usage: prompt
+// tokens are input_tokens plus the tokens read from and written to the
+// cache, cached tokens those read; completion tokens are output_tokens,
+// thinking included; reasoning tokens are reported only when the API
+// reports them apart (output_tokens_details). A streamed answer is read
+// through the SDK's event stream, TTFT at its first content delta; a stream
+// cut short or that does not parse fails as [ErrMalformedResponse], and an
+// error event in it (overloaded_error...) counts as the HTTP status of that
+// error. A 529 overloaded_error is retried like a 5xx, honouring its
+// Retry-After. The ANTHROPIC_* environment variables and profiles are
+// ignored, as OPENAI_* are.
 package llm
 
 import (

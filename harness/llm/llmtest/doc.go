@@ -55,6 +55,7 @@
 //
 // Options add latency (fixed plus a seeded jitter) and faults picked by a
 // [Schedule] of request numbers: 500 answers, 429 answers with Retry-After,
+// overloaded answers (503, or Anthropic's 529) with Retry-After,
 // requests that hang until the client gives up, 200 answers with a
 // malformed JSON body (a stream whose event is cut inside its JSON),
 // streams cut short without their end, huge answers (valid, as long as one
@@ -73,4 +74,24 @@
 //
 // [NewHandler] gives the same endpoint as an http.Handler, to serve on an
 // address of one's choice; "gauntlet mockllm" does that.
+//
+// # Anthropic
+//
+// POST /v1/messages speaks Anthropic's Messages API (base URL: the
+// server's without /v1): the key in x-api-key, the anthropic-version header
+// required, max_tokens required, errors as {"type": "error", "error":
+// {"type", "message"}}, answers as content blocks, streamed as Anthropic's
+// server-sent events when "stream" is true. The answers are the ones
+// above. A request that enables thinking gets a thinking block first
+// ([ThinkingText], signed), counted in output_tokens and reported as
+// thinking_tokens; the signature is checked when the block comes back. As
+// the API does, the fake refuses a tool_use block not answered by a
+// tool_result in the next message, a tool_result that answers none, and,
+// with thinking on, a tool loop whose assistant turn does not start with
+// its thinking. A [Reply]'s Usage gives input_tokens (its prompt tokens
+// less the cached ones), cache_read_input_tokens and output_tokens. The
+// RateLimits schedule answers 429 rate_limit_error, Overloaded 529
+// overloaded_error (503 on the chat completions API), Garbage a body or an
+// event stream cut short. GET /v1/models with an anthropic-version header
+// answers in Anthropic's shape.
 package llmtest

@@ -74,6 +74,10 @@ type Options struct {
 	// RetryAfter is the wait 429 answers ask for (default 1 s), sent as
 	// Retry-After in whole seconds (rounded up) and as retry-after-ms.
 	RetryAfter time.Duration
+	// Overloaded picks the chat completions answered as an overloaded
+	// provider does, with the Retry-After headers of RateLimits: 529
+	// overloaded_error on the Anthropic wire, 503 on the others.
+	Overloaded Schedule
 	// Timeouts picks the chat completions that never get an answer: the
 	// request hangs until the client gives up or the server closes.
 	Timeouts Schedule
@@ -110,7 +114,7 @@ type Options struct {
 // the server receives, counting every chat completion request, retries
 // included. A request is picked when any field picks it. When several
 // schedules pick the same request, Timeouts wins, then RateLimits, then
-// ServerErrors, then Garbage, then Huge, then NUL.
+// Overloaded, then ServerErrors, then Garbage, then Huge, then NUL.
 type Schedule struct {
 	// First picks requests 1 to First.
 	First int
@@ -153,6 +157,7 @@ const (
 	kindHuge
 	kindNUL
 	kindCutStream
+	kindOverloaded
 )
 
 // Request is a decoded chat completion request, as Options.Respond sees it.
@@ -174,7 +179,10 @@ type Request struct {
 	Seed *int64
 	// MaxTokens is max_tokens, else max_completion_tokens; 0 when unset.
 	MaxTokens int
-	// Stream reports that the answer was asked for as a stream.
+	// Reasoning is the thinking asked for (reasoning_effort, Anthropic's
+	// thinking budget, Gemini's thinking budget); nil when none.
+	Reasoning *harness.ReasoningParams
+	// Stream reports whether the answer was asked for as a stream.
 	Stream bool
 	// streamUsage: the usage is asked for at the end of the stream
 	// (stream_options.include_usage).
@@ -374,6 +382,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // without an answer.
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	if path == "/v1/models" && r.Header.Get("Anthropic-Version") != "" {
+		return h.serveAnthropicModels(w, r)
+	}
 	switch path {
 	case "/v1/models", "/v1/chat/completions", "/v1/embeddings":
 	default:
@@ -421,6 +432,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 // otherWire returns the format of the chat API of another provider kind
 // served at path, nil when path is none.
 func otherWire(path string) wireFormat {
+	if path == "/v1/messages" {
+		return anthropicWire{}
+	}
 	return nil
 }
 
@@ -540,6 +554,10 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 		w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
 		f.writeRateLimit(w, fmt.Sprintf("Rate limit reached (llmtest). Please try again in %v.", ra))
 		return false
+	case h.opts.Overloaded.picks(n, seed, kindOverloaded):
+		h.setRetryAfter(w)
+		writeOverloaded(w, f, "Overloaded (llmtest).")
+		return false
 	case h.opts.ServerErrors.picks(n, seed, kindServerError):
 		f.writeError(w, http.StatusInternalServerError, "The server had an error while processing your request (llmtest fault).")
 		return false
@@ -573,6 +591,30 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 	}
 	f.writeAnswer(h, w, req, rep, stream)
 	return false
+}
+
+// setRetryAfter sets the headers that ask a client to wait
+// Options.RetryAfter, as a 429 answer does: Retry-After in whole seconds
+// (rounded up) and retry-after-ms.
+func (h *Handler) setRetryAfter(w http.ResponseWriter) {
+	ra := h.opts.RetryAfter
+	w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ra.Seconds())), 10))
+	w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
+}
+
+// overloadWriter is a wireFormat with its own answer to an overloaded
+// provider (Anthropic's 529); the others answer 503.
+type overloadWriter interface {
+	writeOverloaded(w http.ResponseWriter, msg string)
+}
+
+// writeOverloaded answers as an overloaded provider of format f does.
+func writeOverloaded(w http.ResponseWriter, f wireFormat, msg string) {
+	if o, ok := f.(overloadWriter); ok {
+		o.writeOverloaded(w, msg)
+		return
+	}
+	f.writeError(w, http.StatusServiceUnavailable, msg)
 }
 
 // paramError is a 400 of the chat completions API that names the
