@@ -169,6 +169,11 @@ type Request struct {
 	Seed *int64
 	// MaxTokens is max_tokens, else max_completion_tokens; 0 when unset.
 	MaxTokens int
+	// Reasoning is the thinking the request asks for; nil when it asks
+	// for none.
+	Reasoning *harness.ReasoningParams
+	// Stream reports whether the answer was asked for as a stream.
+	Stream bool
 	// Header is the request's HTTP header.
 	Header http.Header
 	// Body is the raw JSON body.
@@ -359,6 +364,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	switch path {
 	case "/v1/models", "/v1/chat/completions", "/v1/embeddings":
 	default:
+		if path == geminiModelsPath {
+			h.serveGeminiModels(w, r)
+			return false
+		}
 		if f := otherWire(path); f != nil {
 			if h.opts.APIKey != "" && !f.authorized(r, h.opts.APIKey) {
 				f.writeError(w, http.StatusUnauthorized, "Incorrect or missing API key.")
@@ -403,6 +412,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 // otherWire returns the format of the chat API of another provider kind
 // served at path, nil when path is none.
 func otherWire(path string) wireFormat {
+	if f, ok := geminiWireFor(path); ok {
+		return f
+	}
 	return nil
 }
 
