@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,10 +136,40 @@ func (t *geminiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if slot != nil {
 			cp := *res
 			cp.Body = io.NopCloser(bytes.NewReader(raw))
+			if d, ok := retryDelay(raw); ok && cp.Header.Get("Retry-After") == "" && cp.Header.Get("Retry-After-Ms") == "" {
+				cp.Header = cp.Header.Clone()
+				cp.Header.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
+			}
 			*slot.hres = &cp
 		}
 	}
 	return res, nil
+}
+
+// retryDelay reads the wait Gemini asks for in the body of a 429 rather
+// than in a header: the retryDelay ("37s") of a google.rpc.RetryInfo among
+// the error's details.
+func retryDelay(body []byte) (time.Duration, bool) {
+	var e struct {
+		Error struct {
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return 0, false
+	}
+	for _, d := range e.Error.Details {
+		if !strings.HasSuffix(d.Type, "google.rpc.RetryInfo") || d.RetryDelay == "" {
+			continue
+		}
+		if v, err := time.ParseDuration(d.RetryDelay); err == nil && v > 0 {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // slotBody is a response body that records its first read error, other

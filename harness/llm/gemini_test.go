@@ -520,3 +520,36 @@ func TestGeminiInvalidRequest(t *testing.T) {
 		t.Fatalf("invalid requests were sent: %+v", st)
 	}
 }
+
+// TestGeminiRetryInfo checks that the wait a 429 asks for in its body
+// (google.rpc.RetryInfo), as Gemini does instead of a Retry-After header,
+// is honoured.
+func TestGeminiRetryInfo(t *testing.T) {
+	var n atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if n.Add(1) == 1 {
+			w.WriteHeader(429)
+			fmt.Fprint(w, `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[`+
+				`{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[]},`+
+				`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"0.2s"}]}}`)
+			return
+		}
+		fmt.Fprint(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP"}]}`)
+	}))
+	defer ts.Close()
+	var delays []time.Duration
+	c := newClient(t, ts.URL, Options{Kind: KindGemini, OnRetry: func(_ int, d time.Duration, _ error) { delays = append(delays, d) }})
+	resp, err := c.Chat(context.Background(), ask("hi"))
+	if err != nil || resp.Message.Content != "ok" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	if len(delays) != 1 || delays[0] < 200*time.Millisecond {
+		t.Fatalf("retried after %v, want the 0.2 s asked for", delays)
+	}
+	n.Store(0)
+	_, err = newClient(t, ts.URL, Options{Kind: KindGemini, MaxRetries: -1}).Chat(context.Background(), ask("hi"))
+	if e := asError(t, err); e.StatusCode != 429 || e.RetryAfter != 200*time.Millisecond || !strings.Contains(e.Message, "exceeded your current quota") {
+		t.Fatalf("429: %q, retry after %v", err, e.RetryAfter)
+	}
+}
