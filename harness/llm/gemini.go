@@ -352,7 +352,11 @@ func geminiRequest(model string, req *harness.ChatRequest) ([]*genai.Content, *g
 		case harness.RoleUser:
 			contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: m.Content}}})
 		case harness.RoleAssistant:
-			contents = append(contents, modelTurn(i, m, calls, &ve))
+			if c := modelTurn(i, m, calls, &ve); len(c.Parts) > 0 {
+				// An empty answer (a blocked one) has nothing Gemini
+				// would take back: a part needs some data.
+				contents = append(contents, c)
+			}
 		case harness.RoleTool:
 			if m.ToolCallID == "" {
 				ve.Add(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs the id of the call it answers")
@@ -445,7 +449,7 @@ func modelTurn(i int, m harness.Message, calls map[string]harness.ToolCall, ve *
 		c.Parts = append(c.Parts, &genai.Part{Text: p.Text, Thought: true, ThoughtSignature: sig})
 	}
 	var text *genai.Part
-	if m.Content != "" || len(m.ToolCalls) == 0 {
+	if m.Content != "" || (len(m.ToolCalls) == 0 && len(loose) > 0) {
 		text = &genai.Part{Text: m.Content}
 		c.Parts = append(c.Parts, text)
 	}

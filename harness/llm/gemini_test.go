@@ -553,3 +553,26 @@ func TestGeminiRetryInfo(t *testing.T) {
 		t.Fatalf("429: %q, retry after %v", err, e.RetryAfter)
 	}
 }
+
+// TestGeminiEmptyAnswer checks that an empty assistant message (a blocked
+// answer) is left out of the next request, a part with no data being
+// refused by Gemini, while a signature alone goes back on an empty text.
+func TestGeminiEmptyAnswer(t *testing.T) {
+	var rec recorder
+	srv := llmtest.NewServer(llmtest.Options{Respond: rec.respond})
+	defer srv.Close()
+	c := newGeminiClient(t, srv, Options{})
+	sig := base64.StdEncoding.EncodeToString([]byte("sig"))
+	resp, err := c.Chat(context.Background(), &harness.ChatRequest{Messages: []harness.Message{
+		userMsg("first"), {Role: harness.RoleAssistant},
+		userMsg("second"), {Role: harness.RoleAssistant, Parts: []harness.Part{{Kind: harness.PartReasoning, Signature: sig}}},
+		userMsg("What is 2 + 2?")}})
+	if err != nil || resp.Message.Content != "The answer is 4." {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	body := wireBody(t, rec.last(t))
+	turns := path(body, "contents").([]any)
+	if len(turns) != 4 || path(turns[2], "role") != "model" || path(turns[2], "parts", 0, "thoughtSignature") != sig {
+		t.Fatalf("contents %s", rec.last(t).Body)
+	}
+}
