@@ -105,6 +105,8 @@ type geminiTransport struct {
 	keyless bool
 }
 
+// RoundTrip sends req through the base transport and prepares its
+// response for the SDK and for classify.
 func (t *geminiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.keyless {
 		req = req.Clone(req.Context())
@@ -179,6 +181,7 @@ type slotBody struct {
 	slot *attemptSlot
 }
 
+// Read reads the body, recording its first error.
 func (b *slotBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF && b.slot.readErr == nil {
@@ -187,6 +190,8 @@ func (b *slotBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// prepare translates req once; each attempt sends it, streamed when
+// req.Stream is set, and translates the answer.
 func (b *geminiBackend) prepare(model string, req *harness.ChatRequest) (attemptFunc, error) {
 	contents, cfg, err := geminiRequest(model, req)
 	if err != nil {
@@ -308,6 +313,8 @@ func (b *geminiBackend) malformed(hres *http.Response, err error) *Error {
 	return malformed("chat completion", hres, errors.New(b.scrub(truncate(msg, 300))))
 }
 
+// listModels lists the models of every page of GET /v1beta/models, their
+// names without the "models/" prefix (as requests name them).
 func (b *geminiBackend) listModels(ctx context.Context, hres **http.Response) ([]string, error) {
 	ctx, _ = withSlot(ctx, hres)
 	page, err := b.models.List(ctx, nil)

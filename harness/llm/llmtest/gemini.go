@@ -122,6 +122,7 @@ type geminiUsage struct {
 	TotalTokenCount         int `json:"totalTokenCount"`
 }
 
+// authorized accepts the key in x-goog-api-key or as ?key=, as Gemini does.
 func (geminiWire) authorized(r *http.Request, key string) bool {
 	return r.Header.Get("X-Goog-Api-Key") == key || r.URL.Query().Get("key") == key
 }
@@ -284,10 +285,12 @@ func writeGeminiError(w http.ResponseWriter, status int, msg string) {
 	}{apiError{Code: status, Message: msg, Status: geminiStatus(status)}})
 }
 
+// writeError answers an error in Google's shape.
 func (geminiWire) writeError(w http.ResponseWriter, status int, msg string) {
 	writeGeminiError(w, status, msg)
 }
 
+// writeRateLimit answers 429 RESOURCE_EXHAUSTED.
 func (geminiWire) writeRateLimit(w http.ResponseWriter, msg string) {
 	writeGeminiError(w, http.StatusTooManyRequests, msg)
 }
