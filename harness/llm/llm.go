@@ -73,6 +73,28 @@
 // error. A 529 overloaded_error is retried like a 5xx, honouring its
 // Retry-After. The ANTHROPIC_* environment variables and profiles are
 // ignored, as OPENAI_* are.
+//
+// # Gemini
+//
+// With [KindGemini], a Client speaks Google's Gemini API through its
+// official SDK (google.golang.org/genai): POST
+// {BaseURL}/v1beta/models/{model}:generateContent, or
+// :streamGenerateContent?alt=sse when the request asks for a stream, with
+// the key in x-goog-api-key. System messages become the system
+// instruction, assistant messages model turns (tool calls as function
+// calls), tool messages function responses ({"output": text}) named after
+// the call they answer; tools are declared with their JSON Schema as it
+// is. Reasoning parameters ask for a thinking budget (Budget) and the
+// thoughts: they come back as reasoning parts, never in the content, with
+// their signatures, and go back with the next turn as Gemini requires.
+// Calls Gemini gives no id get one ("gemini-call-T-N", never sent back).
+// Usage: the prompt includes the cached tokens, the completion the
+// thoughts. Errors keep their meaning: 429 RESOURCE_EXHAUSTED and 503
+// UNAVAILABLE are retried (honouring Retry-After), 400 INVALID_ARGUMENT
+// is not, and a stream cut short or with a malformed event is a malformed
+// response. The SDK reads no GEMINI_API_KEY, GOOGLE_API_KEY or
+// GOOGLE_GENAI_* variable: Options alone configure it, and it never uses
+// Vertex AI.
 package llm
 
 import (

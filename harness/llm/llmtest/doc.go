@@ -94,4 +94,20 @@
 // overloaded_error (503 on the chat completions API), Garbage a body or an
 // event stream cut short. GET /v1/models with an anthropic-version header
 // answers in Anthropic's shape.
+//
+// # Gemini
+//
+// The same server speaks Google's Gemini API at its root (the server's URL
+// without /v1): POST /v1beta/models/{model}:generateContent,
+// :streamGenerateContent (server-sent events: the thought, the text in a
+// few chunks, the function calls, the finish reason and usage last) and
+// GET /v1beta/models, the key in x-goog-api-key or ?key=. Requests get
+// the same answers, schedules and faults as chat completions; a function
+// call's id is its function's name when Gemini gives none. A request
+// whose thinkingConfig asks for thoughts gets [GeminiThought] first, with
+// a thought signature (and one on its first function call), counted in
+// thoughtsTokenCount; Reply.Usage sets the counts, its CachedTokens as
+// cachedContentTokenCount. Errors have Google's shape ({"error": {"code",
+// "message", "status"}}: 429 RESOURCE_EXHAUSTED, 503 UNAVAILABLE...), and
+// a Garbage answer to a stream is one good event and one cut short.
 package llmtest

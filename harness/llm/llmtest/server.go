@@ -388,6 +388,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	switch path {
 	case "/v1/models", "/v1/chat/completions", "/v1/embeddings":
 	default:
+		if path == geminiModelsPath {
+			h.serveGeminiModels(w, r)
+			return false
+		}
 		if f := otherWire(path); f != nil {
 			if h.opts.APIKey != "" && !f.authorized(r, h.opts.APIKey) {
 				f.writeError(w, http.StatusUnauthorized, "Incorrect or missing API key.")
@@ -434,6 +438,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 func otherWire(path string) wireFormat {
 	if path == "/v1/messages" {
 		return anthropicWire{}
+	}
+	if f, ok := geminiWireFor(path); ok {
+		return f
 	}
 	return nil
 }
