@@ -28,8 +28,8 @@ import (
 type anthropicWire struct{}
 
 var (
-	_ wireFormat          = anthropicWire{}
-	_ overloadWriter      = anthropicWire{}
+	_ wireFormat     = anthropicWire{}
+	_ overloadWriter = anthropicWire{}
 )
 
 type anthropicRequest struct {
