@@ -23,9 +23,11 @@ var providerKinds = []struct {
 	base func(url string) string
 }{
 	{llm.KindOpenAI, func(url string) string { return url }},
+	{llm.KindAnthropic, func(url string) string { return strings.TrimSuffix(url, "/v1") }},
+	{llm.KindGemini, func(url string) string { return strings.TrimSuffix(url, "/v1") }},
 }
 
-// providerFixture is a fixture whose client routes "<kind>/model" to a
+// providerFixture is a fixture whose client routes "mock-<kind>/model" to a
 // second fake endpoint through a provider of that kind, and plain
 // references to the fixture's own. seen counts the requests of each.
 func providerFixture(t *testing.T, env map[string]string) (f *fixture, prov *llmtest.Server, seenProv *atomic.Int64) {
@@ -40,7 +42,7 @@ func providerFixture(t *testing.T, env map[string]string) (f *fixture, prov *llm
 	t.Cleanup(prov.Close)
 	var specs []string
 	for _, k := range providerKinds {
-		specs = append(specs, k.kind+"="+k.kind+",base_url="+k.base(prov.URL)+",api_key_env=PROV_KEY")
+		specs = append(specs, "mock-"+k.kind+"="+k.kind+",base_url="+k.base(prov.URL)+",api_key_env=PROV_KEY")
 	}
 	snap := newDefs().domain("math", "Answer with the number alone.", true).sums("math", 1, 4, 1).sums("math", 2, 3, 0).snap()
 	f = newFixture(t, fixtureOpts{anyDB: true, snap: snap, model: func(m harness.ChatModel) harness.ChatModel {
@@ -75,20 +77,23 @@ func TestProviderRuns(t *testing.T) {
 	for _, k := range providerKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			before := seen.Load()
-			info, res := runAndWait(t, f, engine.StartRequest{Model: k.kind + "/test-model"})
+			info, res := runAndWait(t, f, engine.StartRequest{Model: "mock-" + k.kind + "/test-model"})
 			if info.Status != runs.StatusCompleted || seen.Load() == before {
 				t.Fatalf("run %+v; the provider saw %d requests", info, seen.Load()-before)
 			}
 			c := info.Config
-			if c.Model != k.kind+"/test-model" || c.Provider != k.kind || c.ProviderKind != k.kind || c.BaseURL != k.base(prov.URL) {
+			if c.Model != "mock-"+k.kind+"/test-model" || c.Provider != "mock-"+k.kind || c.ProviderKind != k.kind || c.BaseURL != k.base(prov.URL) {
 				t.Errorf("config %+v", c)
 			}
 			if info.Passed != base.Passed || info.Failed != base.Failed || info.Errors != 0 {
 				t.Errorf("%d passed, %d failed, %d errors; the default endpoint gave %d, %d, 0", info.Passed, info.Failed, info.Errors, base.Passed, base.Failed)
 			}
 			for id, r := range res {
-				if b := baseRes[id]; r.Status != b.Status || r.Score != b.Score {
-					t.Errorf("%s: %s %.2f through %s, %s %.2f on the default endpoint", id, r.Status, r.Score, k.kind, b.Status, b.Score)
+				if b := baseRes[id]; r.Status != b.Status || r.Score != b.Score || r.Response != b.Response {
+					t.Errorf("%s: %s %.2f %q through %s, %s %.2f %q on the default endpoint", id, r.Status, r.Score, r.Response, k.kind, b.Status, b.Score, b.Response)
+				}
+				if r.CompletionTokens == 0 || r.PromptTokens == 0 || len(r.Calls) == 0 || r.Calls[0].PromptTokens != r.PromptTokens {
+					t.Errorf("%s through %s: tokens %d/%d, calls %+v", id, k.kind, r.PromptTokens, r.CompletionTokens, r.Calls)
 				}
 			}
 		})
@@ -120,7 +125,7 @@ func TestProviderInCacheKey(t *testing.T) {
 	if first.CacheHits != 0 {
 		t.Fatalf("first run %+v", first)
 	}
-	k := providerKinds[0].kind
+	k := "mock-" + providerKinds[0].kind
 	other, _ := runAndWait(t, f, engine.StartRequest{Cache: true, Model: k + "/test-model"})
 	if other.CacheHits != 0 || seen.Load() == 0 {
 		t.Fatalf("the provider's run had %d cache hits and sent %d requests; want 0 hits", other.CacheHits, seen.Load())
@@ -138,21 +143,25 @@ func TestProviderInCacheKey(t *testing.T) {
 func TestStreamedRun(t *testing.T) {
 	f, _, _ := providerFixture(t, nil)
 	plain, plainRes := runAndWait(t, f, engine.StartRequest{})
-	// Through the provider, whose answers come after 20 ms.
-	streamed, res := runAndWait(t, f, engine.StartRequest{Stream: true, Model: providerKinds[0].kind + "/test-model"})
-	if !streamed.Config.Stream || plain.Config.Stream || streamed.Passed != plain.Passed || streamed.Failed != plain.Failed || streamed.Errors != 0 {
-		t.Fatalf("streamed %+v; plain %+v", streamed, plain)
-	}
-	for id, r := range res {
-		if r.Response != plainRes[id].Response || len(r.Calls) == 0 {
-			t.Errorf("%s: streamed %q with %d calls; plain %q", id, r.Response, len(r.Calls), plainRes[id].Response)
-			continue
-		}
-		if c := r.Calls[0]; c.Status != harness.AttemptOK || c.TTFTMS < 20 || c.TTFTMS > c.DurationMS {
-			t.Errorf("%s: call %+v", id, c)
-		}
-		if plainRes[id].Calls[0].TTFTMS != 0 {
-			t.Errorf("%s: a call not streamed has a ttft", id)
-		}
+	for _, k := range providerKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			// Through the provider, whose answers come after 20 ms.
+			streamed, res := runAndWait(t, f, engine.StartRequest{Stream: true, Model: "mock-" + k.kind + "/test-model"})
+			if !streamed.Config.Stream || plain.Config.Stream || streamed.Passed != plain.Passed || streamed.Failed != plain.Failed || streamed.Errors != 0 {
+				t.Fatalf("streamed %+v; plain %+v", streamed, plain)
+			}
+			for id, r := range res {
+				if r.Response != plainRes[id].Response || len(r.Calls) == 0 {
+					t.Errorf("%s: streamed %q with %d calls; plain %q", id, r.Response, len(r.Calls), plainRes[id].Response)
+					continue
+				}
+				if c := r.Calls[0]; c.Status != harness.AttemptOK || c.TTFTMS < 20 || c.TTFTMS > c.DurationMS {
+					t.Errorf("%s: call %+v", id, c)
+				}
+				if plainRes[id].Calls[0].TTFTMS != 0 {
+					t.Errorf("%s: a call not streamed has a ttft", id)
+				}
+			}
+		})
 	}
 }
