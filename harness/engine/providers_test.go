@@ -165,3 +165,65 @@ func TestStreamedRun(t *testing.T) {
 		})
 	}
 }
+
+// modelJudge is an evaluator type "modeljudge" that asks the judge model
+// its config names, as the judge plugin does.
+type modelJudge struct{}
+
+func (modelJudge) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness.EvalResult, error) {
+	model, _ := req.Evaluator.Config["model"].(string)
+	resp, err := req.Client.Chat(ctx, &harness.ChatRequest{Model: model, Messages: []harness.Message{
+		{Role: harness.RoleUser, Content: "Grade this answer: " + req.Response}}})
+	if err != nil {
+		return nil, err
+	}
+	return &harness.EvalResult{Score: 1, Passed: true, Usage: resp.Usage, Details: map[string]any{"judge": resp.Message.Content}}, nil
+}
+
+// TestJudgeOnItsOwnProvider: a judge whose model names a provider is
+// asked there, while the model under test stays on the default endpoint;
+// its calls are recorded as the judge's.
+func TestJudgeOnItsOwnProvider(t *testing.T) {
+	for _, k := range providerKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			var judged atomic.Int64
+			prov := llmtest.NewServer(llmtest.Options{Respond: func(req *llmtest.Request) *llmtest.Reply {
+				if req.Model == "judge-model" && strings.HasPrefix(req.LastUser(), "Grade this answer") {
+					judged.Add(1)
+					return &llmtest.Reply{Content: "PASS"}
+				}
+				return &llmtest.Reply{Status: 400, Content: "unexpected request for " + req.Model}
+			}})
+			t.Cleanup(prov.Close)
+			reg := harness.NewRegistry()
+			if err := reg.RegisterEvaluator("modeljudge", modelJudge{}); err != nil {
+				t.Fatal(err)
+			}
+			d := newDefs()
+			d.s.Evaluators = append(d.s.Evaluators, harness.EvaluatorConfig{ID: "judge", Name: "Judge", Type: "modeljudge",
+				Config: map[string]any{"model": "mock-" + k.kind + "/judge-model"}})
+			d.domain("j", "", true)
+			d.test(harness.Test{ID: "j-t", DomainID: "j", Level: 1, Name: "Judged", EvaluatorID: "judge",
+				Prompt: "What is 4 + 4?", Expected: harness.Expected{Answer: "8", Type: "numeric"}})
+			f := newFixture(t, fixtureOpts{snap: d.snap(), registry: reg, model: func(m harness.ChatModel) harness.ChatModel {
+				ps, err := llm.ParseProviders([]string{"mock-" + k.kind + "=" + k.kind + ",base_url=" + k.base(prov.URL) + ",api_key_env=K"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := llm.NewRouter(llm.RouterOptions{Default: m.(*llm.Client), Providers: ps, Getenv: func(string) string { return "k" }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}})
+			info, res := runAndWait(t, f, engine.StartRequest{})
+			r := res["j-t"]
+			if info.Status != runs.StatusCompleted || r.Status != runs.TestPassed || judged.Load() != 1 || r.Details["judge"] != "PASS" {
+				t.Fatalf("run %+v; result %+v; the judge was asked %d times", info, r, judged.Load())
+			}
+			if n := len(r.Calls); n != 2 || r.Calls[0].Purpose != runs.CallTest || r.Calls[1].Purpose != runs.CallJudge {
+				t.Fatalf("calls %+v", r.Calls)
+			}
+		})
+	}
+}
