@@ -88,3 +88,47 @@ func TestProviderFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepAcrossProviders: one sweep through the three provider kinds of
+// the fake endpoint gives the same scores, compared side by side.
+func TestSweepAcrossProviders(t *testing.T) {
+	flags := runFixture(t)
+	prov := llmtest.NewServer(llmtest.Options{})
+	t.Cleanup(prov.Close)
+	root := strings.TrimSuffix(prov.URL, "/v1")
+	t.Setenv("MOCK_KEY", "mock")
+	args := []string{"run", "--format", "json", "--domains", "arithmetic,tool_use",
+		"--provider", "o=openai,base_url=" + prov.URL,
+		"--provider", "a=anthropic,base_url=" + root + ",api_key_env=MOCK_KEY",
+		"--provider", "g=gemini,base_url=" + root + ",api_key_env=MOCK_KEY",
+		"--model", "o/m", "--model", "a/m", "--model", "g/m"}
+	var out, errOut strings.Builder
+	if err := run(context.Background(), append(args, flags...), &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	var doc struct {
+		Runs []struct {
+			RunInfo struct {
+				Status       string   `json:"status"`
+				OverallScore *float64 `json:"overall_score"`
+				Passed       int      `json:"passed"`
+				Config       struct {
+					ProviderKind string `json:"provider_kind"`
+				} `json:"config"`
+			} `json:"run_info"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(doc.Runs) != 3 {
+		t.Fatalf("%d runs", len(doc.Runs))
+	}
+	for i, kind := range []string{"openai", "anthropic", "gemini"} {
+		r := doc.Runs[i].RunInfo
+		first := doc.Runs[0].RunInfo
+		if r.Status != "completed" || r.Config.ProviderKind != kind || r.OverallScore == nil || *r.OverallScore != *first.OverallScore || r.Passed != first.Passed || r.Passed == 0 {
+			t.Errorf("run %d (%s): %+v, score %v; the first run's %v", i, kind, r, *r.OverallScore, *first.OverallScore)
+		}
+	}
+}
