@@ -227,3 +227,49 @@ func TestJudgeOnItsOwnProvider(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderMalformedAnswers: an answer cut inside its JSON, or a
+// stream cut short or with an event that does not parse, makes that test
+// an error saying so, on every kind; the other tests are scored.
+func TestProviderMalformedAnswers(t *testing.T) {
+	for _, k := range providerKinds {
+		for _, c := range []struct {
+			name   string
+			stream bool
+			faults llmtest.Options
+			want   string
+		}{
+			{"truncated JSON", false, llmtest.Options{Garbage: llmtest.Schedule{Every: 2}}, "malformed"},
+			{"malformed stream", true, llmtest.Options{Garbage: llmtest.Schedule{Every: 2}}, "malformed"},
+			{"stream cut short", true, llmtest.Options{CutStreams: llmtest.Schedule{Every: 2}}, "llm: chat completion"},
+		} {
+			t.Run(k.kind+"/"+c.name, func(t *testing.T) {
+				prov := llmtest.NewServer(c.faults)
+				t.Cleanup(prov.Close)
+				snap := newDefs().domain("math", "", true).sums("math", 1, 6, 0).snap()
+				f := newFixture(t, fixtureOpts{snap: snap, concurrency: 1, model: func(m harness.ChatModel) harness.ChatModel {
+					ps, _ := llm.ParseProviders([]string{"p=" + k.kind + ",base_url=" + k.base(prov.URL) + ",api_key_env=K"})
+					r, err := llm.NewRouter(llm.RouterOptions{Default: m.(*llm.Client), Providers: ps, Getenv: func(string) string { return "k" },
+						Client: llm.Options{MaxRetries: -1}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return r
+				}})
+				zero := 0
+				info, res := runAndWait(t, f, engine.StartRequest{Model: "p/m", Stream: c.stream, Retries: &zero})
+				if info.Errors != 3 || info.Passed != 3 {
+					t.Fatalf("run %+v; want 3 errors and 3 passed", info)
+				}
+				for id, r := range res {
+					if r.Status != runs.TestError {
+						continue
+					}
+					if msg, _ := r.Details["error"].(string); !strings.Contains(msg, c.want) {
+						t.Errorf("%s: error %q does not say %q", id, msg, c.want)
+					}
+				}
+			})
+		}
+	}
+}
