@@ -60,7 +60,8 @@ TEST_TIMEOUT ?= 30m
 TESTFLAGS ?=
 
 # The race pass runs with -short: the tests below do less there (a sample
-# of their cases, or nothing when they start processes or builds), and
+# of their cases, small bodies against lowered limits, or nothing when
+# they start processes or builds), and
 # test-exhaustive runs them whole without the race detector, which
 # multiplies their cost several times over. A test that checks
 # testing.Short() belongs in this list (internal/maketest checks it).
@@ -70,9 +71,10 @@ EXHAUSTIVE_TESTS := CountedTotalsMatchRows SearchIndexMatchesLike SyncIncrementa
 	READMEKnowledgePath READMEDatasetPath SweepExitStatus ValidateExitStatus \
 	WorkersShareARun WorkerKilled WorkerRefusesNewerSchema PostgresRestartedMidRun ResponseCacheOnWorkers \
 	ServerRestartCancelsJobs StalledRunEnds StopCancelsJobs AgentRunsStayOnTheServer \
-	RunBesideServe WorkerKilledDefaultFlags
+	RunBesideServe WorkerKilledDefaultFlags \
+	KBDocuments KBSizeLimit SecretsNeverShown
 EXHAUSTIVE_PACKAGES := ./harness/runs ./harness/catalog ./harness/engine ./harness/harnesstest \
-	./examples/evaluator-plugin ./cmd/gauntlet
+	./examples/evaluator-plugin ./cmd/gauntlet ./server
 # Of those, the packages of the PostgreSQL pass run them on PostgreSQL too.
 EXHAUSTIVE_PG_PACKAGES := $(filter $(PG_PACKAGES),$(EXHAUSTIVE_PACKAGES))
 empty :=

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"mime"
@@ -29,18 +30,60 @@ const maxCheckedResponse = 64 << 20
 type responseChecker struct {
 	next http.Handler
 
-	once     sync.Once
-	doc      map[string]any
-	compiler *jsv.Compiler
-	loadErr  error
+	once    sync.Once
+	doc     *openapiDoc
+	loadErr error
 
 	mu       sync.Mutex
-	schemas  map[string]*jsv.Schema
 	failures []string
 }
 
 func newResponseChecker(next http.Handler) *responseChecker {
-	return &responseChecker{next: next, schemas: map[string]*jsv.Schema{}}
+	return &responseChecker{next: next}
+}
+
+// openapiDoc is a parsed OpenAPI document and the schemas compiled from
+// it so far. Every test server of the process serves the same document,
+// so it is parsed once and its schemas compiled once (openapiDocs), not
+// once per server: the checker's work was a large part of the suite's.
+type openapiDoc struct {
+	doc      map[string]any
+	compiler *jsv.Compiler
+
+	mu      sync.Mutex
+	schemas map[string]*jsv.Schema
+}
+
+// openapiDocs holds the parsed documents by the SHA-256 of their bytes: a
+// server whose options changed its document gets a checker of its own.
+var openapiDocs struct {
+	sync.Mutex
+	m map[[sha256.Size]byte]*openapiDoc
+}
+
+// parseOpenAPI returns the parsed document of these bytes, parsed on the
+// first call for them.
+func parseOpenAPI(data []byte) (*openapiDoc, error) {
+	key := sha256.Sum256(data)
+	openapiDocs.Lock()
+	defer openapiDocs.Unlock()
+	if d := openapiDocs.m[key]; d != nil {
+		return d, nil
+	}
+	doc, err := jsv.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	d := &openapiDoc{compiler: jsv.NewCompiler(), schemas: map[string]*jsv.Schema{}}
+	d.doc, _ = doc.(map[string]any)
+	if err := d.compiler.AddResource("mem:///openapi.json", doc); err != nil {
+		return nil, err
+	}
+	if openapiDocs.m == nil {
+		openapiDocs.m = map[[sha256.Size]byte]*openapiDoc{}
+	}
+	openapiDocs.m[key] = d
+	return d, nil
 }
 
 // teeWriter records the status and (the start of) the body of a response.
@@ -113,14 +156,7 @@ func (c *responseChecker) load() error {
 			c.loadErr = fmt.Errorf("GET /openapi.json: %d", rec.Code)
 			return
 		}
-		doc, err := jsv.UnmarshalJSON(bytes.NewReader(rec.Body.Bytes()))
-		if err != nil {
-			c.loadErr = err
-			return
-		}
-		c.doc, _ = doc.(map[string]any)
-		c.compiler = jsv.NewCompiler()
-		c.loadErr = c.compiler.AddResource("mem:///openapi.json", doc)
+		c.doc, c.loadErr = parseOpenAPI(rec.Body.Bytes())
 	})
 	return c.loadErr
 }
@@ -129,7 +165,7 @@ func (c *responseChecker) check(method, path string, status int, contentType str
 	if err := c.load(); err != nil {
 		return err
 	}
-	paths, _ := c.doc["paths"].(map[string]any)
+	paths, _ := c.doc.doc["paths"].(map[string]any)
 	item, _ := paths[path].(map[string]any)
 	op, _ := item[strings.ToLower(method)].(map[string]any)
 	if op == nil {
@@ -153,7 +189,7 @@ func (c *responseChecker) check(method, path string, status int, contentType str
 		return fmt.Errorf("content type %q, documented: %v", contentType, keys(content))
 	}
 	pointer := "/paths/" + escape(path) + "/" + strings.ToLower(method) + "/responses/" + code + "/content/" + escape(mt) + "/schema"
-	schema, err := c.schema(pointer)
+	schema, err := c.doc.schema(pointer)
 	if err != nil {
 		return err
 	}
@@ -186,17 +222,18 @@ func (c *responseChecker) check(method, path string, status int, contentType str
 	return nil
 }
 
-func (c *responseChecker) schema(pointer string) (*jsv.Schema, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s := c.schemas[pointer]; s != nil {
+// schema returns the schema at pointer, compiled on first use.
+func (d *openapiDoc) schema(pointer string) (*jsv.Schema, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.schemas[pointer]; s != nil {
 		return s, nil
 	}
-	s, err := c.compiler.Compile("mem:///openapi.json#" + pointer)
+	s, err := d.compiler.Compile("mem:///openapi.json#" + pointer)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %v", pointer, err)
 	}
-	c.schemas[pointer] = s
+	d.schemas[pointer] = s
 	return s, nil
 }
 
