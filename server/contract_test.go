@@ -6,14 +6,18 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/danielgtaylor/huma/v2"
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -29,6 +33,7 @@ const maxCheckedResponse = 64 << 20
 // every error status declared.
 type responseChecker struct {
 	next http.Handler
+	key  [sha256.Size]byte
 
 	once    sync.Once
 	doc     *openapiDoc
@@ -38,14 +43,17 @@ type responseChecker struct {
 	failures []string
 }
 
-func newResponseChecker(next http.Handler) *responseChecker {
-	return &responseChecker{next: next}
+// newResponseChecker checks the answers of next, the handler of a server
+// whose API is api.
+func newResponseChecker(next http.Handler, api huma.API) *responseChecker {
+	return &responseChecker{next: next, key: documentKey(api.OpenAPI())}
 }
 
 // openapiDoc is a parsed OpenAPI document and the schemas compiled from
-// it so far. Every test server of the process serves the same document,
-// so it is parsed once and its schemas compiled once (openapiDocs), not
-// once per server: the checker's work was a large part of the suite's.
+// it so far. Test servers with the same operations serve the same
+// document, so it is fetched, parsed and compiled once per process for
+// all of them (openapiDocs), not once per server: serialising and
+// parsing it was a large part of the suite's work.
 type openapiDoc struct {
 	doc      map[string]any
 	compiler *jsv.Compiler
@@ -54,23 +62,49 @@ type openapiDoc struct {
 	schemas map[string]*jsv.Schema
 }
 
-// openapiDocs holds the parsed documents by the SHA-256 of their bytes: a
-// server whose options changed its document gets a checker of its own.
+// openapiDocs holds the parsed documents by documentKey.
 var openapiDocs struct {
 	sync.Mutex
 	m map[[sha256.Size]byte]*openapiDoc
 }
 
-// parseOpenAPI returns the parsed document of these bytes, parsed on the
-// first call for them.
-func parseOpenAPI(data []byte) (*openapiDoc, error) {
-	key := sha256.Sum256(data)
+// documentKey identifies the document of a server without serialising
+// it: the operations registered, each with its declared statuses. The
+// servers of one test binary that register the same operations serve the
+// same document, as its schemas come from the same Go types; a server
+// with operations of its own (an engine, agents) gets a document of its
+// own.
+func documentKey(oa *huma.OpenAPI) [sha256.Size]byte {
+	var lines []string
+	for path, item := range oa.Paths {
+		for method, op := range map[string]*huma.Operation{
+			http.MethodGet: item.Get, http.MethodPut: item.Put, http.MethodPost: item.Post, http.MethodDelete: item.Delete,
+			http.MethodOptions: item.Options, http.MethodHead: item.Head, http.MethodPatch: item.Patch, http.MethodTrace: item.Trace,
+		} {
+			if op == nil {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("%s %s %s %v", method, path, op.OperationID, slices.Sorted(maps.Keys(op.Responses))))
+		}
+	}
+	sort.Strings(lines)
+	return sha256.Sum256([]byte(strings.Join(lines, "\n")))
+}
+
+// document returns the parsed document of the servers of this key,
+// fetched from next (GET /openapi.json) on the first call for it.
+func document(key [sha256.Size]byte, next http.Handler) (*openapiDoc, error) {
 	openapiDocs.Lock()
 	defer openapiDocs.Unlock()
 	if d := openapiDocs.m[key]; d != nil {
 		return d, nil
 	}
-	doc, err := jsv.UnmarshalJSON(bytes.NewReader(data))
+	rec := httptest.NewRecorder()
+	next.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("GET /openapi.json: %d", rec.Code)
+	}
+	doc, err := jsv.UnmarshalJSON(bytes.NewReader(rec.Body.Bytes()))
 	if err != nil {
 		return nil, err
 	}
@@ -149,15 +183,7 @@ func (c *responseChecker) problems() []string {
 }
 
 func (c *responseChecker) load() error {
-	c.once.Do(func() {
-		rec := httptest.NewRecorder()
-		c.next.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
-		if rec.Code != http.StatusOK {
-			c.loadErr = fmt.Errorf("GET /openapi.json: %d", rec.Code)
-			return
-		}
-		c.doc, c.loadErr = parseOpenAPI(rec.Body.Bytes())
-	})
+	c.once.Do(func() { c.doc, c.loadErr = document(c.key, c.next) })
 	return c.loadErr
 }
 
