@@ -60,7 +60,8 @@ TEST_TIMEOUT ?= 30m
 TESTFLAGS ?=
 
 # The race pass runs with -short: the tests below do less there (a sample
-# of their cases, or nothing when they start processes or builds), and
+# of their cases, small bodies against lowered limits, or nothing when
+# they start processes or builds), and
 # test-exhaustive runs them whole without the race detector, which
 # multiplies their cost several times over. A test that checks
 # testing.Short() belongs in this list (internal/maketest checks it).
@@ -70,11 +71,13 @@ EXHAUSTIVE_TESTS := CountedTotalsMatchRows SearchIndexMatchesLike SyncIncrementa
 	READMEKnowledgePath READMEDatasetPath SweepExitStatus ValidateExitStatus \
 	WorkersShareARun WorkerKilled WorkerRefusesNewerSchema PostgresRestartedMidRun ResponseCacheOnWorkers \
 	ServerRestartCancelsJobs StalledRunEnds StopCancelsJobs AgentRunsStayOnTheServer \
-	RunBesideServe WorkerKilledDefaultFlags
+	RunBesideServe WorkerKilledDefaultFlags \
+	KBDocuments KBSizeLimit SecretsNeverShown
 EXHAUSTIVE_PACKAGES := ./harness/runs ./harness/catalog ./harness/engine ./harness/harnesstest \
-	./examples/evaluator-plugin ./cmd/gauntlet
-# Of those, the packages of the PostgreSQL pass run them on PostgreSQL too.
-EXHAUSTIVE_PG_PACKAGES := $(filter $(PG_PACKAGES),$(EXHAUSTIVE_PACKAGES))
+	./examples/evaluator-plugin ./cmd/gauntlet ./server
+# Of those, the packages of the PostgreSQL pass run them on PostgreSQL
+# too; but the server's are about body sizes, not the database.
+EXHAUSTIVE_PG_PACKAGES := $(filter-out ./server,$(filter $(PG_PACKAGES),$(EXHAUSTIVE_PACKAGES)))
 empty :=
 space := $(empty) $(empty)
 EXHAUSTIVE_RUN := ^Test($(subst $(space),|,$(strip $(EXHAUSTIVE_TESTS))))$$
@@ -95,9 +98,11 @@ test-vet:
 	$(GO) vet ./...
 
 # ./server first: the longest package starts first, and the short ones
-# fill the other core beside it.
+# fill the other core beside it. -parallel 4: four parallel tests of a
+# package at once rather than one per core, as many of them wait on a
+# browser, a child process or a socket rather than compute.
 test-race:
-	$(GO) test $(RACE) -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./server ./...
+	$(GO) test $(RACE) -short -parallel 4 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./server ./...
 
 test-exhaustive:
 	@rc=0; \

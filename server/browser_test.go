@@ -307,9 +307,30 @@ func (b *browser) text(sel string) string {
 
 // click clicks the first visible element matching a CSS selector, as a
 // mouse would.
+//
+// An element the page replaced between the query and the click (a view
+// that re-renders on its poll) is found again and clicked: the click is
+// meant for whatever element matches sel, not for one node of the DOM.
 func (b *browser) click(sel string) {
 	b.t.Helper()
-	b.do("click "+sel, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+	ctx, cancel := context.WithTimeout(b.ctx, uiWait)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+		if err == nil {
+			return
+		}
+		if !staleNode(err) || ctx.Err() != nil {
+			b.t.Fatalf("click %s: %v", sel, err)
+		}
+	}
+}
+
+// staleNode reports whether err is the browser's answer to an action on
+// a node that left the document after it was found.
+func staleNode(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Could not find node with given id") || strings.Contains(msg, "Node is detached from document")
 }
 
 // typeInto replaces the text of an input or textarea by typing.

@@ -3,16 +3,21 @@ package server_test
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/danielgtaylor/huma/v2"
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -28,19 +33,91 @@ const maxCheckedResponse = 64 << 20
 // every error status declared.
 type responseChecker struct {
 	next http.Handler
+	key  [sha256.Size]byte
 
-	once     sync.Once
-	doc      map[string]any
-	compiler *jsv.Compiler
-	loadErr  error
+	once    sync.Once
+	doc     *openapiDoc
+	loadErr error
 
 	mu       sync.Mutex
-	schemas  map[string]*jsv.Schema
 	failures []string
 }
 
-func newResponseChecker(next http.Handler) *responseChecker {
-	return &responseChecker{next: next, schemas: map[string]*jsv.Schema{}}
+// newResponseChecker checks the answers of next, the handler of a server
+// whose API is api.
+func newResponseChecker(next http.Handler, api huma.API) *responseChecker {
+	return &responseChecker{next: next, key: documentKey(api.OpenAPI())}
+}
+
+// openapiDoc is a parsed OpenAPI document and the schemas compiled from
+// it so far. Test servers with the same operations serve the same
+// document, so it is fetched, parsed and compiled once per process for
+// all of them (openapiDocs), not once per server: serialising and
+// parsing it was a large part of the suite's work.
+type openapiDoc struct {
+	doc      map[string]any
+	compiler *jsv.Compiler
+
+	mu      sync.Mutex
+	schemas map[string]*jsv.Schema
+}
+
+// openapiDocs holds the parsed documents by documentKey.
+var openapiDocs struct {
+	sync.Mutex
+	m map[[sha256.Size]byte]*openapiDoc
+}
+
+// documentKey identifies the document of a server without serialising
+// it: the operations registered, each with its declared statuses. The
+// servers of one test binary that register the same operations serve the
+// same document, as its schemas come from the same Go types; a server
+// with operations of its own (an engine, agents) gets a document of its
+// own.
+func documentKey(oa *huma.OpenAPI) [sha256.Size]byte {
+	var lines []string
+	for path, item := range oa.Paths {
+		for method, op := range map[string]*huma.Operation{
+			http.MethodGet: item.Get, http.MethodPut: item.Put, http.MethodPost: item.Post, http.MethodDelete: item.Delete,
+			http.MethodOptions: item.Options, http.MethodHead: item.Head, http.MethodPatch: item.Patch, http.MethodTrace: item.Trace,
+		} {
+			if op == nil {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("%s %s %s %v", method, path, op.OperationID, slices.Sorted(maps.Keys(op.Responses))))
+		}
+	}
+	sort.Strings(lines)
+	return sha256.Sum256([]byte(strings.Join(lines, "\n")))
+}
+
+// document returns the parsed document of the servers of this key,
+// fetched from next (GET /openapi.json) on the first call for it.
+func document(key [sha256.Size]byte, next http.Handler) (*openapiDoc, error) {
+	openapiDocs.Lock()
+	defer openapiDocs.Unlock()
+	if d := openapiDocs.m[key]; d != nil {
+		return d, nil
+	}
+	rec := httptest.NewRecorder()
+	next.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("GET /openapi.json: %d", rec.Code)
+	}
+	doc, err := jsv.UnmarshalJSON(bytes.NewReader(rec.Body.Bytes()))
+	if err != nil {
+		return nil, err
+	}
+	d := &openapiDoc{compiler: jsv.NewCompiler(), schemas: map[string]*jsv.Schema{}}
+	d.doc, _ = doc.(map[string]any)
+	if err := d.compiler.AddResource("mem:///openapi.json", doc); err != nil {
+		return nil, err
+	}
+	if openapiDocs.m == nil {
+		openapiDocs.m = map[[sha256.Size]byte]*openapiDoc{}
+	}
+	openapiDocs.m[key] = d
+	return d, nil
 }
 
 // teeWriter records the status and (the start of) the body of a response.
@@ -106,22 +183,7 @@ func (c *responseChecker) problems() []string {
 }
 
 func (c *responseChecker) load() error {
-	c.once.Do(func() {
-		rec := httptest.NewRecorder()
-		c.next.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
-		if rec.Code != http.StatusOK {
-			c.loadErr = fmt.Errorf("GET /openapi.json: %d", rec.Code)
-			return
-		}
-		doc, err := jsv.UnmarshalJSON(bytes.NewReader(rec.Body.Bytes()))
-		if err != nil {
-			c.loadErr = err
-			return
-		}
-		c.doc, _ = doc.(map[string]any)
-		c.compiler = jsv.NewCompiler()
-		c.loadErr = c.compiler.AddResource("mem:///openapi.json", doc)
-	})
+	c.once.Do(func() { c.doc, c.loadErr = document(c.key, c.next) })
 	return c.loadErr
 }
 
@@ -129,7 +191,7 @@ func (c *responseChecker) check(method, path string, status int, contentType str
 	if err := c.load(); err != nil {
 		return err
 	}
-	paths, _ := c.doc["paths"].(map[string]any)
+	paths, _ := c.doc.doc["paths"].(map[string]any)
 	item, _ := paths[path].(map[string]any)
 	op, _ := item[strings.ToLower(method)].(map[string]any)
 	if op == nil {
@@ -153,7 +215,7 @@ func (c *responseChecker) check(method, path string, status int, contentType str
 		return fmt.Errorf("content type %q, documented: %v", contentType, keys(content))
 	}
 	pointer := "/paths/" + escape(path) + "/" + strings.ToLower(method) + "/responses/" + code + "/content/" + escape(mt) + "/schema"
-	schema, err := c.schema(pointer)
+	schema, err := c.doc.schema(pointer)
 	if err != nil {
 		return err
 	}
@@ -186,17 +248,18 @@ func (c *responseChecker) check(method, path string, status int, contentType str
 	return nil
 }
 
-func (c *responseChecker) schema(pointer string) (*jsv.Schema, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s := c.schemas[pointer]; s != nil {
+// schema returns the schema at pointer, compiled on first use.
+func (d *openapiDoc) schema(pointer string) (*jsv.Schema, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.schemas[pointer]; s != nil {
 		return s, nil
 	}
-	s, err := c.compiler.Compile("mem:///openapi.json#" + pointer)
+	s, err := d.compiler.Compile("mem:///openapi.json#" + pointer)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %v", pointer, err)
 	}
-	c.schemas[pointer] = s
+	d.schemas[pointer] = s
 	return s, nil
 }
 

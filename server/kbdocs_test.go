@@ -57,17 +57,23 @@ func TestKBDocuments(t *testing.T) {
 		t.Errorf("empty_pages = %v, want [2]", got.EmptyPages)
 	}
 
-	for _, tc := range []struct {
+	type refused struct {
 		name, file string
 		data       []byte
 		status     int
 		reason     string
-	}{
+	}
+	cases := []refused{
 		{"pdf without text", "scan.pdf", kbdoctest.ImagePDF(2), http.StatusUnsupportedMediaType, "no text layer"},
 		{"encrypted pdf", "locked.pdf", kbdoctest.EncryptedPDF(kbdoctest.Page{Paragraphs: []string{"x"}}), http.StatusUnsupportedMediaType, "encrypted"},
 		{"docx not a zip", "report.docx", []byte("not a zip at all"), http.StatusUnsupportedMediaType, "not a zip"},
-		{"pdf of 50 MiB + 1", "huge.pdf", append([]byte("%PDF-1.4\n"), make([]byte, 50<<20+1-9)...), http.StatusRequestEntityTooLarge, "larger than"},
-	} {
+	}
+	// The 50 MiB limit of a document is the knowledge base's own: only
+	// a body that large reaches it (see fullSizeBodies).
+	if fullSizeBodies() {
+		cases = append(cases, refused{"pdf of 50 MiB + 1", "huge.pdf", append([]byte("%PDF-1.4\n"), make([]byte, 50<<20+1-9)...), http.StatusRequestEntityTooLarge, "larger than"})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustProblem(t, e.upload("kb", tc.file, tc.data), tc.status)
 			if !strings.Contains(p.Detail, tc.reason) {
@@ -76,6 +82,9 @@ func TestKBDocuments(t *testing.T) {
 		})
 	}
 	t.Run("a PDF of exactly 50 MiB is not too large", func(t *testing.T) {
+		if !fullSizeBodies() {
+			t.Skip("a 50 MiB body: the exhaustive pass sends it (see fullSizeBodies)")
+		}
 		// Padding after a real PDF's end: too large is not the answer;
 		// the PDF reader finds no end marker in the last bytes and says so.
 		data := append(bytes.Clone(pdf), bytes.Repeat([]byte(" "), 50<<20-len(pdf))...)

@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
 	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/server"
 )
 
 // TestSecretsNeverShown runs a scenario that touches every agent
@@ -43,7 +44,15 @@ func TestSecretsNeverShown(t *testing.T) {
 
 	tg := telegramtest.NewServer(botToken)
 	t.Cleanup(tg.Close)
-	e := newAgentEnv(t, agentConfig{apiKey: llmKey, llm: llmtest.Options{APIKey: llmKey}}, withToken(apiToken))
+	// A knowledge-base body over the limit: 10 MiB of text, or under
+	// -short over a body limit lowered to 64 KiB (see fullSizeBodies).
+	envOpts := []envOption{withToken(apiToken)}
+	over := 10<<20 + 1
+	if !fullSizeBodies() {
+		envOpts = append(envOpts, withLimits(server.Limits{UploadBytes: 64 << 10}))
+		over = 64<<10 + 1
+	}
+	e := newAgentEnv(t, agentConfig{apiKey: llmKey, llm: llmtest.Options{APIKey: llmKey}}, envOpts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -111,7 +120,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	expect(do(http.MethodPost, "/api/agents/bot/kb", body, "Content-Type", ct), http.StatusUnsupportedMediaType)
 	expect(do(http.MethodPost, "/api/agents/bot/kb", map[string]any{"filename": "../escape", "content": "x"}), http.StatusUnprocessableEntity)
 	expect(do(http.MethodPost, "/api/agents/bot/kb", map[string]any{"filename": "faq.md", "content": "x"}), http.StatusConflict)
-	expect(do(http.MethodPost, "/api/agents/bot/kb", map[string]any{"filename": "big.txt", "content": strings.Repeat("a", 10<<20+1)}), http.StatusRequestEntityTooLarge)
+	expect(do(http.MethodPost, "/api/agents/bot/kb", map[string]any{"filename": "big.txt", "content": strings.Repeat("a", over)}), http.StatusRequestEntityTooLarge)
 	expect(do(http.MethodGet, "/api/agents/bot/kb/faq.md", nil), http.StatusOK)
 	expect(do(http.MethodPut, "/api/agents/bot/kb/faq.md", map[string]any{"content": "Opening hours: 8 to 6."}), http.StatusOK)
 	expect(do(http.MethodDelete, "/api/agents/bot/kb/more.txt", nil), http.StatusOK)

@@ -157,6 +157,7 @@ func startEnvWith(t *testing.T, root string, ec *engineConfig, ac *agentConfig, 
 		dataDir: filepath.Join(root, "data"),
 		logs:    &syncBuffer{},
 	}
+	seedDatabase(t, e.dataDir)
 	db, err := store.Open(ctx, databaseURL(t, e.dataDir))
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
@@ -190,7 +191,7 @@ func startEnvWith(t *testing.T, root string, ec *engineConfig, ac *agentConfig, 
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
-	check := newResponseChecker(srv.Handler())
+	check := newResponseChecker(srv.Handler(), srv.API())
 	// Registered first, so run after the server closed: every answer is in.
 	t.Cleanup(func() {
 		for _, p := range check.problems() {

@@ -15,8 +15,8 @@ import (
 
 // TestShortTestsAreExhaustive: every test function that looks at
 // testing.Short(), itself or through a helper of its package, is named in the Makefile's EXHAUSTIVE_TESTS (so that
-// the race pass's -short does not drop what it skips), and every name
-// there is such a test.
+// the race pass's -short does not drop what it skips) and its package in
+// EXHAUSTIVE_PACKAGES, and every name there is such a test.
 func TestShortTestsAreExhaustive(t *testing.T) {
 	root := filepath.Join("..", "..")
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
@@ -87,6 +87,11 @@ func TestShortTestsAreExhaustive(t *testing.T) {
 			helpers[f.dir+" "+f.name] = true
 		}
 	}
+	m = regexp.MustCompile(`(?m)^EXHAUSTIVE_PACKAGES :=((?:.*\\\n)*.*)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("no EXHAUSTIVE_PACKAGES in the Makefile")
+	}
+	packages := strings.Fields(strings.ReplaceAll(string(m[1]), "\\", " "))
 	var short []string
 	for _, f := range fns {
 		if !strings.HasPrefix(f.name, "Test") || f.name == "TestMain" {
@@ -95,6 +100,13 @@ func TestShortTestsAreExhaustive(t *testing.T) {
 		uses := f.short || slices.ContainsFunc(f.calls, func(c string) bool { return helpers[f.dir+" "+c] })
 		if uses {
 			short = append(short, strings.TrimPrefix(f.name, "Test"))
+			rel, err := filepath.Rel(root, f.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pkg := "./" + filepath.ToSlash(rel); !slices.Contains(packages, pkg) {
+				t.Errorf("%s looks at testing.Short() but its package %s is not in the Makefile's EXHAUSTIVE_PACKAGES: make test would never run it whole", f.name, pkg)
+			}
 		}
 	}
 	for _, name := range short {
