@@ -19,8 +19,14 @@ MOCK    ?= 127.0.0.1:8081
 
 # The server with the example definitions (copied into .demo/ on first run
 # so that edits made through the API never touch examples/) and the bundled
-# mock model, so a full evaluation runs with no model installed. Ctrl-C
+# mock model, so a full evaluation runs with no model installed. The mock
+# speaks the three provider kinds' APIs, so the demo first runs a sweep of
+# one model through each (openai/, anthropic/, gemini/: the same answers,
+# side by side); the server then knows the three providers too. Ctrl-C
 # stops both.
+DEMO_PROVIDERS = --provider openai=openai,base_url=http://$(MOCK)/v1 \
+	--provider anthropic=anthropic,base_url=http://$(MOCK),api_key_env=DEMO_KEY \
+	--provider gemini=gemini,base_url=http://$(MOCK),api_key_env=DEMO_KEY
 demo: build
 	@mkdir -p $(DEMO)
 	@[ -d $(DEMO)/definitions ] || cp -r examples/definitions $(DEMO)/definitions
@@ -32,8 +38,12 @@ demo: build
 			cat $(DEMO)/mockllm.log >&2; exit 1; fi; \
 		i=$$((i+1)); sleep 0.1; done; \
 	echo "mock model on http://$(MOCK)/v1 (log: $(DEMO)/mockllm.log)"; \
+	export DEMO_KEY=mock; \
+	./$(BIN) run --data $(DEMO)/data --definitions $(DEMO)/definitions --domains arithmetic \
+		--llm-base-url http://$(MOCK)/v1 $(DEMO_PROVIDERS) \
+		--model openai/llmtest-model --model anthropic/llmtest-model --model gemini/llmtest-model || true; \
 	./$(BIN) serve --addr $(ADDR) --data $(DEMO)/data --definitions $(DEMO)/definitions \
-		--llm-base-url http://$(MOCK)/v1 --llm-model llmtest-model
+		--llm-base-url http://$(MOCK)/v1 --llm-model llmtest-model $(DEMO_PROVIDERS)
 
 # The packages that keep data run a second time on PostgreSQL: each test
 # process starts a server of its own from Debian's postgresql package
