@@ -740,7 +740,7 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 		res.Details["retrieval"] = measured
 	}
 	var usage harness.Usage
-	rec := newRecorder(start)
+	rec := newRecorder(start, p.model)
 	conv := p.msgs // the conversation so far
 	fail := func(err error) (runs.Result, bool) {
 		if ctx.Err() != nil {
@@ -791,7 +791,7 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: p.system, Response: loop.Response,
-		Messages: loop.Transcript, ToolCalls: loop.Calls(), Model: p.model, Retrieval: p.retrieval,
+		Messages: contentOnly(loop.Transcript), ToolCalls: loop.Calls(), Model: p.model, Retrieval: p.retrieval,
 		Client: &evalModel{rec: rec, own: model, judge: e.opts.Client, transcript: loop.Transcript},
 	})
 	if err != nil {

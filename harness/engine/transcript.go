@@ -25,12 +25,17 @@ import (
 // (a plugin evaluator may ask from several goroutines).
 type recorder struct {
 	start time.Time
+	// model is the reference a call is recorded with when its request
+	// names none: the run's model.
+	model string
 	mu    sync.Mutex
 	calls []runs.Call
 	pass2 []runs.Message
 }
 
-func newRecorder(start time.Time) *recorder { return &recorder{start: start} }
+func newRecorder(start time.Time, model string) *recorder {
+	return &recorder{start: start, model: model}
+}
 
 // ask sends req to model, recording its attempts as calls of purpose and
 // round.
@@ -39,7 +44,7 @@ func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harn
 	seen := 0
 	outer := req.OnAttempt
 	r.OnAttempt = func(a harness.Attempt) {
-		rec.add(purpose, round, a)
+		rec.add(purpose, round, req.Model, a)
 		rec.mu.Lock()
 		seen++
 		rec.mu.Unlock()
@@ -57,14 +62,19 @@ func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harn
 		if err == nil && resp != nil {
 			a.Usage = resp.Usage
 		}
-		rec.add(purpose, round, a)
+		rec.add(purpose, round, req.Model, a)
 	}
 	return resp, err
 }
 
-func (rec *recorder) add(purpose string, round int, a harness.Attempt) {
+func (rec *recorder) add(purpose string, round int, model string, a harness.Attempt) {
+	if model == "" {
+		model = rec.model
+	}
 	c := runs.Call{Purpose: purpose, Round: round, Attempt: a.N, StartMS: a.Start.Sub(rec.start).Milliseconds(),
-		DurationMS: a.Duration.Milliseconds(), PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens,
+		DurationMS: a.Duration.Milliseconds(), Model: model,
+		PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens,
+		CachedTokens: a.Usage.CachedTokens, ReasoningTokens: a.Usage.ReasoningTokens,
 		Status: a.Status, HTTPStatus: a.HTTPStatus}
 	if a.Err != nil {
 		c.Error = a.Err.Error()

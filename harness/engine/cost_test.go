@@ -1,0 +1,145 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gauntlet-eval/gauntlet/harness"
+	"github.com/gauntlet-eval/gauntlet/harness/engine"
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+)
+
+// costJudge asks its own model (judgeModel) to grade the answer, and
+// remembers every message it was shown.
+type costJudge struct {
+	mu   sync.Mutex
+	seen []harness.Message
+}
+
+const judgeModel = "judge-model"
+
+func (j *costJudge) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harness.EvalResult, error) {
+	j.mu.Lock()
+	j.seen = append(j.seen, req.Messages...)
+	j.mu.Unlock()
+	resp, err := req.Client.Chat(ctx, &harness.ChatRequest{Model: judgeModel, Messages: []harness.Message{
+		{Role: harness.RoleUser, Content: judgeMark + " grade this: " + req.Response}}})
+	if err != nil {
+		return nil, err
+	}
+	ok := strings.Contains(req.Response, req.Test.Expected.Answer)
+	return &harness.EvalResult{Score: map[bool]float64{true: 1}[ok], Passed: ok, Usage: resp.Usage}, nil
+}
+
+// thinking adds a reasoning part to every answer of its model, as a
+// provider that returns thinking blocks does.
+type thinking struct{ next harness.ChatModel }
+
+const thought = "Let me add the numbers\x00 carefully \xff."
+
+func (m thinking) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
+	resp, err := m.next.Chat(ctx, req)
+	if err == nil && req.Model != judgeModel {
+		resp.Message.Parts = []harness.Part{{Kind: harness.PartReasoning, Text: thought, Signature: "sig-1"}}
+	}
+	return resp, err
+}
+
+// usageOf is the usage the fake endpoint reports: the model's answers
+// with cached and reasoning tokens, the judge's without.
+func usageOf(req *llmtest.Request) *llmtest.Reply {
+	if strings.HasPrefix(req.LastUser(), judgeMark) {
+		return &llmtest.Reply{Content: "Score: 1", Usage: &harness.Usage{PromptTokens: 200, CompletionTokens: 10, TotalTokens: 210}}
+	}
+	return &llmtest.Reply{Content: "The answer is " + sumOf(req.LastUser()) + ".",
+		Usage: &harness.Usage{PromptTokens: 1000, CompletionTokens: 300, TotalTokens: 1300, CachedTokens: 400, ReasoningTokens: 120}}
+}
+
+// sumOf answers "What is A + B?" as the fake endpoint does.
+func sumOf(prompt string) string {
+	var a, b int
+	i := strings.Index(prompt, "What is ")
+	if i < 0 {
+		return "?"
+	}
+	if _, err := fmt.Sscanf(prompt[i:], "What is %d + %d?", &a, &b); err != nil {
+		return "?"
+	}
+	return strconv.Itoa(a + b)
+}
+
+func costDefs() *defs {
+	d := newDefs()
+	d.sums("math", 1, 3, 0)
+	d.domain("math", "", true)
+	d.s.Evaluators = append(d.s.Evaluators, harness.EvaluatorConfig{ID: "judged", Name: "Judged", Type: "costjudge"})
+	d.domain("j", "", true)
+	d.test(harness.Test{ID: "j-t", DomainID: "j", Level: 1, Name: "Judged", EvaluatorID: "judged",
+		Prompt: "[j-t] What is 4 + 4?", Expected: harness.Expected{Answer: "8", Type: "numeric"}})
+	return d
+}
+
+func costFixture(t *testing.T, d *defs) (*fixture, *costJudge) {
+	t.Helper()
+	reg := harness.NewRegistry()
+	judge := &costJudge{}
+	if err := reg.RegisterEvaluator("costjudge", judge); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOpts{snap: d.snap(), registry: reg, anyDB: true, llm: llmtest.Options{Respond: usageOf},
+		model: func(m harness.ChatModel) harness.ChatModel { return thinking{m} }})
+	return f, judge
+}
+
+// TestCallsRecordFourTokenCountsAndReasoning: each call records the four
+// token counts its provider reported and the model it asked (a judge's
+// its own); the model's reasoning is kept in the stored transcript, byte
+// for byte, and never shown to the evaluator.
+func TestCallsRecordFourTokenCountsAndReasoning(t *testing.T) {
+	f, judge := costFixture(t, costDefs())
+	info, res := runAndWait(t, f, engine.StartRequest{Model: "m1"})
+	if info.DoneTests != 4 {
+		t.Fatalf("run %+v", info)
+	}
+	for id, r := range res {
+		if len(r.Calls) == 0 {
+			t.Fatalf("%s: no calls", id)
+		}
+		c := r.Calls[0]
+		if c.Model != "m1" || c.PromptTokens != 1000 || c.CompletionTokens != 300 || c.CachedTokens != 400 || c.ReasoningTokens != 120 {
+			t.Errorf("%s: first call %+v; want m1 with 1000/300/400/120 tokens", id, c)
+		}
+		var answer *harness.Message
+		for i := range r.Transcript {
+			if m := &r.Transcript[i]; m.Role == harness.RoleAssistant && !m.Pass2 {
+				answer = &m.Message
+			}
+		}
+		if answer == nil || len(answer.Parts) != 1 || answer.Parts[0].Text != thought || answer.Parts[0].Signature != "sig-1" ||
+			answer.Parts[0].Kind != harness.PartReasoning {
+			t.Errorf("%s: the answer's parts = %+v; want the reasoning, byte for byte", id, answer)
+		}
+		if answer != nil && strings.Contains(answer.Content, "carefully") {
+			t.Errorf("%s: reasoning in the content %q", id, answer.Content)
+		}
+	}
+	j := res["j-t"]
+	if len(j.Calls) != 2 || j.Calls[1].Purpose != "judge" || j.Calls[1].Model != judgeModel || j.Calls[1].PromptTokens != 200 ||
+		j.Calls[1].CachedTokens != 0 {
+		t.Errorf("judged calls %+v; want the judge's own model and tokens", j.Calls)
+	}
+	judge.mu.Lock()
+	defer judge.mu.Unlock()
+	if len(judge.seen) == 0 {
+		t.Fatal("the judge saw no messages")
+	}
+	for _, m := range judge.seen {
+		if len(m.Parts) > 0 {
+			t.Errorf("the evaluator was shown reasoning: %+v", m)
+		}
+	}
+}
