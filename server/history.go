@@ -193,6 +193,17 @@ type apiTranscriptMessage struct {
 	Pass2         bool                    `json:"pass2" doc:"Part of the evaluator's second pass: the request asking the model to restate its final answer, and the model's reply."`
 	Truncated     bool                    `json:"truncated" doc:"The content or a tool call's arguments were cut to fit the stored transcript's cap."`
 	Omitted       int                     `json:"omitted,omitempty" doc:"Messages left out just before this one (a transcript of more than 1000 messages keeps the first and the last ones)."`
+	Parts         []apiTranscriptPart     `json:"parts,omitempty" doc:"What an assistant message carried besides its content: the model's reasoning (kind reasoning). Kept for reading, never scored."`
+}
+
+// apiTranscriptPart is a part of a transcript message: a model's
+// reasoning.
+type apiTranscriptPart struct {
+	Kind       string `json:"kind" enum:"reasoning"`
+	Text       string `json:"text,omitempty" doc:"The reasoning text; when it is not valid UTF-8, text_base64 holds the exact bytes. Empty for a block the provider keeps hidden (redacted)."`
+	TextBase64 string `json:"text_base64,omitempty" doc:"The exact bytes of text, base64, present only when they are not valid UTF-8."`
+	Signature  string `json:"signature,omitempty" doc:"The provider's opaque token for the part."`
+	Redacted   bool   `json:"redacted,omitempty" doc:"The provider encrypted the reasoning into signature."`
 }
 
 // apiTranscriptToolCall is a function call in a transcript.
@@ -209,8 +220,11 @@ type apiModelCall struct {
 	Attempt          int    `json:"attempt" minimum:"1" doc:"1 for a request's first attempt, then one more for each retry."`
 	StartMS          int64  `json:"start_ms" doc:"When the attempt began, in milliseconds from the start of the test."`
 	DurationMS       int64  `json:"duration_ms"`
-	PromptTokens     int    `json:"prompt_tokens"`
-	CompletionTokens int    `json:"completion_tokens"`
+	Model            string `json:"model,omitempty" doc:"The model reference the request named: the run's model, or a judge's own. Absent from calls stored before it was recorded."`
+	PromptTokens     int    `json:"prompt_tokens" doc:"Prompt tokens the provider reported, the cached ones included."`
+	CompletionTokens int    `json:"completion_tokens" doc:"Completion tokens the provider reported, the reasoning ones included."`
+	CachedTokens     int    `json:"cached_tokens" doc:"Prompt tokens read from the provider's prompt cache; 0 when it reported none."`
+	ReasoningTokens  int    `json:"reasoning_tokens" doc:"Completion tokens the model spent thinking; 0 when it reported none."`
 	Status           string `json:"status" enum:"ok,cached,http_error,timeout,unreachable,too_large,malformed,cancelled,error" doc:"ok; cached (answered from the response cache); or why the attempt failed."`
 	HTTPStatus       int    `json:"http_status,omitempty" doc:"The endpoint's HTTP status, when it answered with an error status (or a body too large or malformed)."`
 	Error            string `json:"error,omitempty" doc:"What went wrong, at most 500 bytes."`
@@ -226,6 +240,13 @@ func toAPITranscript(msgs []runs.Message) []apiTranscriptMessage {
 		}
 		for _, c := range m.ToolCalls {
 			a.ToolCalls = append(a.ToolCalls, apiTranscriptToolCall(c))
+		}
+		for _, p := range m.Parts {
+			ap := apiTranscriptPart{Kind: p.Kind, Text: p.Text, Signature: p.Signature, Redacted: p.Redacted}
+			if !utf8.ValidString(p.Text) {
+				ap.TextBase64 = base64.StdEncoding.EncodeToString([]byte(p.Text))
+			}
+			a.Parts = append(a.Parts, ap)
 		}
 		out[i] = a
 	}
