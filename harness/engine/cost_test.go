@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
 // costJudge asks its own model (judgeModel) to grade the answer, and
@@ -141,5 +143,84 @@ func TestCallsRecordFourTokenCountsAndReasoning(t *testing.T) {
 		if len(m.Parts) > 0 {
 			t.Errorf("the evaluator was shown reasoning: %+v", m)
 		}
+	}
+}
+
+// TestCostOfARun: with pricing.yaml's prices, each result costs what the
+// formula says of its calls, the judge's at the judge's price and apart;
+// cells and the run sum them, on the live matrix as in the store; a model
+// without a price has no cost, its judge's still counted apart; the
+// prices used are in the run's config, only those of the models it used.
+func TestCostOfARun(t *testing.T) {
+	half := 0.25
+	d := costDefs()
+	d.s.Evaluators[len(d.s.Evaluators)-1].Config = map[string]any{"model": judgeModel}
+	d.s.Pricing = &harness.Pricing{Models: map[string]harness.Price{
+		"m1":       {Input: 3, Output: 15, CachedInput: &half},
+		judgeModel: {Input: 1, Output: 2},
+		"unused":   {Input: 100, Output: 100},
+	}}
+	f, _ := costFixture(t, d)
+	info, res := runAndWait(t, f, engine.StartRequest{Model: "m1"})
+	model := (600*3 + 400*0.25 + 300*15) / 1e6
+	judge := (200*1 + 10*2) / 1e6
+	near := func(a *float64, b float64) bool { return a != nil && math.Abs(*a-b) < 1e-12 }
+	for id, r := range res {
+		want := model
+		if id == "j-t" {
+			want += judge
+			if !near(r.JudgeCostUSD, judge) {
+				t.Errorf("%s: judge cost %v; want %v", id, r.JudgeCostUSD, judge)
+			}
+		} else if r.JudgeCostUSD != nil {
+			t.Errorf("%s: judge cost %v without a judge", id, *r.JudgeCostUSD)
+		}
+		if !near(r.CostUSD, want) || r.CachedTokens != 400 || r.ReasoningTokens != 120 {
+			t.Errorf("%s: cost %v, cached %d, reasoning %d; want %v, 400, 120", id, r.CostUSD, r.CachedTokens, r.ReasoningTokens, want)
+		}
+	}
+	total := 4*model + judge
+	stored, err := f.runs.Run(context.Background(), info.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string]runs.Info{"returned": info, "stored": stored} {
+		if !near(in.CostUSD, total) || !near(in.JudgeCostUSD, judge) ||
+			in.Tokens != (runs.Tokens{Prompt: 4200, Completion: 1210, Cached: 1600, Reasoning: 480}) {
+			t.Errorf("%s run: cost %v, judge %v, tokens %+v; want %v, %v", name, in.CostUSD, in.JudgeCostUSD, in.Tokens, total, judge)
+		}
+	}
+	if p := stored.Config.Pricing; len(p) != 2 || p["m1"].Input != 3 || *p["m1"].CachedInput != 0.25 || *p[judgeModel].BatchDiscount != 1 {
+		t.Errorf("config pricing %+v; want m1's and the judge's, defaults filled in", p)
+	}
+	m, err := f.runs.Matrix(context.Background(), info.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := f.eng.Matrix(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, mm := range map[string]runs.Matrix{"stored": m, "live": live.Domains} {
+		if c := mm["math"]["1"]; !near(c.CostUSD, 3*model) || c.JudgeCostUSD == nil || *c.JudgeCostUSD != 0 || c.Tokens.Cached != 1200 {
+			t.Errorf("%s math cell: cost %v, judge %v, tokens %+v", name, c.CostUSD, c.JudgeCostUSD, c.Tokens)
+		}
+		if c := mm["j"]["1"]; !near(c.CostUSD, model+judge) || !near(c.JudgeCostUSD, judge) || c.Tokens.Prompt != 1200 {
+			t.Errorf("%s judged cell: cost %v, judge %v, tokens %+v", name, c.CostUSD, c.JudgeCostUSD, c.Tokens)
+		}
+	}
+
+	// A model without a price: no cost, but its judge's still counts.
+	info, res = runAndWait(t, f, engine.StartRequest{Model: "free-for-all"})
+	for id, r := range res {
+		if r.CostUSD != nil {
+			t.Errorf("unpriced %s: cost %v; want null", id, *r.CostUSD)
+		}
+	}
+	if !near(res["j-t"].JudgeCostUSD, judge) || !near(info.CostUSD, judge) || !near(info.JudgeCostUSD, judge) {
+		t.Errorf("unpriced run: judge %v, run cost %v / %v; want the judge's %v", res["j-t"].JudgeCostUSD, info.CostUSD, info.JudgeCostUSD, judge)
+	}
+	if p := info.Config.Pricing; len(p) != 1 {
+		t.Errorf("unpriced run's config pricing %+v; want the judge's only", p)
 	}
 }

@@ -23,11 +23,13 @@ import (
 // model, so it never weighs on a score.
 type counts struct {
 	done, passed, failed, errors int
-	scoreSum                     float64 // over the scored tests
+	scoreSum                     float64    // over the scored tests
+	spend                        runs.Spend // cost and tokens, every result's
 }
 
 func (c *counts) add(res *runs.Result) {
 	c.done++
+	c.spend.Add(runs.SpendOf(res))
 	switch res.Status {
 	case runs.TestPassed:
 		c.passed++
@@ -93,6 +95,7 @@ func (c *cell) measure() {
 func (c *cell) state() runs.Cell {
 	out := runs.Cell{Status: c.status, Tests: c.tests, Done: c.done, Passed: c.passed, Failed: c.failed, Errors: c.errors,
 		StdErr: c.stderr, CI95: c.ci95, Retrieval: c.ret.Cell()}
+	setSpend(c.spend, &out.CostUSD, &out.JudgeCostUSD, &out.Tokens)
 	switch c.status {
 	case runs.CellPassed, runs.CellFailed, runs.CellError, runs.CellPartial:
 		out.Score = c.score()
@@ -676,6 +679,7 @@ func (r *run) end() runs.Info {
 	info.DoneTests, info.Passed, info.Failed, info.Errors = r.total.done, r.total.passed, r.total.failed, r.total.errors
 	info.OverallScore = r.total.score()
 	info.TotalTokens = r.tokens
+	setSpend(r.total.spend, &info.CostUSD, &info.JudgeCostUSD, &info.Tokens)
 	info.CacheHits = r.cacheHits()
 	info.TotalDurationMS = r.priorMS + time.Since(r.started).Milliseconds()
 	info.Complete = status == runs.StatusCompleted && info.DoneTests == info.TotalTests && info.Errors == 0
@@ -717,10 +721,8 @@ func (r *run) noteModel(err error) {
 // finished: such a test leaves no result.
 func (r *run) runTest(j *job) (runs.Result, bool) { return r.runTestIn(r.ctx, j) }
 
-// runTestIn is runTest with the context of the test's requests: the run's
-// for a run executed in this process, a queued job's for one a worker
-// executes.
-func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
+// testIn is runTestIn before the result is priced.
+func (r *run) testIn(ctx context.Context, j *job) (runs.Result, bool) {
 	if j.stored != nil {
 		return r.rescoreTest(j)
 	}
