@@ -6,8 +6,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 	"github.com/gauntlet-eval/gauntlet/harness/internal/sqldb"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // TestCountedSpendMatchesRows fills three runs with priced, unpriced and
