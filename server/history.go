@@ -54,17 +54,18 @@ type historyHandler struct {
 
 // apiRunConfig is what a run ran with.
 type apiRunConfig struct {
-	Model           string         `json:"model" doc:"The endpoint model."`
-	BaseURL         string         `json:"base_url" doc:"The model endpoint, without credentials."`
-	Concurrency     int            `json:"concurrency" doc:"Tests in flight at once."`
-	TimeoutS        float64        `json:"timeout_s" doc:"Bound of each model request, in seconds."`
-	Retries         int            `json:"retries" doc:"Retries of a failed model request."`
-	Repeats         int            `json:"repeats" doc:"Times each test was asked."`
-	Params          map[string]any `json:"params" doc:"Sampling parameters sent to the endpoint."`
-	DefinitionsHash string         `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; get-run-definitions returns them."`
-	GauntletVersion string         `json:"gauntlet_version"`
-	Cache           bool           `json:"cache" doc:"Identical model requests were answered from the response cache."`
-	AgentID         string         `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
+	Model           string              `json:"model" doc:"The endpoint model."`
+	BaseURL         string              `json:"base_url" doc:"The model endpoint, without credentials."`
+	Concurrency     int                 `json:"concurrency" doc:"Tests in flight at once."`
+	TimeoutS        float64             `json:"timeout_s" doc:"Bound of each model request, in seconds."`
+	Retries         int                 `json:"retries" doc:"Retries of a failed model request."`
+	Repeats         int                 `json:"repeats" doc:"Times each test was asked."`
+	Params          map[string]any      `json:"params" doc:"Sampling parameters sent to the endpoint."`
+	DefinitionsHash string              `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; get-run-definitions returns them."`
+	GauntletVersion string              `json:"gauntlet_version"`
+	Cache           bool                `json:"cache" doc:"Identical model requests were answered from the response cache."`
+	Pricing         map[string]apiPrice `json:"pricing,omitempty" doc:"The prices the run's costs were computed with, by model reference: those of pricing.yaml for the models the run used (its model, its judges'), when it started. Absent when none of them had a price."`
+	AgentID         string              `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
 	// Agent is described by its schema, RunAgent: a reference takes no
 	// description of its own.
 	Agent *apiRunAgent `json:"agent,omitempty"`
@@ -121,7 +122,11 @@ type apiRunInfo struct {
 	Domains         []string             `json:"domains" doc:"The domains the run covered."`
 	Config          orNull[apiRunConfig] `json:"config" doc:"What the run ran with; null for runs made before it was recorded."`
 	CacheHits       int                  `json:"cache_hits" doc:"Model requests answered from the response cache instead of the endpoint; counted when the run ends."`
-	RescoredFrom    string               `json:"rescored_from" doc:"The run whose stored responses this run scored again (rescore-run); empty for a run that asked the model."`
+	CostUSD         *float64             `json:"cost_usd" doc:"What the run's model calls cost in US dollars, its judges' included, at the prices of config.pricing; null when no result had a price. A call answered from the response cache costs nothing."`
+	JudgeCostUSD    *float64             `json:"judge_cost_usd" doc:"The part of cost_usd the judges' calls cost; null when no result had a price."`
+	// Tokens is described by its schema, Tokens.
+	Tokens       apiTokens `json:"tokens"`
+	RescoredFrom string    `json:"rescored_from" doc:"The run whose stored responses this run scored again (rescore-run); empty for a run that asked the model."`
 	// Resumed is described by its schema, RunResumed: a reference takes
 	// no description of its own.
 	Resumed apiRunResumed `json:"resumed"`
@@ -140,6 +145,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 		TotalTests: i.TotalTests, DoneTests: i.DoneTests, Passed: i.Passed, Failed: i.Failed, Errors: i.Errors,
 		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains), CacheHits: i.CacheHits, RescoredFrom: i.RescoredFrom,
 		Resumed: apiRunResumed{Count: i.Resumed.Count, At: nonNil(i.Resumed.At)},
+		CostUSD: i.CostUSD, JudgeCostUSD: i.JudgeCostUSD, Tokens: apiTokens(i.Tokens),
 	}
 	if c := i.Config; c != nil {
 		params := c.Params
@@ -151,6 +157,12 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 			Retries: c.Retries, Repeats: c.Repeats, Params: params,
 			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion, Cache: c.Cache,
 			AgentID: c.AgentID, Agent: toAPIRunAgent(c.Agent),
+		}
+		if len(c.Pricing) > 0 {
+			out.Config.V.Pricing = make(map[string]apiPrice, len(c.Pricing))
+			for ref, p := range c.Pricing {
+				out.Config.V.Pricing[ref] = apiPrice(p)
+			}
 		}
 	}
 	return out
@@ -176,6 +188,10 @@ type apiTestResult struct {
 	SystemPrompt     string         `json:"system_prompt" doc:"The system prompt in effect."`
 	PromptTokens     int            `json:"prompt_tokens"`
 	CompletionTokens int            `json:"completion_tokens"`
+	CachedTokens     int            `json:"cached_tokens" doc:"The part of prompt_tokens read from the provider's prompt cache."`
+	ReasoningTokens  int            `json:"reasoning_tokens" doc:"The part of completion_tokens the model spent thinking."`
+	CostUSD          *float64       `json:"cost_usd" doc:"What the result's model calls cost in US dollars, its judge's included; null when the model under test has no price in the run's config.pricing."`
+	JudgeCostUSD     *float64       `json:"judge_cost_usd" doc:"The part of the cost the judge's calls made, priced by the judge's model reference; null when none had a price."`
 	CreatedAt        string         `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
 
 	// The conversation of the test and its model calls.
@@ -273,6 +289,7 @@ func toAPIResults(rs []runs.Result) []apiTestResult {
 			Response: r.Response, ResponseBase64: r.ResponseBase64, Expected: toAPIExpected(r.Expected),
 			Score: r.Score, Status: r.Status, Details: details, DurationMS: r.DurationMS, ModelName: r.ModelName,
 			SystemPrompt: r.SystemPrompt, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+			CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
 			CreatedAt: r.CreatedAt, Transcript: toAPITranscript(r.Transcript), Calls: toAPICalls(r.Calls),
 		}
 	}
@@ -664,4 +681,12 @@ func (n *orNull[T]) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &n.
 // Schema is T's schema or null.
 func (orNull[T]) Schema(r huma.Registry) *huma.Schema {
 	return nullable(r.Schema(reflect.TypeFor[T](), true, ""))
+}
+
+// apiTokens are the four token counts of a cell or a run.
+type apiTokens struct {
+	Prompt     int64 `json:"prompt" doc:"Prompt tokens of every call, judges' included; the cached ones too."`
+	Completion int64 `json:"completion" doc:"Completion tokens of every call, judges' included; the reasoning ones too."`
+	Cached     int64 `json:"cached" doc:"Prompt tokens read from the provider's prompt cache."`
+	Reasoning  int64 `json:"reasoning" doc:"Completion tokens the models spent thinking."`
 }

@@ -122,7 +122,11 @@ type apiMatrixCell struct {
 	CI95       []float64 `json:"ci95" minItems:"2" maxItems:"2" nullable:"true" doc:"95% interval of the score, [low, high], over tests (a test's repeats are averaged first); null until the cell is finished or when nothing was scored."`
 	// Retrieval: absent when no result of the cell measured retrieval
 	// (schemaDocs describes it; a reference takes no description).
-	Retrieval *apiCellRetrieval `json:"retrieval,omitempty"`
+	Retrieval    *apiCellRetrieval `json:"retrieval,omitempty"`
+	CostUSD      *float64          `json:"cost_usd" doc:"What the cell's results cost in US dollars, judges' calls included; null when none had a price."`
+	JudgeCostUSD *float64          `json:"judge_cost_usd" doc:"The part of cost_usd the judges' calls cost; null when no result had a price."`
+	// Tokens is described by its schema, Tokens.
+	Tokens apiTokens `json:"tokens"`
 }
 
 // apiCellRetrieval is a cell's retrieval figures.
@@ -153,6 +157,7 @@ func toAPICells(m runs.Matrix) map[string]map[string]apiMatrixCell {
 			row[level] = apiMatrixCell{
 				Status: c.Status, Score: c.Score, DurationMS: c.DurationMS,
 				Tests: c.Tests, Done: c.Done, Passed: c.Passed, Failed: c.Failed, Errors: c.Errors, StdErr: c.StdErr,
+				CostUSD: c.CostUSD, JudgeCostUSD: c.JudgeCostUSD, Tokens: apiTokens(c.Tokens),
 			}
 			if c.CI95 != nil {
 				cell := row[level]

@@ -106,6 +106,7 @@ var schemaDocs = map[string]string{
 	"TranscriptPart":      "A part of an assistant message besides its content: the model's reasoning, kept for reading and never scored.",
 	"Pricing":             "The prices of the definitions' pricing.yaml, by model reference, in US dollars per million tokens; absent without one.",
 	"Price":               "One model's price in US dollars per million tokens.",
+	"Tokens":              "The four token counts of every model call of a cell or a run, judges' included: prompt (cached included), completion (reasoning included), cached and reasoning.",
 	"PricingImport":       "Prices to write to pricing.yaml: with merge, each model's price replaces the one of the same reference; without, they replace the file. Absent: the current prices stay.",
 	"PriceImport":         "One model's price in US dollars per million tokens, none negative.",
 	"TokenUsage":          "Tokens used by model calls.",
