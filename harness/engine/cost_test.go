@@ -224,3 +224,66 @@ func TestCostOfARun(t *testing.T) {
 		t.Errorf("unpriced run's config pricing %+v; want the judge's only", p)
 	}
 }
+
+// TestBudgetStopAndResume: a run whose spend reaches its budget sends no
+// new request and ends stopped, its error naming the budget, with the
+// tests it finished; resumed with a new budget it goes on from there;
+// a budget the judge's calls alone reach (the model has no price) stops
+// a run too.
+func TestBudgetStopAndResume(t *testing.T) {
+	ctx := context.Background()
+	d := newDefs()
+	d.sums("math", 1, 8, 0)
+	d.domain("math", "", true)
+	d.s.Pricing = &harness.Pricing{Models: map[string]harness.Price{"m1": {Input: 1000, Output: 1000}}} // $1.3 a test
+	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 1, anyDB: true, llm: llmtest.Options{Respond: usageOf}})
+	info, _ := f.wait(t, f.start(t, engine.StartRequest{Model: "m1", MaxCostUSD: 3}))
+	if info.Status != runs.StatusStopped || !strings.Contains(info.Error, "budget") || info.DoneTests != 3 ||
+		info.CostUSD == nil || math.Abs(*info.CostUSD-3.9) > 1e-9 {
+		t.Fatalf("run with a $3 budget: %+v; want stopped after 3 tests ($3.9), the error naming the budget", info)
+	}
+	if n := f.mock.Stats().ChatCompletions; n != int64(info.DoneTests) {
+		t.Errorf("%d requests sent for %d tests; want none after the budget", n, info.DoneTests)
+	}
+	if err := f.eng.ResumeWith(ctx, info.RunID, engine.ResumeOptions{MaxCostUSD: 100}); err != nil {
+		t.Fatal(err)
+	}
+	resumed, _ := f.wait(t, info.RunID)
+	if resumed.Status != runs.StatusCompleted || resumed.DoneTests != 8 || resumed.CostUSD == nil || math.Abs(*resumed.CostUSD-8*1.3) > 1e-9 {
+		t.Errorf("resumed with a new budget: %+v; want completed, 8 tests, $10.4", resumed)
+	}
+	if err := f.eng.ResumeWith(ctx, info.RunID, engine.ResumeOptions{MaxCostUSD: -1}); err == nil {
+		t.Error("a negative budget was accepted")
+	}
+	if _, err := f.eng.Start(ctx, engine.StartRequest{MaxCostUSD: -1}); err == nil || !strings.Contains(err.Error(), "max_cost_usd") {
+		t.Errorf("a negative budget: %v", err)
+	}
+}
+
+// TestBudgetReachedByTheJudgeAlone: the model has no price, its judge
+// has: the judge's calls alone spend the budget, and the run stops.
+func TestBudgetReachedByTheJudgeAlone(t *testing.T) {
+	d := newDefs()
+	d.s.Evaluators = append(d.s.Evaluators, harness.EvaluatorConfig{ID: "judged", Name: "Judged", Type: "costjudge",
+		Config: map[string]any{"model": judgeModel}})
+	d.domain("j", "", true)
+	for i := range 6 {
+		d.test(harness.Test{ID: fmt.Sprintf("j-%d", i), DomainID: "j", Level: 1, Name: "Judged", EvaluatorID: "judged",
+			Prompt: fmt.Sprintf("[j-%d] What is 4 + 4?", i), Expected: harness.Expected{Answer: "8", Type: "numeric"}})
+	}
+	d.s.Pricing = &harness.Pricing{Models: map[string]harness.Price{judgeModel: {Input: 5000, Output: 0}}} // $1 a judgement
+	reg := harness.NewRegistry()
+	if err := reg.RegisterEvaluator("costjudge", &costJudge{}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOpts{snap: d.snap(), registry: reg, concurrency: 1, anyDB: true, llm: llmtest.Options{Respond: usageOf}})
+	info, res := runAndWait(t, f, engine.StartRequest{Model: "unpriced", MaxCostUSD: 2})
+	if info.Status != runs.StatusStopped || !strings.Contains(info.Error, "budget") || info.DoneTests != 2 {
+		t.Fatalf("run: %+v; want stopped after 2 judged tests", info)
+	}
+	for id, r := range res {
+		if r.CostUSD != nil || r.JudgeCostUSD == nil || *r.JudgeCostUSD != 1 {
+			t.Errorf("%s: cost %v, judge %v; want null and $1", id, r.CostUSD, r.JudgeCostUSD)
+		}
+	}
+}

@@ -318,6 +318,7 @@ func (e *Engine) prepareResume(ctx context.Context, r *run, note string, left, s
 	r.total, r.tokens, r.reported = total, tokens, total.done
 	r.preparing = false
 	r.mu.Unlock()
+	r.checkBudget()
 	r.logRun("run %s resumed (%s): %d of %d samples left to run", r.info.RunID, note, left, samples)
 	if len(changed) > 0 {
 		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",

@@ -289,6 +289,7 @@ func (r *run) pollCells(ctx context.Context) error {
 	// error.
 	elsewhere := info.Status != runs.StatusRunning && !r.ending && r.endStatus == ""
 	r.mu.Unlock()
+	r.checkBudget()
 	if elsewhere {
 		r.e.log.Warn("the run was ended by another process", slog.String("run", r.info.RunID),
 			slog.String("status", info.Status), slog.String("error", info.Error))

@@ -153,6 +153,7 @@ const (
 
 // run is one evaluation in progress.
 type run struct {
+	budget  budget // the run's spending limit, when it has one
 	e       *Engine
 	info    runs.Info
 	started time.Time
@@ -373,7 +374,7 @@ func (r *run) execute() {
 		case <-r.ctx.Done():
 			return false
 		}
-		if r.ctx.Err() != nil {
+		if r.ctx.Err() != nil || r.budget.reached.Load() {
 			<-sem
 			return false
 		}
@@ -391,6 +392,7 @@ func (r *run) execute() {
 			defer func() { <-sem; wg.Done() }()
 			res, finished := r.runTest(j)
 			if finished {
+				r.noteSpend(&res)
 				results <- res
 			}
 		}()
@@ -658,8 +660,9 @@ func (r *run) end() runs.Info {
 	ctx := context.Background()
 	r.mu.Lock()
 	status := r.endStatus
-	if status == "" {
-		status = runs.StatusCompleted
+	if status == "" || r.budget.stopped && r.total.done >= r.info.TotalTests {
+		// A budget reached by the last tests stops nothing.
+		status, r.endError = runs.StatusCompleted, ""
 	}
 	var left []runs.CellUpdate
 	for _, c := range r.cells {
@@ -743,9 +746,10 @@ func (r *run) testIn(ctx context.Context, j *job) (runs.Result, bool) {
 	}
 	var usage harness.Usage
 	rec := newRecorder(start, p.model)
+	rec.over = r.budget.reached.Load
 	conv := p.msgs // the conversation so far
 	fail := func(err error) (runs.Result, bool) {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errBudget) {
 			return res, false
 		}
 		res.Transcript, res.Calls = rec.result(conv)

@@ -28,6 +28,9 @@ type recorder struct {
 	// model is the reference a call is recorded with when its request
 	// names none: the run's model.
 	model string
+	// over, when set, reports that the run's budget is spent: a request
+	// is then not sent (errBudget).
+	over func() bool
 	mu    sync.Mutex
 	calls []runs.Call
 	pass2 []runs.Message
@@ -40,6 +43,9 @@ func newRecorder(start time.Time, model string) *recorder {
 // ask sends req to model, recording its attempts as calls of purpose and
 // round.
 func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harness.ChatRequest, purpose string, round int) (*harness.ChatResponse, error) {
+	if rec.over != nil && rec.over() {
+		return nil, errBudget
+	}
 	r := *req
 	seen := 0
 	outer := req.OnAttempt
