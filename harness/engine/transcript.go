@@ -30,7 +30,7 @@ type recorder struct {
 	model string
 	// over, when set, reports that the run's budget is spent: a request
 	// is then not sent (errBudget).
-	over func() bool
+	over  func() bool
 	mu    sync.Mutex
 	calls []runs.Call
 	pass2 []runs.Message
