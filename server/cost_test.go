@@ -5,12 +5,15 @@ import (
 	"encoding/csv"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // costPricing prices the fake endpoint's model; "unused" is never asked.
@@ -143,4 +146,30 @@ func TestCostOverHTTP(t *testing.T) {
 	}
 	mustProblem(t, e.post("/api/settings/import", map[string]any{"merge": true,
 		"pricing": map[string]any{"models": map[string]any{"m": map[string]any{"input": -1, "output": 1}}}}), http.StatusUnprocessableEntity)
+}
+
+// TestBudgetOverHTTP: max_cost_usd in the start body stops the run at its
+// budget, stopped with run_info.error naming it; a resume body's
+// max_cost_usd lets it go on; a negative one is a 422.
+func TestBudgetOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEngineEnv(t, engineConfig{concurrency: 1, llm: llmtest.Options{Respond: cachedUsage},
+		files: map[string]string{"pricing.yaml": "models:\n  llmtest-model: {input: 2500, output: 0}\n"}}) // $1 a call
+	mustProblem(t, e.post("/api/start", map[string]any{"max_cost_usd": -1}), http.StatusUnprocessableEntity)
+	id := e.start(map[string]any{"domains": []string{"arithmetic"}, "max_cost_usd": 1})
+	e.waitIdle()
+	info := e.runInfo(id)
+	// In this process the first test's $1 stops the run; with a queue
+	// (PostgreSQL), the jobs workers took before the server saw the
+	// spend finish too.
+	if info.Status != "stopped" || !strings.Contains(info.Error, "budget") || info.DoneTests < 1 || info.DoneTests >= info.TotalTests ||
+		os.Getenv(dbtest.EnvVar) == "" && info.DoneTests != 1 {
+		t.Fatalf("run with a $1 budget: %+v; want stopped after its first test ($1), naming the budget", info)
+	}
+	mustProblem(t, e.post("/api/run/"+id+"/resume", map[string]any{"max_cost_usd": -2}), http.StatusUnprocessableEntity)
+	must(t, e.post("/api/run/"+id+"/resume", map[string]any{"max_cost_usd": 100}), http.StatusOK)
+	e.waitIdle()
+	if info := e.runInfo(id); info.Status != "completed" || info.DoneTests != info.TotalTests || info.Error != "" {
+		t.Errorf("resumed with a new budget: %+v", info)
+	}
 }
