@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,5 +47,21 @@ func TestRunMaxCost(t *testing.T) {
 	resumed := jsonReportInfo(t, second)
 	if resumed.Status != runs.StatusCompleted || resumed.DoneTests != 12 || resumed.CostUSD == nil || *resumed.CostUSD <= *info.CostUSD {
 		t.Fatalf("resumed with --max-cost 1e9: %+v (err %v)", resumed, err)
+	}
+}
+
+// TestValidatePricing: gauntlet validate checks pricing.yaml as it checks
+// every definitions file: a typo at its line with a suggestion, exit 1.
+func TestValidatePricing(t *testing.T) {
+	dir := exampleDefs(t)
+	writeDef(t, dir, "pricing.yaml", "models:\n  openai/gpt-4o:\n    input: 2.5\n    ouput: 10\n")
+	var out strings.Builder
+	err := run(context.Background(), []string{"validate", "--definitions", dir, "--plugins", filepath.Join(t.TempDir(), "none")}, &out, io.Discard)
+	if !errors.Is(err, errInvalidDefinitions) {
+		t.Fatalf("err = %v, want errInvalidDefinitions", err)
+	}
+	want := filepath.Join(dir, "pricing.yaml") + `:4: unknown key "ouput" (did you mean "output"?)`
+	if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "of 17 files") {
+		t.Errorf("output %q; want %q first, 17 files", out.String(), want)
 	}
 }
