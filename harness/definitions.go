@@ -157,4 +157,7 @@ type Snapshot struct {
 	Tests      []Test            `json:"tests"`
 	Evaluators []EvaluatorConfig `json:"evaluators"`
 	Tools      []ToolDefinition  `json:"tools"`
+	// Pricing is the price list of pricing.yaml; nil without one. An
+	// import without it keeps the prices there are.
+	Pricing *Pricing `json:"pricing,omitempty"`
 }

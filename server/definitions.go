@@ -44,12 +44,52 @@ type apiDefinitions struct {
 	Tests      []apiTest      `json:"tests"`
 	Evaluators []apiEvaluator `json:"evaluators"`
 	Tools      []apiTool      `json:"tools"`
+	Pricing    *apiPricing    `json:"pricing,omitempty"`
+}
+
+// apiPricing is a price list: model reference to its price in US dollars
+// per million tokens.
+type apiPricing struct {
+	Models map[string]apiPrice `json:"models" doc:"Model reference ([provider/]model) to its price."`
+}
+
+// apiPrice is one model's price, as pricing.yaml holds it.
+type apiPrice struct {
+	Input         float64  `json:"input" doc:"US dollars per million prompt tokens not read from the provider's cache."`
+	Output        float64  `json:"output" doc:"US dollars per million completion tokens, reasoning included."`
+	CachedInput   *float64 `json:"cached_input,omitempty" doc:"US dollars per million prompt tokens read from the cache; absent: input."`
+	BatchDiscount *float64 `json:"batch_discount,omitempty" doc:"Factor of the cost of a call made in batch mode, 0 to 1; absent: 1."`
+}
+
+// apiPricingImport is the prices of an import.
+type apiPricingImport struct {
+	Models map[string]apiPriceImport `json:"models" doc:"Model reference ([provider/]model) to its price."`
+}
+
+// apiPriceImport is one model's price in an import.
+type apiPriceImport struct {
+	Input         float64  `json:"input" minimum:"0" doc:"US dollars per million prompt tokens not read from the provider's cache."`
+	Output        float64  `json:"output" minimum:"0" doc:"US dollars per million completion tokens, reasoning included."`
+	CachedInput   *float64 `json:"cached_input,omitempty" minimum:"0" doc:"US dollars per million prompt tokens read from the cache; absent: input."`
+	BatchDiscount *float64 `json:"batch_discount,omitempty" minimum:"0" maximum:"1" doc:"Factor of the cost of a call made in batch mode, 0 to 1; absent: 1."`
+}
+
+func toAPIPricing(p *harness.Pricing) *apiPricing {
+	if p == nil {
+		return nil
+	}
+	out := &apiPricing{Models: make(map[string]apiPrice, len(p.Models))}
+	for ref, pr := range p.Models {
+		out.Models[ref] = apiPrice(pr)
+	}
+	return out
 }
 
 func toAPIDefinitions(s *harness.Snapshot) apiDefinitions {
 	out := apiDefinitions{
 		Domains: make([]apiDomain, len(s.Domains)), Levels: make([]apiLevel, len(s.Levels)),
 		Tests: toAPITests(s.Tests), Evaluators: toAPIEvaluators(s.Evaluators), Tools: toAPITools(s.Tools),
+		Pricing: toAPIPricing(s.Pricing),
 	}
 	for i, d := range s.Domains {
 		out.Domains[i] = toAPIDomain(d)
@@ -71,6 +111,7 @@ type apiDefinitionsImport struct {
 	Tests      []apiTestCreate      `json:"tests,omitempty"`
 	Evaluators []apiEvaluatorCreate `json:"evaluators,omitempty" doc:"Absent: the current evaluators stay, even with merge false."`
 	Tools      []apiToolCreate      `json:"tools,omitempty" doc:"Absent: the current tools stay, even with merge false."`
+	Pricing    *apiPricingImport    `json:"pricing,omitempty"`
 }
 
 // snapshot returns the definitions of the import. Evaluators and tools are
@@ -98,6 +139,12 @@ func (b *apiDefinitionsImport) snapshot() *harness.Snapshot {
 		snap.Tools = make([]harness.ToolDefinition, len(b.Tools))
 		for i, t := range b.Tools {
 			snap.Tools[i] = t.tool()
+		}
+	}
+	if b.Pricing != nil {
+		snap.Pricing = &harness.Pricing{Models: make(map[string]harness.Price, len(b.Pricing.Models))}
+		for ref, p := range b.Pricing.Models {
+			snap.Pricing.Models[ref] = harness.Price(p)
 		}
 	}
 	return snap

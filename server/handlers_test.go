@@ -272,7 +272,9 @@ func (f *fakeEngine) Start(_ context.Context, req engine.StartRequest) (string, 
 	return f.active, nil
 }
 
-func (f *fakeEngine) Resume(context.Context, string) error { return harness.ErrNotFound }
+func (f *fakeEngine) ResumeWith(context.Context, string, engine.ResumeOptions) error {
+	return harness.ErrNotFound
+}
 func (f *fakeEngine) Rescore(context.Context, string) (string, error) {
 	return "", harness.ErrNotFound
 }

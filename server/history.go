@@ -54,20 +54,21 @@ type historyHandler struct {
 
 // apiRunConfig is what a run ran with.
 type apiRunConfig struct {
-	Model           string         `json:"model" doc:"The model reference, [provider/]model."`
-	BaseURL         string         `json:"base_url" doc:"The model endpoint, without credentials: the provider's when model names one."`
-	Provider        string         `json:"provider,omitempty" doc:"The provider the model reference named; absent for the default endpoint (--llm-base-url)."`
-	ProviderKind    string         `json:"provider_kind,omitempty" enum:"openai,anthropic,gemini" doc:"The kind of API the provider speaks; absent with provider."`
-	Concurrency     int            `json:"concurrency" doc:"Tests in flight at once."`
-	TimeoutS        float64        `json:"timeout_s" doc:"Bound of each model request, in seconds."`
-	Retries         int            `json:"retries" doc:"Retries of a failed model request."`
-	Repeats         int            `json:"repeats" doc:"Times each test was asked."`
-	Params          map[string]any `json:"params" doc:"Sampling parameters sent to the endpoint."`
-	DefinitionsHash string         `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; get-run-definitions returns them."`
-	GauntletVersion string         `json:"gauntlet_version"`
-	Cache           bool           `json:"cache" doc:"Identical model requests were answered from the response cache."`
-	Stream          bool           `json:"stream,omitempty" doc:"Answers were streamed; each call records ttft_ms. Absent when false."`
-	AgentID         string         `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
+	Model           string              `json:"model" doc:"The model reference, [provider/]model."`
+	BaseURL         string              `json:"base_url" doc:"The model endpoint, without credentials: the provider's when model names one."`
+	Provider        string              `json:"provider,omitempty" doc:"The provider the model reference named; absent for the default endpoint (--llm-base-url)."`
+	ProviderKind    string              `json:"provider_kind,omitempty" enum:"openai,anthropic,gemini" doc:"The kind of API the provider speaks; absent with provider."`
+	Concurrency     int                 `json:"concurrency" doc:"Tests in flight at once."`
+	TimeoutS        float64             `json:"timeout_s" doc:"Bound of each model request, in seconds."`
+	Retries         int                 `json:"retries" doc:"Retries of a failed model request."`
+	Repeats         int                 `json:"repeats" doc:"Times each test was asked."`
+	Params          map[string]any      `json:"params" doc:"Sampling parameters sent to the endpoint."`
+	DefinitionsHash string              `json:"definitions_hash" doc:"SHA-256 of the definitions the run used; get-run-definitions returns them."`
+	GauntletVersion string              `json:"gauntlet_version"`
+	Cache           bool                `json:"cache" doc:"Identical model requests were answered from the response cache."`
+	Stream          bool                `json:"stream,omitempty" doc:"Answers were streamed; each call records ttft_ms. Absent when false."`
+	Pricing         map[string]apiPrice `json:"pricing,omitempty" doc:"The prices the run's costs were computed with, by model reference: those of pricing.yaml for the models the run used (its model, its judges'), when it started. Absent when none of them had a price."`
+	AgentID         string              `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
 	// Agent is described by its schema, RunAgent: a reference takes no
 	// description of its own.
 	Agent *apiRunAgent `json:"agent,omitempty"`
@@ -124,7 +125,11 @@ type apiRunInfo struct {
 	Domains         []string             `json:"domains" doc:"The domains the run covered."`
 	Config          orNull[apiRunConfig] `json:"config" doc:"What the run ran with; null for runs made before it was recorded."`
 	CacheHits       int                  `json:"cache_hits" doc:"Model requests answered from the response cache instead of the endpoint; counted when the run ends."`
-	RescoredFrom    string               `json:"rescored_from" doc:"The run whose stored responses this run scored again (rescore-run); empty for a run that asked the model."`
+	CostUSD         *float64             `json:"cost_usd" doc:"What the run's model calls cost in US dollars, its judges' included, at the prices of config.pricing; null when no result had a price. A call answered from the response cache costs nothing."`
+	JudgeCostUSD    *float64             `json:"judge_cost_usd" doc:"The part of cost_usd the judges' calls cost; null when no result had a price."`
+	// Tokens is described by its schema, Tokens.
+	Tokens       apiTokens `json:"tokens"`
+	RescoredFrom string    `json:"rescored_from" doc:"The run whose stored responses this run scored again (rescore-run); empty for a run that asked the model."`
 	// Resumed is described by its schema, RunResumed: a reference takes
 	// no description of its own.
 	Resumed apiRunResumed `json:"resumed"`
@@ -143,6 +148,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 		TotalTests: i.TotalTests, DoneTests: i.DoneTests, Passed: i.Passed, Failed: i.Failed, Errors: i.Errors,
 		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains), CacheHits: i.CacheHits, RescoredFrom: i.RescoredFrom,
 		Resumed: apiRunResumed{Count: i.Resumed.Count, At: nonNil(i.Resumed.At)},
+		CostUSD: i.CostUSD, JudgeCostUSD: i.JudgeCostUSD, Tokens: apiTokens(i.Tokens),
 	}
 	if c := i.Config; c != nil {
 		params := c.Params
@@ -154,6 +160,12 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 			Retries: c.Retries, Repeats: c.Repeats, Params: params,
 			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion, Cache: c.Cache, Stream: c.Stream,
 			AgentID: c.AgentID, Agent: toAPIRunAgent(c.Agent),
+		}
+		if len(c.Pricing) > 0 {
+			out.Config.V.Pricing = make(map[string]apiPrice, len(c.Pricing))
+			for ref, p := range c.Pricing {
+				out.Config.V.Pricing[ref] = apiPrice(p)
+			}
 		}
 	}
 	return out
@@ -179,6 +191,10 @@ type apiTestResult struct {
 	SystemPrompt     string         `json:"system_prompt" doc:"The system prompt in effect."`
 	PromptTokens     int            `json:"prompt_tokens"`
 	CompletionTokens int            `json:"completion_tokens"`
+	CachedTokens     int            `json:"cached_tokens" doc:"The part of prompt_tokens read from the provider's prompt cache."`
+	ReasoningTokens  int            `json:"reasoning_tokens" doc:"The part of completion_tokens the model spent thinking."`
+	CostUSD          *float64       `json:"cost_usd" doc:"What the result's model calls cost in US dollars, its judge's included; null when the model under test has no price in the run's config.pricing."`
+	JudgeCostUSD     *float64       `json:"judge_cost_usd" doc:"The part of the cost the judge's calls made, priced by the judge's model reference; null when none had a price."`
 	CreatedAt        string         `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
 
 	// The conversation of the test and its model calls.
@@ -196,15 +212,17 @@ type apiTranscriptMessage struct {
 	Pass2         bool                    `json:"pass2" doc:"Part of the evaluator's second pass: the request asking the model to restate its final answer, and the model's reply."`
 	Truncated     bool                    `json:"truncated" doc:"The content or a tool call's arguments were cut to fit the stored transcript's cap."`
 	Omitted       int                     `json:"omitted,omitempty" doc:"Messages left out just before this one (a transcript of more than 1000 messages keeps the first and the last ones)."`
-	Parts         []apiMessagePart        `json:"parts,omitempty" doc:"What an assistant message carries besides its content: the model's reasoning, never scored. Absent when none."`
+	Parts         []apiTranscriptPart     `json:"parts,omitempty" doc:"What an assistant message carried besides its content: the model's reasoning (kind reasoning). Kept for reading, never scored."`
 }
 
-// apiMessagePart is a piece of a message besides its text.
-type apiMessagePart struct {
-	Kind      string `json:"kind" enum:"reasoning" doc:"reasoning: the model's thinking before its answer."`
-	Text      string `json:"text,omitempty" doc:"The part's text; absent for reasoning the provider keeps hidden (redacted)."`
-	Signature string `json:"signature,omitempty" doc:"The provider's opaque token for the part, sent back with the conversation."`
-	Redacted  bool   `json:"redacted,omitempty" doc:"The provider encrypted the text into signature."`
+// apiTranscriptPart is a part of a transcript message: a model's
+// reasoning.
+type apiTranscriptPart struct {
+	Kind       string `json:"kind" enum:"reasoning"`
+	Text       string `json:"text,omitempty" doc:"The reasoning text; when it is not valid UTF-8, text_base64 holds the exact bytes. Empty for a block the provider keeps hidden (redacted)."`
+	TextBase64 string `json:"text_base64,omitempty" doc:"The exact bytes of text, base64, present only when they are not valid UTF-8."`
+	Signature  string `json:"signature,omitempty" doc:"The provider's opaque token for the part."`
+	Redacted   bool   `json:"redacted,omitempty" doc:"The provider encrypted the reasoning into signature."`
 }
 
 // apiTranscriptToolCall is a function call in a transcript.
@@ -222,8 +240,11 @@ type apiModelCall struct {
 	StartMS          int64  `json:"start_ms" doc:"When the attempt began, in milliseconds from the start of the test."`
 	DurationMS       int64  `json:"duration_ms"`
 	TTFTMS           int64  `json:"ttft_ms,omitempty" doc:"Milliseconds from the attempt's start to the first token of its answer, when the run streamed answers (stream: true); absent otherwise."`
-	PromptTokens     int    `json:"prompt_tokens"`
-	CompletionTokens int    `json:"completion_tokens"`
+	Model            string `json:"model,omitempty" doc:"The model reference the request named: the run's model, or a judge's own. Absent from calls stored before it was recorded."`
+	PromptTokens     int    `json:"prompt_tokens" doc:"Prompt tokens the provider reported, the cached ones included."`
+	CompletionTokens int    `json:"completion_tokens" doc:"Completion tokens the provider reported, the reasoning ones included."`
+	CachedTokens     int    `json:"cached_tokens" doc:"Prompt tokens read from the provider's prompt cache; 0 when it reported none."`
+	ReasoningTokens  int    `json:"reasoning_tokens" doc:"Completion tokens the model spent thinking; 0 when it reported none."`
 	Status           string `json:"status" enum:"ok,cached,http_error,timeout,unreachable,too_large,malformed,cancelled,error" doc:"ok; cached (answered from the response cache); or why the attempt failed."`
 	HTTPStatus       int    `json:"http_status,omitempty" doc:"The endpoint's HTTP status, when it answered with an error status (or a body too large or malformed)."`
 	Error            string `json:"error,omitempty" doc:"What went wrong, at most 500 bytes."`
@@ -241,7 +262,11 @@ func toAPITranscript(msgs []runs.Message) []apiTranscriptMessage {
 			a.ToolCalls = append(a.ToolCalls, apiTranscriptToolCall(c))
 		}
 		for _, p := range m.Parts {
-			a.Parts = append(a.Parts, apiMessagePart(p))
+			ap := apiTranscriptPart{Kind: p.Kind, Text: p.Text, Signature: p.Signature, Redacted: p.Redacted}
+			if !utf8.ValidString(p.Text) {
+				ap.TextBase64 = base64.StdEncoding.EncodeToString([]byte(p.Text))
+			}
+			a.Parts = append(a.Parts, ap)
 		}
 		out[i] = a
 	}
@@ -268,6 +293,7 @@ func toAPIResults(rs []runs.Result) []apiTestResult {
 			Response: r.Response, ResponseBase64: r.ResponseBase64, Expected: toAPIExpected(r.Expected),
 			Score: r.Score, Status: r.Status, Details: details, DurationMS: r.DurationMS, ModelName: r.ModelName,
 			SystemPrompt: r.SystemPrompt, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+			CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
 			CreatedAt: r.CreatedAt, Transcript: toAPITranscript(r.Transcript), Calls: toAPICalls(r.Calls),
 		}
 	}
@@ -659,4 +685,12 @@ func (n *orNull[T]) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &n.
 // Schema is T's schema or null.
 func (orNull[T]) Schema(r huma.Registry) *huma.Schema {
 	return nullable(r.Schema(reflect.TypeFor[T](), true, ""))
+}
+
+// apiTokens are the four token counts of a cell or a run.
+type apiTokens struct {
+	Prompt     int64 `json:"prompt" doc:"Prompt tokens of every call, judges' included; the cached ones too."`
+	Completion int64 `json:"completion" doc:"Completion tokens of every call, judges' included; the reasoning ones too."`
+	Cached     int64 `json:"cached" doc:"Prompt tokens read from the provider's prompt cache."`
+	Reasoning  int64 `json:"reasoning" doc:"Completion tokens the models spent thinking."`
 }

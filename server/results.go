@@ -103,7 +103,7 @@ type exportInput struct {
 // csvHeader names the columns of the CSV export.
 var csvHeader = []string{"run_id", "test_id", "repeat", "domain", "level", "name", "status", "score", "duration_ms",
 	"prompt", "response", "response_base64", "expected_answer", "expected_type", "extracted_answer", "error",
-	"prompt_tokens", "completion_tokens", "created_at"}
+	"prompt_tokens", "completion_tokens", "created_at", "cached_tokens", "reasoning_tokens", "cost_usd", "judge_cost_usd"}
 
 // registerResults registers the results explorer's operations.
 func registerResults(api huma.API, store resultQuerier, log *slog.Logger) {
@@ -257,5 +257,14 @@ func csvRow(row []string, r runs.Result) {
 		strconv.FormatFloat(r.Score, 'g', -1, 64), strconv.FormatInt(r.DurationMS, 10),
 		text(r.Prompt), response, raw, text(r.Expected.Answer), r.Expected.Type, detail("extracted_answer"), detail("error"),
 		strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens), r.CreatedAt,
+		strconv.Itoa(r.CachedTokens), strconv.Itoa(r.ReasoningTokens), usd(r.CostUSD), usd(r.JudgeCostUSD),
 	})
+}
+
+// usd is a cost as a CSV cell: empty for none.
+func usd(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
 }

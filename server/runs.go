@@ -21,7 +21,7 @@ const StopWait = 5 * time.Second
 // in tests.
 type runEngine interface {
 	Start(ctx context.Context, req engine.StartRequest) (string, error)
-	Resume(ctx context.Context, runID string) error
+	ResumeWith(ctx context.Context, runID string, opts engine.ResumeOptions) error
 	Rescore(ctx context.Context, runID string) (string, error)
 	Stop(wait time.Duration) (string, error)
 	Reset() string
@@ -41,16 +41,17 @@ type runHandler struct {
 
 // apiRunStart is the body of start-run; every field is optional.
 type apiRunStart struct {
-	ModelName string          `json:"model_name,omitempty" doc:"Label of the run (default \"default\", or the agent's name with agent_id)."`
-	Domains   []string        `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
-	Model     string          `json:"model,omitempty" doc:"Model reference for this run, [provider/]model: a reference whose first segment names a configured provider (--provider, or the built-in anthropic and gemini) goes to that provider without the prefix; any other goes unchanged to the server's endpoint. Default the configured one. A provider whose key variable is not set is a 422 naming the variable. Not with agent_id (422): the agent decides its model."`
-	AgentID   string          `json:"agent_id,omitempty" doc:"Evaluate this agent instead of the bare model: each test's prompt goes through the agent's pipeline, as a chat would (its system prompt with the knowledge-base text retrieved for the prompt, its tools before the test's own, its model), in a fresh conversation that is not stored. The domains' and levels' system prompts are not used. The run's config records the agent id and its definition. An unknown agent is a 422."`
-	TimeoutS  *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
-	Retries   *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
-	Repeats   *int            `json:"repeats,omitempty" minimum:"1" maximum:"100" doc:"How many times each test is asked, 1 to 100 (default 1). Each asking is a result of its own, numbered by repeat from 0; the run's and the cells' counts are then of samples, tests × repeats."`
-	Params    *apiParamsInput `json:"params,omitempty"`
-	Stream    bool            `json:"stream,omitempty" doc:"Ask for every answer as a stream, so that each call records the time to its first token (ttft_ms). The answers are the same. Default false."`
-	Cache     bool            `json:"cache,omitempty" doc:"Answer each model request identical to one made before (same endpoint, model, messages, tools, sampling parameters and repeat) from the response cache, and store new answers there; run_info.cache_hits counts the requests so answered. A judge is never cached. Default false."`
+	ModelName  string          `json:"model_name,omitempty" doc:"Label of the run (default \"default\", or the agent's name with agent_id)."`
+	Domains    []string        `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
+	Model      string          `json:"model,omitempty" doc:"Model reference for this run, [provider/]model: a reference whose first segment names a configured provider (--provider, or the built-in anthropic and gemini) goes to that provider without the prefix; any other goes unchanged to the server's endpoint. Default the configured one. A provider whose key variable is not set is a 422 naming the variable. Not with agent_id (422): the agent decides its model."`
+	AgentID    string          `json:"agent_id,omitempty" doc:"Evaluate this agent instead of the bare model: each test's prompt goes through the agent's pipeline, as a chat would (its system prompt with the knowledge-base text retrieved for the prompt, its tools before the test's own, its model), in a fresh conversation that is not stored. The domains' and levels' system prompts are not used. The run's config records the agent id and its definition. An unknown agent is a 422."`
+	TimeoutS   *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
+	Retries    *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
+	Repeats    *int            `json:"repeats,omitempty" minimum:"1" maximum:"100" doc:"How many times each test is asked, 1 to 100 (default 1). Each asking is a result of its own, numbered by repeat from 0; the run's and the cells' counts are then of samples, tests × repeats."`
+	Params     *apiParamsInput `json:"params,omitempty"`
+	MaxCostUSD *float64        `json:"max_cost_usd,omitempty" minimum:"0" doc:"Budget of the run in US dollars: once what its results cost (run_info.cost_usd, judges' calls included, at the prices of pricing.yaml) reaches it, no new model request is sent, the tests in flight finish, and the run ends stopped with run_info.error naming the budget. Resume it with a new one. Absent or 0: no budget."`
+	Stream     bool            `json:"stream,omitempty" doc:"Ask for every answer as a stream, so that each call records the time to its first token (ttft_ms). The answers are the same. Default false."`
+	Cache      bool            `json:"cache,omitempty" doc:"Answer each model request identical to one made before (same endpoint, model, messages, tools, sampling parameters and repeat) from the response cache, and store new answers there; run_info.cache_hits counts the requests so answered. A judge is never cached. Default false."`
 }
 
 // apiParamsInput are sampling parameters in a request body: each key is
@@ -125,7 +126,11 @@ type apiMatrixCell struct {
 	CI95       []float64 `json:"ci95" minItems:"2" maxItems:"2" nullable:"true" doc:"95% interval of the score, [low, high], over tests (a test's repeats are averaged first); null until the cell is finished or when nothing was scored."`
 	// Retrieval: absent when no result of the cell measured retrieval
 	// (schemaDocs describes it; a reference takes no description).
-	Retrieval *apiCellRetrieval `json:"retrieval,omitempty"`
+	Retrieval    *apiCellRetrieval `json:"retrieval,omitempty"`
+	CostUSD      *float64          `json:"cost_usd" doc:"What the cell's results cost in US dollars, judges' calls included; null when none had a price."`
+	JudgeCostUSD *float64          `json:"judge_cost_usd" doc:"The part of cost_usd the judges' calls cost; null when no result had a price."`
+	// Tokens is described by its schema, Tokens.
+	Tokens apiTokens `json:"tokens"`
 }
 
 // apiCellRetrieval is a cell's retrieval figures.
@@ -156,6 +161,7 @@ func toAPICells(m runs.Matrix) map[string]map[string]apiMatrixCell {
 			row[level] = apiMatrixCell{
 				Status: c.Status, Score: c.Score, DurationMS: c.DurationMS,
 				Tests: c.Tests, Done: c.Done, Passed: c.Passed, Failed: c.Failed, Errors: c.Errors, StdErr: c.StdErr,
+				CostUSD: c.CostUSD, JudgeCostUSD: c.JudgeCostUSD, Tokens: apiTokens(c.Tokens),
 			}
 			if c.CI95 != nil {
 				cell := row[level]
@@ -291,6 +297,9 @@ func (b *apiRunStart) startRequest() engine.StartRequest {
 	if b.TimeoutS != nil {
 		req.Timeout = time.Duration(*b.TimeoutS * float64(time.Second))
 	}
+	if b.MaxCostUSD != nil {
+		req.MaxCostUSD = *b.MaxCostUSD
+	}
 	return req
 }
 
@@ -302,8 +311,23 @@ func (h *runHandler) start(ctx context.Context, in *startInput) (*runStartedOutp
 	return &runStartedOutput{Body: apiRunStarted{Success: true, RunID: id, Message: "evaluation started"}}, nil
 }
 
-func (h *runHandler) resume(ctx context.Context, in *runPath) (*runStartedOutput, error) {
-	if err := h.engine.Resume(context.WithoutCancel(ctx), in.RunID); err != nil {
+// apiRunResume is the optional body of resume-run.
+type apiRunResume struct {
+	MaxCostUSD *float64 `json:"max_cost_usd,omitempty" minimum:"0" doc:"The resumed run's budget in US dollars, as start-run's: it bounds the run's whole cost, its earlier sessions' included, so a run stopped at its budget goes on only with a higher one. Absent or 0: no budget (the run's earlier budget is not kept)."`
+}
+
+// resumeInput is the input of resume-run: the run, and an optional body.
+type resumeInput struct {
+	RunID string        `path:"run_id" doc:"The run to resume."`
+	Body  *apiRunResume `required:"false"`
+}
+
+func (h *runHandler) resume(ctx context.Context, in *resumeInput) (*runStartedOutput, error) {
+	var opts engine.ResumeOptions
+	if in.Body != nil && in.Body.MaxCostUSD != nil {
+		opts.MaxCostUSD = *in.Body.MaxCostUSD
+	}
+	if err := h.engine.ResumeWith(context.WithoutCancel(ctx), in.RunID, opts); err != nil {
 		return nil, h.problem(ctx, err)
 	}
 	return &runStartedOutput{Body: apiRunStarted{Success: true, RunID: in.RunID, Message: "run resumed"}}, nil

@@ -98,14 +98,14 @@ func (s *sweeper) Start(ctx context.Context, req engine.StartRequest) (string, e
 	return s.runEngine.Start(ctx, req)
 }
 
-// Resume resumes a run unless a sweep is active.
-func (s *sweeper) Resume(ctx context.Context, runID string) error {
+// ResumeWith resumes a run unless a sweep is active.
+func (s *sweeper) ResumeWith(ctx context.Context, runID string, opts engine.ResumeOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sw := s.active(); sw != nil {
 		return s.conflict(sw)
 	}
-	return s.runEngine.Resume(ctx, runID)
+	return s.runEngine.ResumeWith(ctx, runID, opts)
 }
 
 // Rescore starts a rescore, as Start starts a run: not while a sweep is

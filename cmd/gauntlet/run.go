@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cache := fs.Bool("cache", false, "answer each model request identical to one made before (same endpoint, model, messages, tools, sampling parameters and repeat) from the response cache in the database, and store new answers there; a judge is never cached")
 	stream := fs.Bool("stream", false, "ask for every answer as a stream, so that each model call records the time to its first token")
 	repeats := fs.Int("repeats", 1, "ask each test `n` times, 1 to 100; each asking is a result of its own and counts as a sample")
+	maxCost := fs.Float64("max-cost", 0, "budget of the run in `USD`: once what its results cost (judges' calls included, at the prices of pricing.yaml) reaches it, no new request is sent and the run ends stopped; with --resume, the resumed run's budget, its earlier cost included; 0: none")
 	var params harness.Params
 	fs.Func("temperature", "sampling `temperature` of this run's model requests, 0 to 2 (default: the level's, else the endpoint's)", func(v string) error {
 		return parseParam(v, &params.Temperature, strconv.ParseFloat)
@@ -99,6 +101,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	req.Params = params
 	req.Repeats = *repeats
+	if *maxCost < 0 || math.IsNaN(*maxCost) {
+		return fmt.Errorf("--max-cost must be 0 (no budget) or more, not %v", *maxCost)
+	}
+	req.MaxCostUSD = *maxCost
 	req.Cache, req.Stream = *cache, *stream
 	if f.resume != "" && (f.domains != "" || f.model != "" || !params.IsZero() || *repeats != 1 || *cache || *stream) {
 		return fmt.Errorf("--resume runs the stored run as it was: it takes no --domains, --model, --repeats, --cache, --stream or sampling parameters")
@@ -170,7 +176,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if f.resume != "" {
-		err = a.engine.Resume(context.WithoutCancel(ctx), f.resume)
+		err = a.engine.ResumeWith(context.WithoutCancel(ctx), f.resume, engine.ResumeOptions{MaxCostUSD: *maxCost})
 	} else {
 		req.ModelName, req.Model, req.Domains, req.AgentID = f.modelName, f.model, domains, f.agent
 		_, err = a.engine.Start(context.WithoutCancel(ctx), req)

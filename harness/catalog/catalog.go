@@ -51,6 +51,9 @@ type Catalog struct {
 	// from, and the definitions read from it. Reads use mem instead of db.
 	src fs.FS
 	mem atomic.Pointer[memDefs]
+	// pricing is what pricing.yaml held at the last sync or import; nil
+	// without one.
+	pricing atomic.Pointer[harness.Pricing]
 
 	// mu serialises writes and guards the fields below.
 	mu sync.Mutex
@@ -180,6 +183,7 @@ func (c *Catalog) setIndex(s *harness.Snapshot, hashes map[string]string) {
 		refs.tools[t.ID] = true
 	}
 	c.refs, c.hashes = refs, hashes
+	c.pricing.Store(clonePricing(s.Pricing))
 }
 
 func notFound(kind, id string) error {
@@ -415,6 +419,7 @@ func snapshot(ctx context.Context, c *Catalog) (*harness.Snapshot, error) {
 	if s.Tools, err = c.Tools(ctx); err != nil {
 		return nil, err
 	}
+	s.Pricing = c.Pricing()
 	return &s, nil
 }
 

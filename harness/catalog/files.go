@@ -393,6 +393,14 @@ func readOutline(root fs.FS, reg *harness.Registry) (*outline, error) {
 		out.hashes[rel] = hashOf(data)
 	}
 
+	// Prices: a file of their own, which nothing else depends on.
+	if p, data, errs := readPricing(root); errs != nil {
+		out.errs = append(out.errs, errs...)
+	} else if p != nil {
+		out.snap.Pricing = p
+		out.hashes[pricingFile] = hashOf(data)
+	}
+
 	entries, err := fs.ReadDir(root, domainsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read definitions: %w", err)
@@ -821,6 +829,12 @@ func render(s *harness.Snapshot) (map[string][]byte, error) {
 			return nil, err
 		}
 	}
+	if s.Pricing != nil {
+		b, err := encodePricing(s.Pricing)
+		if err := put(pricingFile, b, err); err != nil {
+			return nil, err
+		}
+	}
 	for _, d := range s.Domains {
 		b, err := encodeDomain(d)
 		if err := put(domainPath(d.ID), b, err); err != nil {
@@ -861,6 +875,9 @@ func layoutFiles(root fs.FS) ([]string, error) {
 			return nil, err
 		}
 		out = append(out, files...)
+	}
+	if _, err := fs.Stat(root, pricingFile); err == nil {
+		out = append(out, pricingFile)
 	}
 	entries, err := fs.ReadDir(root, domainsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

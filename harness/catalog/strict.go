@@ -134,6 +134,19 @@ func freeForm(t reflect.Type) bool {
 	return false
 }
 
+// structMap reports whether t is a map whose values are structs that
+// take known keys only.
+func structMap(t reflect.Type) bool {
+	if t.Kind() != reflect.Map {
+		return false
+	}
+	e := t.Elem()
+	for e.Kind() == reflect.Pointer {
+		e = e.Elem()
+	}
+	return e.Kind() == reflect.Struct && !freeForm(e)
+}
+
 // unwrap skips the anchors and tags around a node.
 func unwrap(n ast.Node) ast.Node {
 	for {
@@ -154,11 +167,21 @@ func walkKeys(n ast.Node, t reflect.Type, probs *Problems) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if n == nil || freeForm(t) {
+	if n == nil || freeForm(t) && !structMap(t) {
 		return
 	}
 	n = unwrap(n)
 	switch t.Kind() {
+	case reflect.Map:
+		// A map of structs (pricing's models): its keys are free, the
+		// keys of each value are the struct's.
+		if m, ok := n.(*ast.MappingNode); ok {
+			for _, kv := range m.Values {
+				walkKeys(kv.Value, t.Elem(), probs)
+			}
+		} else if kv, ok := n.(*ast.MappingValueNode); ok {
+			walkKeys(kv.Value, t.Elem(), probs)
+		}
 	case reflect.Slice, reflect.Array:
 		if seq, ok := n.(*ast.SequenceNode); ok {
 			for _, item := range seq.Values {

@@ -170,7 +170,8 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 			// The files of a kind the import keeps stay, even one that
 			// did not load.
 			kept := (strings.HasPrefix(rel, evaluatorsDir+"/") && in.Evaluators == nil) ||
-				(strings.HasPrefix(rel, toolsDir+"/") && in.Tools == nil)
+				(strings.HasPrefix(rel, toolsDir+"/") && in.Tools == nil) ||
+				(rel == pricingFile && in.Pricing == nil)
 			if _, keep := files[rel]; !keep && !kept {
 				changes = append(changes, change{rel: rel, remove: true})
 			}
@@ -227,6 +228,9 @@ func (c *Catalog) imported(ctx context.Context, in *harness.Snapshot, merge bool
 		if in.Tools != nil {
 			base.Tools = nil
 		}
+		if in.Pricing != nil {
+			base.Pricing = nil
+		}
 	}
 	return c.mergeSnapshot(base, in)
 }
@@ -275,6 +279,7 @@ func (c *Catalog) mergeSnapshot(base, in *harness.Snapshot) (*harness.Snapshot, 
 	out.Tests = upsertByKey(ve, "tests", base.Tests, tests,
 		func(t harness.Test) string { return t.ID },
 		func(t *harness.Test) error { return v.Test(t) })
+	out.Pricing = mergePricing(ve, base.Pricing, in.Pricing)
 	if err := ve.Err(); err != nil {
 		return nil, err
 	}

@@ -88,6 +88,7 @@ func (c *Catalog) syncDB(ctx context.Context) (*SyncResult, error) {
 		hashes[f.Path] = f.Hash
 	}
 	c.refs, c.hashes, c.syncCtx = o.refs, hashes, sctx
+	c.pricing.Store(clonePricing(o.snap.Pricing))
 	errs := append(o.errs, levelErrs...)
 	if errs == nil {
 		errs = []FileError{}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,6 +185,13 @@ type StartRequest struct {
 	// otherwise); ModelName labels the new run (default the source's
 	// label). See Engine.Rescore.
 	RescoreFrom string
+	// MaxCostUSD, when positive, is the run's budget in US dollars: once
+	// the cost of its stored results (CostUSD of runs.Info, judges'
+	// calls included) reaches it, no new model request is sent, the
+	// tests in flight finish or are left not done, and the run ends
+	// stopped with runs.Info.Error naming the budget. Only priced calls
+	// count (see runs.Config.Pricing). Negative: harness.ErrInvalid.
+	MaxCostUSD float64
 	// OnEvent, when set, receives this run's events, from EventRunStarted
 	// to EventRunFinished, in order, on a goroutine of its own: a slow
 	// OnEvent never holds up the run. When it falls more than
@@ -644,6 +652,9 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.MaxCostUSD < 0 || math.IsNaN(req.MaxCostUSD) {
+		return nil, harness.Invalid("max_cost_usd", "must be 0 (no budget) or more; got %v", req.MaxCostUSD)
+	}
 	repeats := max(req.Repeats, 1)
 	target, err := e.agentTarget(ctx, req)
 	if err != nil {
@@ -713,6 +724,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	r.queued = e.opts.Queue != nil
 	r.params = req.Params
 	r.stream = req.Stream
+	r.budget.max = req.MaxCostUSD
 	r.agent = target
 	if req.Cache {
 		r.cache = &responseCache{}
@@ -829,8 +841,16 @@ func (e *Engine) begin(r *run, onEvent func(Event)) {
 // for an unknown run, harness.ErrInvalid when nothing is left to run or
 // the run stored no definitions (it was made by an older version).
 func (e *Engine) Resume(ctx context.Context, runID string) error {
+	return e.ResumeWith(ctx, runID, ResumeOptions{})
+}
+
+// ResumeWith is Resume with options: a new budget.
+func (e *Engine) ResumeWith(ctx context.Context, runID string, opts ResumeOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if opts.MaxCostUSD < 0 || math.IsNaN(opts.MaxCostUSD) {
+		return harness.Invalid("max_cost_usd", "must be 0 (no budget) or more; got %v", opts.MaxCostUSD)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -912,6 +932,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 	r.params = params
 	r.agent = target
 	r.stream = info.Config != nil && info.Config.Stream
+	r.budget.max = opts.MaxCostUSD
 	if c := info.Config; c != nil && c.Cache {
 		r.cache = &responseCache{}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -172,6 +173,11 @@ func (e *Engine) prepareStart(ctx context.Context, r *run, a *accepted, repeats 
 	cfg := *r.info.Config
 	r.mu.Unlock()
 	cfg.DefinitionsHash = hash
+	defs := a.snap
+	if defs == nil {
+		defs = a.outline
+	}
+	cfg.Pricing = runPricing(defs, r.info.Model)
 	jobs := p.produce(e.opts.Runs, hash, nil)
 	if err := e.recordPlan(ctx, r.info.RunID, p.samples, &cfg, keys, jobs); err != nil {
 		return err
@@ -294,10 +300,25 @@ func (e *Engine) prepareResume(ctx context.Context, r *run, note string, left, s
 		*c = *tmp
 		r.mu.Unlock()
 	}
+	// What the run spent is what its cells and its row counted, the
+	// results deleted for the resume included.
+	if m, err := e.opts.Runs.Matrix(ctx, r.info.RunID); err == nil {
+		for _, c := range r.cells {
+			if s, ok := m[c.domain][strconv.Itoa(c.level)]; ok {
+				r.mu.Lock()
+				c.spend = spendOfCell(s)
+				r.mu.Unlock()
+			}
+		}
+	}
+	if in, err := e.opts.Runs.Run(ctx, r.info.RunID); err == nil {
+		total.spend = spendOfRun(in)
+	}
 	r.mu.Lock()
 	r.total, r.tokens, r.reported = total, tokens, total.done
 	r.preparing = false
 	r.mu.Unlock()
+	r.checkBudget()
 	r.logRun("run %s resumed (%s): %d of %d samples left to run", r.info.RunID, note, left, samples)
 	if len(changed) > 0 {
 		r.logRun("run %s: agent %s changed since the run started (%s); the rest runs against the agent as it is now",

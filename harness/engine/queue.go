@@ -256,6 +256,7 @@ func (r *run) pollCells(ctx context.Context) error {
 		}
 		c.done, c.passed, c.failed, c.errors = s.Done, s.Passed, s.Failed, s.Errors
 		c.ret = runs.TallyOf(s.Retrieval)
+		c.spend = spendOfCell(s)
 		if s.Done > 0 && c.first.IsZero() {
 			c.first = time.Now()
 		}
@@ -279,6 +280,7 @@ func (r *run) pollCells(ctx context.Context) error {
 		total.failed += c.failed
 		total.errors += c.errors
 	}
+	total.spend = spendOfRun(info)
 	r.total = total
 	r.tokens = info.TotalTokens
 	r.info.CacheHits = info.CacheHits // the workers' hits
@@ -287,6 +289,7 @@ func (r *run) pollCells(ctx context.Context) error {
 	// error.
 	elsewhere := info.Status != runs.StatusRunning && !r.ending && r.endStatus == ""
 	r.mu.Unlock()
+	r.checkBudget()
 	if elsewhere {
 		r.e.log.Warn("the run was ended by another process", slog.String("run", r.info.RunID),
 			slog.String("status", info.Status), slog.String("error", info.Error))

@@ -331,7 +331,7 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 	var usage harness.Usage
 	// The conversation is the source's; the calls are this run's own (a
 	// judge's): the source's model calls were not made again.
-	rec := newRecorder(start)
+	rec := newRecorder(start, r.info.Model)
 	fail := func(err error) (runs.Result, bool) {
 		if ctx.Err() != nil {
 			return res, false
@@ -370,7 +370,7 @@ func (r *run) rescoreTest(j *job) (runs.Result, bool) {
 	})
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: src.SystemPrompt, Response: src.Response,
-		Messages: msgs, ToolCalls: calls, Model: r.info.Model, Retrieval: r.storedRetrieval(src),
+		Messages: contentOnly(msgs), ToolCalls: calls, Model: r.info.Model, Retrieval: r.storedRetrieval(src),
 		Client: &evalModel{rec: rec, own: stored, judge: r.e.opts.Client, transcript: msgs, replay: true},
 	})
 	if err != nil {

@@ -23,11 +23,13 @@ import (
 // model, so it never weighs on a score.
 type counts struct {
 	done, passed, failed, errors int
-	scoreSum                     float64 // over the scored tests
+	scoreSum                     float64    // over the scored tests
+	spend                        runs.Spend // cost and tokens, every result's
 }
 
 func (c *counts) add(res *runs.Result) {
 	c.done++
+	c.spend.Add(runs.SpendOf(res))
 	switch res.Status {
 	case runs.TestPassed:
 		c.passed++
@@ -93,6 +95,7 @@ func (c *cell) measure() {
 func (c *cell) state() runs.Cell {
 	out := runs.Cell{Status: c.status, Tests: c.tests, Done: c.done, Passed: c.passed, Failed: c.failed, Errors: c.errors,
 		StdErr: c.stderr, CI95: c.ci95, Retrieval: c.ret.Cell()}
+	setSpend(c.spend, &out.CostUSD, &out.JudgeCostUSD, &out.Tokens)
 	switch c.status {
 	case runs.CellPassed, runs.CellFailed, runs.CellError, runs.CellPartial:
 		out.Score = c.score()
@@ -150,6 +153,7 @@ const (
 
 // run is one evaluation in progress.
 type run struct {
+	budget  budget // the run's spending limit, when it has one
 	e       *Engine
 	info    runs.Info
 	started time.Time
@@ -371,7 +375,7 @@ func (r *run) execute() {
 		case <-r.ctx.Done():
 			return false
 		}
-		if r.ctx.Err() != nil {
+		if r.ctx.Err() != nil || r.budget.reached.Load() {
 			<-sem
 			return false
 		}
@@ -389,6 +393,7 @@ func (r *run) execute() {
 			defer func() { <-sem; wg.Done() }()
 			res, finished := r.runTest(j)
 			if finished {
+				r.noteSpend(&res)
 				results <- res
 			}
 		}()
@@ -656,8 +661,9 @@ func (r *run) end() runs.Info {
 	ctx := context.Background()
 	r.mu.Lock()
 	status := r.endStatus
-	if status == "" {
-		status = runs.StatusCompleted
+	if status == "" || r.budget.stopped && r.total.done >= r.info.TotalTests {
+		// A budget reached by the last tests stops nothing.
+		status, r.endError = runs.StatusCompleted, ""
 	}
 	var left []runs.CellUpdate
 	for _, c := range r.cells {
@@ -677,6 +683,7 @@ func (r *run) end() runs.Info {
 	info.DoneTests, info.Passed, info.Failed, info.Errors = r.total.done, r.total.passed, r.total.failed, r.total.errors
 	info.OverallScore = r.total.score()
 	info.TotalTokens = r.tokens
+	setSpend(r.total.spend, &info.CostUSD, &info.JudgeCostUSD, &info.Tokens)
 	info.CacheHits = r.cacheHits()
 	info.TotalDurationMS = r.priorMS + time.Since(r.started).Milliseconds()
 	info.Complete = status == runs.StatusCompleted && info.DoneTests == info.TotalTests && info.Errors == 0
@@ -718,10 +725,8 @@ func (r *run) noteModel(err error) {
 // finished: such a test leaves no result.
 func (r *run) runTest(j *job) (runs.Result, bool) { return r.runTestIn(r.ctx, j) }
 
-// runTestIn is runTest with the context of the test's requests: the run's
-// for a run executed in this process, a queued job's for one a worker
-// executes.
-func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
+// testIn is runTestIn before the result is priced.
+func (r *run) testIn(ctx context.Context, j *job) (runs.Result, bool) {
 	if j.stored != nil {
 		return r.rescoreTest(j)
 	}
@@ -741,10 +746,11 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 		res.Details["retrieval"] = measured
 	}
 	var usage harness.Usage
-	rec := newRecorder(start)
+	rec := newRecorder(start, p.model)
+	rec.over = r.budget.reached.Load
 	conv := p.msgs // the conversation so far
 	fail := func(err error) (runs.Result, bool) {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errBudget) {
 			return res, false
 		}
 		res.Transcript, res.Calls = rec.result(conv)
@@ -793,7 +799,7 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 	}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: j.test, Evaluator: j.evaluator, SystemPrompt: p.system, Response: loop.Response,
-		Messages: loop.Transcript, ToolCalls: loop.Calls(), Model: p.model, Retrieval: p.retrieval,
+		Messages: contentOnly(loop.Transcript), ToolCalls: loop.Calls(), Model: p.model, Retrieval: p.retrieval,
 		Client: &evalModel{rec: rec, own: model, judge: e.opts.Client, transcript: loop.Transcript},
 	})
 	if err != nil {

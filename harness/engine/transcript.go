@@ -25,21 +25,32 @@ import (
 // (a plugin evaluator may ask from several goroutines).
 type recorder struct {
 	start time.Time
+	// model is the reference a call is recorded with when its request
+	// names none: the run's model.
+	model string
+	// over, when set, reports that the run's budget is spent: a request
+	// is then not sent (errBudget).
+	over  func() bool
 	mu    sync.Mutex
 	calls []runs.Call
 	pass2 []runs.Message
 }
 
-func newRecorder(start time.Time) *recorder { return &recorder{start: start} }
+func newRecorder(start time.Time, model string) *recorder {
+	return &recorder{start: start, model: model}
+}
 
 // ask sends req to model, recording its attempts as calls of purpose and
 // round.
 func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harness.ChatRequest, purpose string, round int) (*harness.ChatResponse, error) {
+	if rec.over != nil && rec.over() {
+		return nil, errBudget
+	}
 	r := *req
 	seen := 0
 	outer := req.OnAttempt
 	r.OnAttempt = func(a harness.Attempt) {
-		rec.add(purpose, round, a)
+		rec.add(purpose, round, req.Model, a)
 		rec.mu.Lock()
 		seen++
 		rec.mu.Unlock()
@@ -57,14 +68,19 @@ func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harn
 		if err == nil && resp != nil {
 			a.Usage, a.TTFT = resp.Usage, resp.TTFT
 		}
-		rec.add(purpose, round, a)
+		rec.add(purpose, round, req.Model, a)
 	}
 	return resp, err
 }
 
-func (rec *recorder) add(purpose string, round int, a harness.Attempt) {
+func (rec *recorder) add(purpose string, round int, model string, a harness.Attempt) {
+	if model == "" {
+		model = rec.model
+	}
 	c := runs.Call{Purpose: purpose, Round: round, Attempt: a.N, StartMS: a.Start.Sub(rec.start).Milliseconds(),
-		DurationMS: a.Duration.Milliseconds(), PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens,
+		DurationMS: a.Duration.Milliseconds(), Model: model,
+		PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens,
+		CachedTokens: a.Usage.CachedTokens, ReasoningTokens: a.Usage.ReasoningTokens,
 		Status: a.Status, HTTPStatus: a.HTTPStatus, TTFTMS: a.TTFT.Milliseconds()}
 	if a.Err != nil {
 		c.Error = a.Err.Error()

@@ -69,6 +69,7 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 			Set("retrieval_tests = retrieval_tests + ?", ret.Tests).
 			Set("retrieval_recall = retrieval_recall + ?", ret.RecallSum).
 			Set("retrieval_hits = retrieval_hits + ?", ret.Hits).
+			Apply(func(q *bun.UpdateQuery) *bun.UpdateQuery { return moveSpend(q, t.spend) }).
 			Set("status = CASE WHEN status = ? THEN ? ELSE status END", CellPending, CellRunning).
 			Where("run_id = ? AND domain = ? AND level = ?", r.RunID, r.Domain, r.Level).
 			Returning("done, tests, retrieval_tests, retrieval_recall, retrieval_hits").
@@ -81,6 +82,7 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 			Set("done_tests = done_tests + 1").Set("passed = passed + ?", t.passed).Set("failed = failed + ?", t.failed).
 			Set("errors = errors + ?", t.errs).Set("total_tokens = total_tokens + ?", r.PromptTokens+r.CompletionTokens).
 			Set("cache_hits = cache_hits + ?", cacheHitsOf(r)).Set("counted = counted AND ?", known).
+			Apply(func(q *bun.UpdateQuery) *bun.UpdateQuery { return moveSpend(q, t.spend) }).
 			Where("run_id = ? AND status = ?", r.RunID, StatusRunning).Returning("counted").Scan(ctx, &counted)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrRunEnded

@@ -161,6 +161,7 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 				Set("retrieval_tests = retrieval_tests + ?", c.retrieval.Tests).
 				Set("retrieval_recall = retrieval_recall + ?", c.retrieval.RecallSum).
 				Set("retrieval_hits = retrieval_hits + ?", c.retrieval.Hits).
+				Apply(func(q *bun.UpdateQuery) *bun.UpdateQuery { return moveSpend(q, c.spend) }).
 				Set("status = CASE WHEN status = ? THEN ? ELSE status END", CellPending, CellRunning).
 				Where("run_id = ? AND domain = ? AND level = ?", runID, k.domain, k.level).
 				Returning("done, tests, retrieval_tests, retrieval_recall, retrieval_hits").
@@ -178,6 +179,7 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 			Set("failed = failed + ?", run.failed).Set("errors = errors + ?", run.errs).
 			Set("total_tokens = total_tokens + ?", run.tokens).Set("cache_hits = cache_hits + ?", run.cacheHits).
 			Set("counted = counted AND ?", known).
+			Apply(func(q *bun.UpdateQuery) *bun.UpdateQuery { return moveSpend(q, run.spend) }).
 			Where("run_id = ? AND status = ?", runID, StatusRunning).Returning("counted").Scan(ctx, &counted)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrRunEnded

@@ -101,6 +101,45 @@ var migrations = []sqldb.Migration{
 			`ALTER TABLE "runs" ADD COLUMN "resumed" TEXT`,
 		)
 	}},
+	{Version: 13, Name: "what results, cells and runs cost, and their four token counts", Up: func(ctx context.Context, tx bun.Tx) error {
+		return migrateSpend(ctx, tx, "INTEGER")
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return migrateSpend(ctx, tx, "BIGINT")
+	}},
+}
+
+// migrateSpend adds the cost and the cached and reasoning tokens of
+// results, and the spend counters of cells and runs (spendColumns).
+// Results stored before have no cost (null) and no cached or reasoning
+// tokens (0); their cells and runs count their prompt and completion
+// tokens, summed here once, and no cost (null).
+func migrateSpend(ctx context.Context, tx bun.Tx, bigint string) error {
+	stmts := []string{
+		`ALTER TABLE "run_results" ADD COLUMN "cached_tokens" ` + bigint + ` NOT NULL DEFAULT 0`,
+		`ALTER TABLE "run_results" ADD COLUMN "reasoning_tokens" ` + bigint + ` NOT NULL DEFAULT 0`,
+		`ALTER TABLE "run_results" ADD COLUMN "cost_usd" DOUBLE PRECISION`,
+		`ALTER TABLE "run_results" ADD COLUMN "judge_cost_usd" DOUBLE PRECISION`,
+	}
+	for _, table := range []string{"run_cells", "runs"} {
+		stmts = append(stmts,
+			`ALTER TABLE "`+table+`" ADD COLUMN "cost_usd" DOUBLE PRECISION NOT NULL DEFAULT 0`,
+			`ALTER TABLE "`+table+`" ADD COLUMN "judge_cost_usd" DOUBLE PRECISION NOT NULL DEFAULT 0`,
+			`ALTER TABLE "`+table+`" ADD COLUMN "priced" `+bigint+` NOT NULL DEFAULT 0`,
+			`ALTER TABLE "`+table+`" ADD COLUMN "prompt_tokens" `+bigint+` NOT NULL DEFAULT 0`,
+			`ALTER TABLE "`+table+`" ADD COLUMN "completion_tokens" `+bigint+` NOT NULL DEFAULT 0`,
+			`ALTER TABLE "`+table+`" ADD COLUMN "cached_tokens" `+bigint+` NOT NULL DEFAULT 0`,
+			`ALTER TABLE "`+table+`" ADD COLUMN "reasoning_tokens" `+bigint+` NOT NULL DEFAULT 0`,
+		)
+	}
+	const cellOf = `FROM "run_results" r WHERE r."run_id" = "run_cells"."run_id" AND r."domain" = "run_cells"."domain" AND r."level" = "run_cells"."level"`
+	const runOf = `FROM "run_results" r WHERE r."run_id" = "runs"."run_id"`
+	stmts = append(stmts,
+		`UPDATE "run_cells" SET "prompt_tokens" = (SELECT COALESCE(SUM(r."prompt_tokens"), 0) `+cellOf+`),
+			"completion_tokens" = (SELECT COALESCE(SUM(r."completion_tokens"), 0) `+cellOf+`)`,
+		`UPDATE "runs" SET "prompt_tokens" = (SELECT COALESCE(SUM(r."prompt_tokens"), 0) `+runOf+`),
+			"completion_tokens" = (SELECT COALESCE(SUM(r."completion_tokens"), 0) `+runOf+`)`,
+	)
+	return sqldb.ExecAll(ctx, tx, stmts...)
 }
 
 // migrateCounted adds the runs' "counted" flag: true for a run whose

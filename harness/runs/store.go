@@ -56,6 +56,7 @@ type runRow struct {
 	// Resumed holds the times the run was resumed, oldest first; NULL
 	// when never.
 	Resumed []string `bun:"resumed,type:text"`
+	spendColumns
 }
 
 type resultRow struct {
@@ -78,6 +79,10 @@ type resultRow struct {
 	SystemPrompt     string           `bun:"system_prompt,notnull"`
 	PromptTokens     int              `bun:"prompt_tokens,notnull"`
 	CompletionTokens int              `bun:"completion_tokens,notnull"`
+	CachedTokens     int              `bun:"cached_tokens,notnull"`
+	ReasoningTokens  int              `bun:"reasoning_tokens,notnull"`
+	CostUSD          *float64         `bun:"cost_usd"`
+	JudgeCostUSD     *float64         `bun:"judge_cost_usd"`
 	CreatedAt        string           `bun:"created_at,notnull"`
 	Transcript       *string          `bun:"transcript"` // compact JSON (transcript.go); NULL before transcripts were recorded
 	Calls            *string          `bun:"calls"`      // JSON; NULL before calls were recorded
@@ -108,6 +113,7 @@ type cellRow struct {
 	// ScoreSum is the sum of the scores of the cell's passed and failed
 	// results, kept in step with them in a counted run (0 in others).
 	ScoreSum float64 `bun:"score_sum,notnull"`
+	spendColumns
 }
 
 type definitionsRow struct {
@@ -173,6 +179,9 @@ func (r *runRow) info() Info {
 		DoneTests: r.DoneTests, Passed: r.Passed, Failed: r.Failed, Errors: r.Errors, Error: r.Error,
 		Config: r.Config, CacheHits: r.CacheHits, RescoredFrom: r.RescoredFrom,
 		Resumed: Resumed{Count: len(r.Resumed), At: r.Resumed}}
+	sp := r.spend()
+	in.CostUSD, in.JudgeCostUSD = sp.Costs()
+	in.Tokens = sp.Tokens
 	if in.Config != nil && in.Config.Params == nil {
 		in.Config.Params = map[string]any{}
 	}
@@ -235,6 +244,7 @@ func toResultRow(r Result) *resultRow {
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: r.Details, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt,
+		CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
 		Transcript: encodeTranscript(&r), Calls: encodeCalls(r.Calls)}
 }
 
@@ -246,7 +256,8 @@ func (r *resultRow) result() Result {
 	out := Result{RunID: r.RunID, TestID: r.TestID, Repeat: r.Repeat, Domain: r.Domain, Level: r.Level, Name: r.Name,
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: d, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
-		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt}
+		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt,
+		CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD}
 	out.Transcript, out.Calls = decodeTranscript(&out, r.Transcript), decodeCalls(r.Calls)
 	if !utf8.ValidString(r.Response) {
 		// JSON can carry only UTF-8: the exact bytes go alongside.
@@ -307,6 +318,9 @@ func (s *Store) SaveBatch(ctx context.Context, results []Result, cells []CellUpd
 		if err := uncount(ctx, tx, append(odd, missing...), counted); err != nil {
 			return err
 		}
+		if err := moveRunSpend(ctx, tx, results); err != nil {
+			return err
+		}
 		for _, c := range cells {
 			if err := saveCell(ctx, tx, c.RunID, c.Domain, c.Level, c.Cell, counted[c.RunID]); err != nil {
 				return err
@@ -354,6 +368,7 @@ type cellID struct {
 type tally struct {
 	done, passed, failed, errs int
 	scoreSum                   float64
+	spend                      Spend
 }
 
 // knownStatus reports whether a counter says results of status: passed,
@@ -367,6 +382,7 @@ func knownStatus(status string) bool {
 // status.
 func (t *tally) add(r *Result) bool {
 	t.done++
+	t.spend.Add(SpendOf(r))
 	switch r.Status {
 	case TestPassed:
 		t.passed++
@@ -425,6 +441,7 @@ func moveCells(ctx context.Context, tx bun.Tx, moves []cellMove) (missing []stri
 		res, err := tx.NewUpdate().Model((*cellRow)(nil)).
 			Set("done = done + ?", m.done).Set("passed = passed + ?", m.passed).
 			Set("failed = failed + ?", m.failed).Set("errors = errors + ?", m.errs).Set("score_sum = score_sum + ?", m.scoreSum).
+			Apply(func(q *bun.UpdateQuery) *bun.UpdateQuery { return moveSpend(q, m.spend) }).
 			Where("run_id = ? AND domain = ? AND level = ?", m.run, m.domain, m.level).Exec(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("count results in cell %s/%d: %w", m.domain, m.level, err)
@@ -700,6 +717,9 @@ func (s *Store) Matrix(ctx context.Context, id string) (Matrix, error) {
 			c.CI95 = &stats.Interval{Low: *r.CI95Low, High: *r.CI95High}
 		}
 		c.Retrieval = RetrievalTally{Tests: r.RetrievalTests, RecallSum: r.RetrievalRecall, Hits: r.RetrievalHits}.Cell()
+		sp := r.spend()
+		c.CostUSD, c.JudgeCostUSD = sp.Costs()
+		c.Tokens = sp.Tokens
 		m[r.Domain][strconv.Itoa(r.Level)] = c
 	}
 	return m, nil

@@ -134,13 +134,17 @@ func TestRoundTrip(t *testing.T) {
 	if err := s.FinishRun(ctx, in); err != nil {
 		t.Fatal(err)
 	}
+	// The four token counts are the store's, moved with each result.
+	in.Tokens = runs.Tokens{Prompt: 30, Completion: 15}
 	if got, _ := s.Run(ctx, "r1"); !reflect.DeepEqual(got, in) {
 		t.Errorf("finished run = %+v, want %+v", got, in)
 	}
 	m, _ = s.Matrix(ctx, "r1")
 	want = runs.Matrix{
-		"math":  {"1": {Status: runs.CellFailed, Score: &half, DurationMS: &ms, Tests: 2, Done: 2, Passed: 1, Failed: 1}},
-		"words": {"1": {Status: runs.CellPartial, Tests: 1, Done: 1, Errors: 1}, "2": {Status: runs.CellSkipped}},
+		"math": {"1": {Status: runs.CellFailed, Score: &half, DurationMS: &ms, Tests: 2, Done: 2, Passed: 1, Failed: 1,
+			Tokens: runs.Tokens{Prompt: 20, Completion: 10}}},
+		"words": {"1": {Status: runs.CellPartial, Tests: 1, Done: 1, Errors: 1, Tokens: runs.Tokens{Prompt: 10, Completion: 5}},
+			"2": {Status: runs.CellSkipped}},
 	}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("finished matrix = %+v", m)

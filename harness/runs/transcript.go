@@ -53,9 +53,18 @@ type Call struct {
 	DurationMS int64 `json:"duration_ms"`
 	// TTFTMS is the time from the attempt's start to the first token of
 	// its answer, when the answer was streamed; absent otherwise.
-	TTFTMS           int64  `json:"ttft_ms,omitempty"`
+	TTFTMS int64 `json:"ttft_ms,omitempty"`
+	// Model is the model reference the request named (the run's model
+	// when it named none); a judge's calls name the judge's model. Empty
+	// in calls stored before it was recorded.
+	Model string `json:"model,omitempty"`
+	// The four token counts the provider reported for the attempt:
+	// PromptTokens include CachedTokens, CompletionTokens include
+	// ReasoningTokens.
 	PromptTokens     int    `json:"prompt_tokens"`
 	CompletionTokens int    `json:"completion_tokens"`
+	CachedTokens     int    `json:"cached_tokens"`
+	ReasoningTokens  int    `json:"reasoning_tokens"`
 	Status           string `json:"status"`                // harness.Attempt* statuses: ok, cached, http_error, timeout...
 	HTTPStatus       int    `json:"http_status,omitempty"` // the endpoint's status code, when it answered with one
 	Error            string `json:"error,omitempty"`       // why the attempt failed, at most CallErrorMaxBytes
@@ -64,7 +73,8 @@ type Call struct {
 // Bounds of what a result stores of its transcript and calls.
 const (
 	// TranscriptMaxBytes bounds the text a result's stored transcript
-	// holds: the contents and tool-call arguments of its messages, the
+	// holds: the contents, tool-call arguments and reasoning parts' texts
+	// of its messages, the
 	// ones stored in their own columns (system prompt, prompt, response)
 	// not counted. Above it, the longest texts are cut, each to the same
 	// length, until the rest fits; the cut messages are marked Truncated.
@@ -111,6 +121,15 @@ type storedMessage struct {
 	Pass2         bool             `json:"pass2,omitempty"`
 	Truncated     bool             `json:"truncated,omitempty"`
 	Omitted       int              `json:"omitted,omitempty"`
+	Parts         []storedPart     `json:"parts,omitempty"`
+}
+
+// storedPart is a harness.Part, its text and signature byte for byte.
+type storedPart struct {
+	Kind      string    `json:"kind"`
+	Text      exactText `json:"text,omitempty"`
+	Signature exactText `json:"signature,omitempty"`
+	Redacted  bool      `json:"redacted,omitempty"`
 }
 
 type storedToolCall struct {
@@ -164,7 +183,7 @@ func prefixOf(r *Result) []harness.Message {
 
 func plainEqual(a Message, b harness.Message) bool {
 	return !a.Pass2 && !a.Truncated && a.Omitted == 0 && a.Role == b.Role && a.Content == b.Content &&
-		len(a.ToolCalls) == 0 && a.ToolCallID == ""
+		len(a.ToolCalls) == 0 && a.ToolCallID == "" && len(a.Parts) == 0
 }
 
 // encodeTranscript returns the stored form of a result's transcript; nil
@@ -226,6 +245,9 @@ func encodeTranscript(r *Result) *string {
 		for _, c := range m.ToolCalls {
 			s.ToolCalls = append(s.ToolCalls, storedToolCall{ID: exactText(c.ID), Name: exactText(c.Name), Arguments: exactText(c.Arguments)})
 		}
+		for _, p := range m.Parts {
+			s.Parts = append(s.Parts, storedPart{Kind: p.Kind, Text: exactText(p.Text), Signature: exactText(p.Signature), Redacted: p.Redacted})
+		}
 		st.Messages = append(st.Messages, s)
 	}
 	capTexts(st.Messages, TranscriptMaxBytes)
@@ -237,7 +259,7 @@ func encodeTranscript(r *Result) *string {
 	return &s
 }
 
-// capTexts cuts the contents and arguments of msgs so that together they
+// capTexts cuts the contents, arguments and reasoning texts of msgs so that together they
 // hold at most max bytes: every text longer than a limit L is cut to L,
 // L being the largest that fits (the short texts stay whole).
 func capTexts(msgs []storedMessage, max int) {
@@ -249,6 +271,10 @@ func capTexts(msgs []storedMessage, max int) {
 		for _, c := range m.ToolCalls {
 			lens = append(lens, len(c.Arguments))
 			total += len(c.Arguments)
+		}
+		for _, p := range m.Parts {
+			lens = append(lens, len(p.Text))
+			total += len(p.Text)
 		}
 	}
 	if total <= max {
@@ -271,6 +297,11 @@ func capTexts(msgs []storedMessage, max int) {
 		for k := range m.ToolCalls {
 			if c := &m.ToolCalls[k]; len(c.Arguments) > limit {
 				c.Arguments, m.Truncated = cut(c.Arguments, limit), true
+			}
+		}
+		for k := range m.Parts {
+			if p := &m.Parts[k]; len(p.Text) > limit {
+				p.Text, m.Truncated = cut(p.Text, limit), true
 			}
 		}
 	}
@@ -317,6 +348,9 @@ func decodeTranscript(r *Result, raw *string) []Message {
 		}
 		for _, c := range s.ToolCalls {
 			m.ToolCalls = append(m.ToolCalls, harness.ToolCall{ID: string(c.ID), Name: string(c.Name), Arguments: string(c.Arguments)})
+		}
+		for _, p := range s.Parts {
+			m.Parts = append(m.Parts, harness.Part{Kind: p.Kind, Text: string(p.Text), Signature: string(p.Signature), Redacted: p.Redacted})
 		}
 		out = append(out, m)
 	}

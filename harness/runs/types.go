@@ -66,6 +66,13 @@ type Info struct {
 	// RescoredFrom is the run whose stored responses this run scored
 	// again; "" for a run that asked the model itself.
 	RescoredFrom string `json:"rescored_from"`
+	// CostUSD is what the run's model calls cost, its judges' included,
+	// in US dollars, at the prices of Config.Pricing; null when no result
+	// had a price. JudgeCostUSD is the judges' part of it. Tokens counts
+	// every call's tokens, the judges' included.
+	CostUSD      *float64 `json:"cost_usd"`
+	JudgeCostUSD *float64 `json:"judge_cost_usd"`
+	Tokens       Tokens   `json:"tokens"`
 	// Resumed says how often and when the run was resumed (Engine.Resume,
 	// gauntlet run --resume): the zero Resumed (Count 0, At nil) for a run
 	// never resumed.
@@ -109,6 +116,10 @@ type Config struct {
 	// Stream: the model's answers were asked for as streams, and each
 	// result records the time to its first token.
 	Stream bool `json:"stream,omitempty"`
+	// Pricing holds the prices the run's costs were computed with: those
+	// of pricing.yaml for the models it used (its model, its judges'),
+	// when it started. Absent when none of them had a price.
+	Pricing map[string]harness.Price `json:"pricing,omitempty"`
 }
 
 // Result is one answer to one test: a run's per-cell result entry. A run
@@ -132,7 +143,15 @@ type Result struct {
 	SystemPrompt     string           `json:"system_prompt"`
 	PromptTokens     int              `json:"prompt_tokens"`
 	CompletionTokens int              `json:"completion_tokens"`
-	CreatedAt        string           `json:"created_at"`
+	CachedTokens     int              `json:"cached_tokens"`    // Part of PromptTokens read from the provider's cache.
+	ReasoningTokens  int              `json:"reasoning_tokens"` // Part of CompletionTokens the model spent thinking.
+	// CostUSD is what the result's model calls cost, its judge's
+	// included, in US dollars; null when the model under test has no
+	// price. JudgeCostUSD is the judge's calls' part (priced by the
+	// judge's model reference), null when none had a price.
+	CostUSD      *float64 `json:"cost_usd"`
+	JudgeCostUSD *float64 `json:"judge_cost_usd"`
+	CreatedAt    string   `json:"created_at"`
 	// Transcript is every message exchanged for the test, in order: the
 	// system prompt and prompt, each assistant message with its tool
 	// calls and the tool messages answering them, the final answer, and
@@ -171,6 +190,11 @@ type Cell struct {
 	// when none did: a run that does not target an agent, or tests that
 	// list no expected sources.
 	Retrieval *CellRetrieval `json:"retrieval,omitempty"`
+	// CostUSD, JudgeCostUSD and Tokens are the sums of the cell's
+	// results' (Spend): costs null when none had a price.
+	CostUSD      *float64 `json:"cost_usd"`
+	JudgeCostUSD *float64 `json:"judge_cost_usd"`
+	Tokens       Tokens   `json:"tokens"`
 }
 
 // Stats summarises a run's results.

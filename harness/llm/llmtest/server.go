@@ -788,7 +788,7 @@ func (h *Handler) completion(req *Request, rep *Reply) wireResponse {
 		Created:           time.Now().Unix(),
 		Model:             model,
 		Choices:           []wireChoice{{Index: 0, Message: msg, FinishReason: finish}},
-		Usage:             wireUsage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, TotalTokens: usage.TotalTokens},
+		Usage:             wireUsageOf(usage),
 		SystemFingerprint: "llmtest",
 	}
 }

@@ -340,7 +340,7 @@ func TestRespond(t *testing.T) {
 	defer srv.Close()
 
 	r := post(t, srv.URL, map[string]any{"model": "m", "messages": []any{user("scripted")}, "temperature": 0, "max_tokens": 50, "top_p": 0.5, "seed": 9007199254740993})
-	if text(t, r) != "from the script" || r.usage != (wireUsage{1, 2, 3}) {
+	if text(t, r) != "from the script" || r.usage != (wireUsage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}) {
 		t.Fatalf("answer %s", r.raw)
 	}
 	if r := post(t, srv.URL, ask("fail")); r.status != http.StatusBadRequest || r.errBody.Message != "no such thing" {

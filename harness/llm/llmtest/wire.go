@@ -84,6 +84,26 @@ type wireUsage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// The details OpenAI sends when there are cached or reasoning tokens.
+	PromptDetails     *wireTokenDetails `json:"prompt_tokens_details,omitempty"`
+	CompletionDetails *wireTokenDetails `json:"completion_tokens_details,omitempty"`
+}
+
+type wireTokenDetails struct {
+	CachedTokens    int `json:"cached_tokens,omitempty"`
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+}
+
+// wireUsageOf is u as the chat completions API reports it.
+func wireUsageOf(u harness.Usage) wireUsage {
+	w := wireUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	if u.CachedTokens > 0 {
+		w.PromptDetails = &wireTokenDetails{CachedTokens: u.CachedTokens}
+	}
+	if u.ReasoningTokens > 0 {
+		w.CompletionDetails = &wireTokenDetails{ReasoningTokens: u.ReasoningTokens}
+	}
+	return w
 }
 
 // decodeRequest reads a chat completion request; its errors are the 400

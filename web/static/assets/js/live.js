@@ -83,6 +83,8 @@ export function mount(section) {
     field('model_name', 'Run label', { value: 'default', hint: 'Names this run in the history.', omitEmpty: true }),
     field('model', 'Model (optional)', { placeholder: 'the configured model', omitEmpty: true,
       hint: 'Overrides the endpoint model for this run only.' }),
+    field('max_cost_usd', 'Budget in US dollars (optional)', { type: 'number', step: 'any', min: 0, placeholder: 'no budget',
+      hint: 'Once what the run cost (judges included, at the prices of pricing.yaml) reaches it, no new request is sent and the run stops; resume it with a new budget.' }),
     field('cache', 'Use the response cache', { type: 'checkbox', value: false,
       hint: 'A request identical to one made before (same model, messages, tools, parameters and repeat) is answered from the database. A judge is always asked.' }),
     sweepFields(),
@@ -481,9 +483,10 @@ async function start() {
     return;
   }
   const enabled = st.domains.filter((d) => d.enabled).map((d) => d.id).sort();
-  /** @type {{model_name?: string, model?: string, agent_id?: string, domains?: string[] | null, cache?: boolean}} */
+  /** @type {{model_name?: string, model?: string, agent_id?: string, domains?: string[] | null, cache?: boolean, max_cost_usd?: number}} */
   const body = { model_name: v.model_name || 'default' };
   if (v.model) body.model = v.model;
+  if (typeof v.max_cost_usd === 'number' && v.max_cost_usd > 0) body.max_cost_usd = v.max_cost_usd;
   if (v.cache) body.cache = true;
   try { Object.assign(body, targetBody()); } catch (err) { showErrors(form, err); return; }
   if (body.agent_id && body.model_name === 'default') delete body.model_name; // labelled with the agent's name
