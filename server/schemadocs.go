@@ -85,6 +85,7 @@ var schemaDocs = map[string]string{
 	"ReasoningParams":     "Ask the model to think before it answers: {effort: low|medium|high} or {budget_tokens: N}, one of the two. Mapped to each provider kind's field (reasoning_effort; thinking.budget_tokens; thinkingConfig.thinkingBudget), an effort standing for 1024, 4096 or 16384 tokens and a budget for the nearest effort. The thinking is kept in the transcript as a reasoning part, never scored.",
 	"RunStart":            "What to run; every field is optional.",
 	"RunStarted":          "The run that start-run or resume-run set going.",
+	"RunResume":           "How to resume a run; every field is optional.",
 	"RunRescored":         "The new run that rescore-run set going.",
 	"RunStats":            "The counts of a run's results.",
 	"ServerConfig":        "The non-secret configuration of the model endpoint.",
