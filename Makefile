@@ -30,6 +30,7 @@ DEMO_PROVIDERS = --provider openai=openai,base_url=http://$(MOCK)/v1 \
 demo: build
 	@mkdir -p $(DEMO)
 	@[ -d $(DEMO)/definitions ] || cp -r examples/definitions $(DEMO)/definitions
+	@[ -f $(DEMO)/definitions/pricing.yaml ] || cp examples/demo/pricing.yaml $(DEMO)/definitions/pricing.yaml
 	@./$(BIN) mockllm --addr $(MOCK) --latency 150ms --jitter 300ms > $(DEMO)/mockllm.log 2>&1 & \
 	mock=$$!; trap 'kill $$mock 2>/dev/null' EXIT INT TERM; \
 	i=0; until grep -q '^http://' $(DEMO)/mockllm.log 2>/dev/null; do \
@@ -78,7 +79,7 @@ TESTFLAGS ?=
 EXHAUSTIVE_TESTS := CountedTotalsMatchRows SearchIndexMatchesLike SyncIncrementalMatchesFresh \
 	ReplaceImportSurvivesSIGKILL InterruptedRun \
 	KitsCatchBrokenImplementations AsPlugin InitRefusesToOverwrite CompareExitStatus KnowledgeExampleEndToEnd \
-	READMEKnowledgePath READMEDatasetPath SweepExitStatus ValidateExitStatus \
+	READMEKnowledgePath READMEDatasetPath READMEPricedRunPath SweepExitStatus ValidateExitStatus \
 	WorkersShareARun WorkerKilled WorkerRefusesNewerSchema PostgresRestartedMidRun ResponseCacheOnWorkers \
 	ServerRestartCancelsJobs StalledRunEnds StopCancelsJobs AgentRunsStayOnTheServer \
 	RunBesideServe WorkerKilledDefaultFlags \

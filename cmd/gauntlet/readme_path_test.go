@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
 // readmeBlocks returns the fenced code blocks of a README section, in
@@ -115,4 +117,44 @@ func readmeSandbox(t *testing.T) (dir, bin string) {
 		t.Fatal(err)
 	}
 	return dir, bin
+}
+
+// TestREADMEPricedRunPath runs the README's path from a fresh clone to a
+// priced run, a budget stop and a resume as written, with the fake
+// endpoint standing in for Anthropic (GAUNTLET_PROVIDERS gives the
+// built-in provider its address): the first run stops at its budget, the
+// resume completes it.
+func TestREADMEPricedRunPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the README's commands in a shell")
+	}
+	blocks, langs := readmeBlocks(t, "### From a fresh clone to a priced run, a budget and a resume")
+	if len(blocks) != 1 || langs[0] != "sh" {
+		t.Fatalf("want one sh block, got %q", langs)
+	}
+	script := blocks[0]
+	for _, line := range []string{"make build\n", "export ANTHROPIC_API_KEY=sk-ant-your-key\n"} {
+		if !strings.Contains(script, line) {
+			t.Fatalf("the README's commands no longer say %q", line)
+		}
+		script = strings.Replace(script, line, "", 1)
+	}
+	mock := llmtest.NewServer(llmtest.Options{})
+	t.Cleanup(mock.Close)
+	t.Setenv("ANTHROPIC_API_KEY", "test-key")
+	t.Setenv("GAUNTLET_PROVIDERS", "anthropic=anthropic,base_url="+strings.TrimSuffix(mock.URL, "/v1"))
+	t.Setenv("GAUNTLET_CONCURRENCY", "1")
+	dir, bin := readmeSandbox(t)
+	out, err := runSandboxed(dir, bin, "set -e\n"+script)
+	if err != nil {
+		t.Fatalf("the README's commands failed: %v\n%s", err, out)
+	}
+	first, resumed, ok := strings.Cut(string(out), "verdict:")
+	if !ok || !strings.Contains(first, "stopped") || !strings.Contains(first, "budget reached: the run spent $") ||
+		!strings.Contains(resumed, "completed") {
+		t.Fatalf("want a run stopped at its budget, then completed; the commands print\n%s", out)
+	}
+	if mock.Stats().ChatCompletions == 0 {
+		t.Fatal("no request reached the fake Anthropic")
+	}
 }
