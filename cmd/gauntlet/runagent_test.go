@@ -5,10 +5,12 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -89,5 +91,53 @@ func TestRunAgent(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRunAgentThroughProvider: gauntlet run --agent with an agent whose
+// model names a provider sends the agent's requests there, and the run's
+// config records the provider.
+func TestRunAgentThroughProvider(t *testing.T) {
+	flags := runFixture(t)
+	data := dataDir(flags)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var seen []string
+	prov := llmtest.NewServer(llmtest.Options{Respond: func(req *llmtest.Request) *llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, req.Model)
+		return nil
+	}})
+	t.Cleanup(prov.Close)
+	db, err := store.Open(ctx, "sqlite://"+filepath.Join(data, "gauntlet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := agent.Open(ctx, agent.Options{DB: db, DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := "claude/claude-haiku-4-5"
+	if _, err := svc.Create(ctx, harness.Agent{ID: "claude_desk", Name: "Claude desk", SystemPrompt: "Answer with a number.",
+		Model: &model}); err != nil {
+		t.Fatal(err)
+	}
+	svc.Close()
+	db.Close()
+	t.Setenv("CLAUDE_KEY", "k")
+	var out, errOut strings.Builder
+	args := append([]string{"run", "--agent", "claude_desk", "--domains", "arithmetic", "--format", "json",
+		"--provider", "claude=anthropic,base_url=" + strings.TrimSuffix(prov.URL, "/v1") + ",api_key_env=CLAUDE_KEY"}, flags...)
+	if err := run(ctx, args, &out, &errOut); err != nil {
+		t.Fatalf("run --agent: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"provider": "claude"`) || !strings.Contains(out.String(), `"provider_kind": "anthropic"`) {
+		t.Errorf("report does not record the provider:\n%.2000s", out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 || seen[0] != "claude-haiku-4-5" {
+		t.Fatalf("the provider was asked for %v", seen)
 	}
 }
