@@ -81,7 +81,7 @@ func (rec *recorder) add(purpose string, round int, model string, a harness.Atte
 		DurationMS: a.Duration.Milliseconds(), Model: model,
 		PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens,
 		CachedTokens: a.Usage.CachedTokens, ReasoningTokens: a.Usage.ReasoningTokens,
-		Status: a.Status, HTTPStatus: a.HTTPStatus, TTFTMS: a.TTFT.Milliseconds()}
+		Status: a.Status, HTTPStatus: a.HTTPStatus, TTFTMS: ceilMS(a.TTFT)}
 	if a.Err != nil {
 		c.Error = a.Err.Error()
 	}
@@ -188,4 +188,11 @@ type chatFunc func(ctx context.Context, req *harness.ChatRequest) (*harness.Chat
 
 func (f chatFunc) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.ChatResponse, error) {
 	return f(ctx, req)
+}
+
+// ceilMS is d in whole milliseconds, rounded up: a time to first token
+// under a millisecond is 1, so that a streamed call always shows one (0
+// would read as "not streamed").
+func ceilMS(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
