@@ -74,6 +74,18 @@ type Options struct {
 	// RetryAfter is the wait 429 answers ask for (default 1 s), sent as
 	// Retry-After in whole seconds (rounded up) and as retry-after-ms.
 	RetryAfter time.Duration
+	// RPM, when positive, throttles chat requests as a provider does: a
+	// bucket of RPMBurst requests (default a second's worth, RPM/60, at
+	// least 1) refilled at RPM a minute; a request that finds it empty is
+	// answered 429 with Retry-After, retry-after-ms (the wait until a
+	// request is let in) and x-ratelimit-limit-requests, -remaining-requests
+	// and -reset-requests (until the bucket is full). Stats.Throttled
+	// counts them.
+	RPM      int
+	RPMBurst int
+	// MaxInFlight, when positive, answers 429 to a chat request that
+	// arrives while that many are being answered.
+	MaxInFlight int
 	// Timeouts picks the chat completions that never get an answer: the
 	// request hangs until the client gives up or the server closes.
 	Timeouts Schedule
@@ -234,6 +246,9 @@ type Stats struct {
 	HugeBytesSent int64
 	// NULs is the number of answers sent with a NUL byte.
 	NULs int64
+	// Throttled is the number of chat requests answered 429 by the RPM
+	// and MaxInFlight limits.
+	Throttled int64
 	// ToolCalls is the number of answers that called tools.
 	ToolCalls int64
 	// Embeddings is the number of POST /v1/embeddings received, and
@@ -258,6 +273,8 @@ type Handler struct {
 	embeddingsDown                   atomic.Bool
 	mu                               sync.Mutex
 	statuses                         map[int]int64
+	throttle                         *throttle // Options.RPM and MaxInFlight; nil without
+	throttledN                       atomic.Int64
 }
 
 // NewHandler returns the fake endpoint as an http.Handler, to serve on an
@@ -273,7 +290,7 @@ func NewHandler(opts Options) *Handler {
 	if opts.HugeBytes <= 0 {
 		opts.HugeBytes = DefaultHugeBytes
 	}
-	h := &Handler{opts: opts, closed: make(chan struct{}), statuses: map[int]int64{}}
+	h := &Handler{opts: opts, closed: make(chan struct{}), statuses: map[int]int64{}, throttle: newThrottle(opts)}
 	for k := range opts.Answers {
 		h.answerKey = append(h.answerKey, k)
 	}
@@ -304,6 +321,7 @@ func (h *Handler) Stats() Stats {
 		Huge:            h.huge.Load(),
 		HugeBytesSent:   h.hugeSent.Load(),
 		NULs:            h.nuls.Load(),
+		Throttled:       h.throttledN.Load(),
 		ToolCalls:       h.toolCallsSent.Load(),
 		Embeddings:      h.embeddings.Load(),
 		EmbeddedTexts:   h.embeddedTexts.Load(),
@@ -321,6 +339,7 @@ func (h *Handler) ResetStats() {
 	h.huge.Store(0)
 	h.hugeSent.Store(0)
 	h.nuls.Store(0)
+	h.throttledN.Store(0)
 	h.toolCallsSent.Store(0)
 	h.embeddings.Store(0)
 	h.embeddedTexts.Store(0)
@@ -491,6 +510,13 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 	req.N, req.Header = n, r.Header
 	if h.refuseModel(w, f, req.Model) {
 		return false
+	}
+	refused, release := h.throttled(w, f)
+	if refused {
+		return false
+	}
+	if release != nil {
+		defer release()
 	}
 
 	if d := h.latency(n); d > 0 {
