@@ -584,6 +584,8 @@ type engineConfig struct {
 	files map[string]string
 	// registry, when set, is the catalog's and the engine's (evaluator types).
 	registry *harness.Registry
+	// client, when set, completes the llm client's options.
+	client func(*llm.Options)
 }
 
 // newEngineEnv starts a server that runs evaluations, wired as
@@ -632,8 +634,12 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	model, err := llm.New(llm.Options{BaseURL: e.mock.URL, Model: llmtest.DefaultModel, Timeout: timeout,
-		RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 2 * time.Second})
+	lo := llm.Options{BaseURL: e.mock.URL, Model: llmtest.DefaultModel, Timeout: timeout,
+		RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 2 * time.Second}
+	if ec.client != nil {
+		ec.client(&lo)
+	}
+	model, err := llm.New(lo)
 	if err != nil {
 		t.Fatalf("llm.New: %v", err)
 	}
