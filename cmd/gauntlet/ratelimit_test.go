@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
 )
 
 // TestRateLimitSettings: --llm-rate-limit-wait comes from its flag, else
@@ -53,5 +59,37 @@ func TestRateLimitSettings(t *testing.T) {
 	t.Setenv("GAUNTLET_LLM_RATE_LIMIT_WAIT", "soon")
 	if _, err := parse(); err == nil || !strings.Contains(err.Error(), "GAUNTLET_LLM_RATE_LIMIT_WAIT") {
 		t.Errorf("a bad GAUNTLET_LLM_RATE_LIMIT_WAIT: %v", err)
+	}
+}
+
+// TestRunShowsThrottling: the progress of gauntlet run (not on a
+// terminal) says when the endpoint starts rate limiting and when it
+// stops, and the rate-limited requests end in no error.
+func TestRunShowsThrottling(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "defs"), os.DirFS("../../examples/definitions")); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	mock := llmtest.NewServer(llmtest.Options{Respond: func(*llmtest.Request) *llmtest.Reply {
+		if i := n.Add(1); i <= 10 && i%2 == 1 {
+			return &llmtest.Reply{Status: http.StatusTooManyRequests, Content: "Rate limit reached"}
+		}
+		return nil
+	}})
+	t.Cleanup(mock.Close)
+	var out, errOut strings.Builder
+	err := run(context.Background(), []string{"run", "--domains", "arithmetic", "--repeats", "15", "--concurrency", "2",
+		"--llm-retries", "0", "--format", "json", "--data", filepath.Join(dir, "data"), "--definitions", filepath.Join(dir, "defs"),
+		"--llm-base-url", mock.URL, "--llm-model", "mock"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	progress := errOut.String()
+	if !strings.Contains(progress, "openai is rate limiting: 1 of 2 requests at once") || !strings.Contains(progress, "openai is no longer rate limiting: 2 of 2") {
+		t.Errorf("progress does not show the throttling:\n%s", progress)
+	}
+	if !strings.Contains(out.String(), `"errors": 0`) && !strings.Contains(out.String(), `"errors":0`) {
+		t.Errorf("report has errors:\n%.2000s", out.String())
 	}
 }

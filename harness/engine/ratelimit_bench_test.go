@@ -36,7 +36,7 @@ func BenchmarkThrottledProvider(b *testing.B) {
 		b.StopTimer()
 		finished := make(chan runs.Info, 1)
 		f := newFixture(b, fixtureOpts{snap: snap, concurrency: inFlight, timeout: time.Minute,
-			llm: llmtest.Options{RPM: rpm, RPMBurst: inFlight, MaxInFlight: inFlight, Latency: 2 * time.Millisecond},
+			llm:    llmtest.Options{RPM: rpm, RPMBurst: inFlight, MaxInFlight: inFlight, Latency: 2 * time.Millisecond},
 			client: func(o *llm.Options) { o.MaxConcurrency = inFlight; o.Name = "fake" },
 			onEvent: func(ev engine.Event) {
 				if ev.Kind == engine.EventRunFinished {

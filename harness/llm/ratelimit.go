@@ -52,15 +52,15 @@ type limiter struct {
 	name string
 	max  int // Options.MaxConcurrency; 0: no bound
 
-	mu        sync.Mutex
-	limit     int // requests allowed in flight now; 0: no bound
-	target    int // what limit grows back to in an episode
-	inFlight  int
-	successes int // since limit last changed, in an episode
-	throttled bool
-	episodes  int
-	epoch     uint64 // bumped at each halving
-	queue     []*waiter
+	mu         sync.Mutex
+	limit      int // requests allowed in flight now; 0: no bound
+	target     int // what limit grows back to in an episode
+	inFlight   int
+	successes  int // since limit last changed, in an episode
+	throttling bool
+	episodes   int
+	epoch      uint64 // bumped at each halving
+	queue      []*waiter
 
 	waited atomic.Int64 // nanoseconds spent waiting out rate limits
 	rpm    *pacer
@@ -141,51 +141,56 @@ func (l *limiter) wakeLocked() {
 
 // Outcomes of an attempt, for release.
 const (
-	outcomeFailed = iota // any failure but a rate limit
+	outcomeFailed = iota // any failure, rate limits included
 	outcomeOK
-	outcomeRateLimited
 )
 
-// release ends an attempt let in by t: a rate-limited answer halves the
-// concurrency allowed (once per burst), successes grow it back.
+// release ends an attempt let in by t: successes grow a throttled
+// provider's concurrency back; a rate-limited answer, which throttled
+// has counted, changes nothing more.
 func (l *limiter) release(t ticket, outcome int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch outcome {
-	case outcomeRateLimited:
-		if t.epoch != l.epoch {
-			break // sent before the last halving: that halving answered it
-		}
-		base := l.limit
-		if base == 0 {
-			base = l.inFlight // no bound: halve what is in flight
-		}
-		if !l.throttled {
-			l.throttled = true
-			l.episodes++
-			l.target = l.max
-			if l.target == 0 {
-				l.target = base
-			}
-		}
-		l.limit = max(base/2, 1)
-		l.epoch++
-		l.successes = 0
-	case outcomeOK:
-		if !l.throttled {
-			break
-		}
+	if outcome == outcomeOK && l.throttling {
 		if l.successes++; l.successes >= growEvery {
 			l.successes = 0
 			l.limit++
 			if l.limit >= l.target {
-				l.throttled = false
+				l.throttling = false
 				l.limit = l.max
 			}
 		}
 	}
 	l.inFlight--
 	l.wakeLocked()
+}
+
+// throttled notes a rate-limited answer to an attempt let in by t: it
+// halves the concurrency allowed, unless the attempt was sent before the
+// last halving (which answered the same burst). The attempt keeps its
+// place until it is released, after its wait: a request waiting out a
+// rate limit is still one of the requests in flight.
+func (l *limiter) throttled(t ticket) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.epoch != l.epoch {
+		return
+	}
+	base := l.limit
+	if base == 0 {
+		base = l.inFlight // no bound: halve what is in flight
+	}
+	if !l.throttling {
+		l.throttling = true
+		l.episodes++
+		l.target = l.max
+		if l.target == 0 {
+			l.target = base
+		}
+	}
+	l.limit = max(base/2, 1)
+	l.epoch++
+	l.successes = 0
 }
 
 // pace waits until the provider's rate allows one more request of about
@@ -230,7 +235,7 @@ func (l *limiter) state() harness.RateLimitState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return harness.RateLimitState{
-		Concurrency: l.limit, ConcurrencyMax: l.max, Throttled: l.throttled, Episodes: l.episodes,
+		Concurrency: l.limit, ConcurrencyMax: l.max, Throttled: l.throttling, Episodes: l.episodes,
 		WaitingS: time.Duration(l.waited.Load()).Seconds(),
 	}
 }

@@ -138,9 +138,11 @@ func TestAIMD(t *testing.T) {
 		}
 	}
 	want(8, false, 0)
-	l.release(ts[0], outcomeRateLimited)
+	l.throttled(ts[0])
+	l.release(ts[0], outcomeFailed)
 	want(4, true, 1)
-	l.release(ts[1], outcomeRateLimited) // the same burst
+	l.throttled(ts[1])
+	l.release(ts[1], outcomeFailed) // the same burst
 	want(4, true, 1)
 	for _, tk := range ts[2:] {
 		l.release(tk, outcomeOK)
@@ -157,13 +159,16 @@ func TestAIMD(t *testing.T) {
 	ok(20 - 6)
 	want(5, true, 1)
 	tk, _ := l.acquire(ctx)
-	l.release(tk, outcomeRateLimited) // a new burst
+	l.throttled(tk)
+	l.release(tk, outcomeFailed) // a new burst
 	want(2, true, 1)
 	tk, _ = l.acquire(ctx)
-	l.release(tk, outcomeRateLimited)
+	l.throttled(tk)
+	l.release(tk, outcomeFailed)
 	want(1, true, 1)
 	tk, _ = l.acquire(ctx)
-	l.release(tk, outcomeRateLimited)
+	l.throttled(tk)
+	l.release(tk, outcomeFailed)
 	want(1, true, 1) // floor 1
 	ok(19)
 	want(1, true, 1)
@@ -182,7 +187,8 @@ func TestAIMD(t *testing.T) {
 		tk, _ := u.acquire(ctx)
 		ts = append(ts, tk)
 	}
-	u.release(ts[0], outcomeRateLimited)
+	u.throttled(ts[0])
+	u.release(ts[0], outcomeFailed)
 	if st := u.state(); st.Concurrency != 3 || !st.Throttled {
 		t.Fatalf("unbounded: %+v", st)
 	}

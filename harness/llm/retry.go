@@ -74,17 +74,29 @@ func (c *Client) do(ctx context.Context, op string, timeout time.Duration, maxRe
 		e.Attempts = n
 		last = e
 		throttled := e.retryable && rateLimited(e.StatusCode)
+		held := true // the gate's place, released once the wait is decided
+		release := func() {
+			if held {
+				held = false
+				c.limit.release(t, outcomeFailed)
+			}
+		}
 		if throttled {
-			c.limit.release(t, outcomeRateLimited)
+			// A wait the provider asks for keeps its place at the gate:
+			// waiting out a rate limit is still being in flight, so halving
+			// the concurrency also halves the requests that come back when
+			// the provider said (not all at once, to be refused again).
+			c.limit.throttled(t)
 			c.stats.rateLimited.Add(1)
 		} else {
-			c.limit.release(t, outcomeFailed)
+			release()
 		}
 		c.limit.settle(tokens, 0)
 		if observe != nil {
 			observe(n, start, time.Since(start), e)
 		}
 		if !e.retryable {
+			release()
 			return e
 		}
 		var delay time.Duration
@@ -92,10 +104,12 @@ func (c *Client) do(ctx context.Context, op string, timeout time.Duration, maxRe
 			limited++
 			left := c.opts.RateLimitWait - waited
 			if left <= 0 {
+				release()
 				e.Message += fmt.Sprintf(" (still rate limited after waiting %v, the rate-limit wait)", c.opts.RateLimitWait)
 				return e
 			}
 			if e.RetryAfter > left {
+				release()
 				e.Message += fmt.Sprintf(" (the provider asks to wait %v, more than the %v left of the %v rate-limit wait)",
 					e.RetryAfter, left.Round(time.Millisecond), c.opts.RateLimitWait)
 				return e
@@ -103,7 +117,11 @@ func (c *Client) do(ctx context.Context, op string, timeout time.Duration, maxRe
 			if e.RetryAfter > 0 {
 				delay = e.RetryAfter + rand.N(e.RetryAfter/10+1)
 			} else {
+				// No word from the provider: a backoff of this request's
+				// own, which grows with its bad luck, so it gives its place
+				// at the gate to the others meanwhile.
 				delay = c.expBackoff(limited)
+				release()
 			}
 			delay = min(delay, left)
 			waited += delay
@@ -126,6 +144,7 @@ func (c *Client) do(ctx context.Context, op string, timeout time.Duration, maxRe
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
 			// The caller's deadline would pass while waiting: give up now
 			// with the real reason rather than later with "deadline exceeded".
+			release()
 			return e
 		}
 		if c.opts.OnRetry != nil {
@@ -137,6 +156,7 @@ func (c *Client) do(ctx context.Context, op string, timeout time.Duration, maxRe
 		} else {
 			serr = sleepCtx(ctx, delay)
 		}
+		release()
 		if serr != nil {
 			return &Error{Op: op, Attempts: n, err: ctx.Err(),
 				Message: fmt.Sprintf("%v while waiting to retry after: %s", ctx.Err(), e.detail())}
