@@ -169,6 +169,10 @@ type RateLimitState struct {
 	// WaitingS is the total time, in seconds, requests have spent waiting
 	// out rate limits.
 	WaitingS float64 `json:"waiting_s"`
+	// Episodes counts the throttling episodes so far (each from the first
+	// rate-limited answer until the concurrency is back), so that a
+	// reader that looks now and then sees an episode it missed.
+	Episodes int `json:"-"`
 }
 
 // RateLimitReporter is an optional ChatModel capability: the rate-limit

@@ -342,7 +342,7 @@ func TestRunHandlers(t *testing.T) {
 		decodeProblem(t, api.Post("/api/start", map[string]any{}), http.StatusConflict)
 	})
 	t.Run("status shows the active run, nulls when idle", func(t *testing.T) {
-		want := `{"status":"running","run_id":"run-1","current_domain":null,"current_level":null,"progress":0,"total_tests":3,"model_name":null,"last_run_id":null,"preparing":false}`
+		want := `{"status":"running","run_id":"run-1","current_domain":null,"current_level":null,"progress":0,"total_tests":3,"model_name":null,"last_run_id":null,"preparing":false,"rate_limit":{}}`
 		if r := api.Get("/api/status"); strings.TrimSpace(r.Body.String()) != want {
 			t.Errorf("%s\nwant %s", r.Body, want)
 		}

@@ -93,23 +93,37 @@ type apiEngineResult struct {
 
 // apiEngineStatus is the answer of get-status.
 type apiEngineStatus struct {
-	Status        string  `json:"status" enum:"idle,running"`
-	RunID         *string `json:"run_id" doc:"The active run; null when idle."`
-	CurrentDomain *string `json:"current_domain" doc:"The domain of the test that started last; null when idle."`
-	CurrentLevel  *int    `json:"current_level" doc:"Its level; null when idle."`
-	Progress      int     `json:"progress" doc:"Tests finished."`
-	TotalTests    int     `json:"total_tests"`
-	ModelName     *string `json:"model_name" doc:"The active run's label; null when idle."`
-	LastRunID     *string `json:"last_run_id" doc:"The most recent run, running or finished; null when there has been none."`
-	Preparing     bool    `json:"preparing" doc:"The active run is being prepared (its definitions stored with it, its cells and jobs recorded) and has started no test yet; total_tests is its size as the definitions are now. false when idle."`
+	Status        string                  `json:"status" enum:"idle,running"`
+	RunID         *string                 `json:"run_id" doc:"The active run; null when idle."`
+	CurrentDomain *string                 `json:"current_domain" doc:"The domain of the test that started last; null when idle."`
+	CurrentLevel  *int                    `json:"current_level" doc:"Its level; null when idle."`
+	Progress      int                     `json:"progress" doc:"Tests finished."`
+	TotalTests    int                     `json:"total_tests"`
+	ModelName     *string                 `json:"model_name" doc:"The active run's label; null when idle."`
+	LastRunID     *string                 `json:"last_run_id" doc:"The most recent run, running or finished; null when there has been none."`
+	Preparing     bool                    `json:"preparing" doc:"The active run is being prepared (its definitions stored with it, its cells and jobs recorded) and has started no test yet; total_tests is its size as the definitions are now. false when idle."`
+	RateLimit     map[string]apiRateLimit `json:"rate_limit" doc:"The model client's rate-limit state toward each provider, by provider name (idle too); {} when it reports none."`
+}
+
+// apiRateLimit is the rate-limit state toward one provider.
+type apiRateLimit struct {
+	Concurrency    int     `json:"concurrency" minimum:"0" doc:"Model requests allowed in flight now: halved (floor 1) on a rate-limited answer, grown back by one per 20 answers. 0: no bound."`
+	ConcurrencyMax int     `json:"concurrency_max" minimum:"0" doc:"The most it grows back to (--concurrency); 0: no bound."`
+	Throttled      bool    `json:"throttled" doc:"The provider answered with a rate limit (429, 529, 503) and the concurrency has not grown back yet."`
+	WaitingS       float64 `json:"waiting_s" minimum:"0" doc:"Seconds requests have spent waiting out rate limits and rpm/tpm pacing, in all, since the server started."`
 }
 
 func toAPIEngineStatus(s engine.Status) apiEngineStatus {
-	return apiEngineStatus{
+	out := apiEngineStatus{
 		Status: s.Status, RunID: s.RunID, CurrentDomain: s.CurrentDomain, CurrentLevel: s.CurrentLevel,
 		Progress: s.Progress, TotalTests: s.TotalTests, ModelName: s.ModelName, LastRunID: s.LastRunID,
-		Preparing: s.Preparing,
+		Preparing: s.Preparing, RateLimit: make(map[string]apiRateLimit, len(s.RateLimit)),
 	}
+	for name, st := range s.RateLimit {
+		out.RateLimit[name] = apiRateLimit{Concurrency: st.Concurrency, ConcurrencyMax: st.ConcurrencyMax,
+			Throttled: st.Throttled, WaitingS: st.WaitingS}
+	}
+	return out
 }
 
 // apiMatrixCell is one domain × level cell of a matrix.

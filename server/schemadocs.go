@@ -49,6 +49,7 @@ var schemaDocs = map[string]string{
 	"DomainUpdate":        "Changes to a domain: the fields present change, the others stay.",
 	"EngineResult":        "What stop-run or reset-engine did.",
 	"EngineStatus":        "Whether a run is active, which, and how far it is; the run fields are null when idle.",
+	"RateLimit":           "The rate-limit state of the model client toward one provider.",
 	"Evaluator":           "How responses are scored: an implementation (type) and its settings.",
 	"EvaluatorCreate":     "A new evaluator (or, in an import, an evaluator to write).",
 	"EvaluatorList":       "Every evaluator, ordered by id.",

@@ -591,6 +591,8 @@ type engineConfig struct {
 	// providers are there too, without keys: every key variable but
 	// ANTHROPIC_API_KEY and GEMINI_API_KEY reads "mock-key".
 	providers []string
+	// client, when set, completes the llm client's options.
+	client func(*llm.Options)
 }
 
 // newEngineEnv starts a server that runs evaluations, wired as
@@ -639,8 +641,12 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	model, err := llm.New(llm.Options{BaseURL: e.mock.URL, Model: llmtest.DefaultModel, Timeout: timeout,
-		RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 2 * time.Second})
+	lo := llm.Options{BaseURL: e.mock.URL, Model: llmtest.DefaultModel, Timeout: timeout,
+		RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 2 * time.Second}
+	if ec.client != nil {
+		ec.client(&lo)
+	}
+	model, err := llm.New(lo)
 	if err != nil {
 		t.Fatalf("llm.New: %v", err)
 	}
@@ -652,8 +658,9 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 	if err != nil {
 		t.Fatalf("providers: %v", err)
 	}
-	router, err := llm.NewRouter(llm.RouterOptions{Default: model, Providers: providers,
-		Client: llm.Options{Timeout: timeout, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 2 * time.Second},
+	po := lo // the providers' clients as the default one, at their own addresses
+	po.BaseURL, po.Model = "", ""
+	router, err := llm.NewRouter(llm.RouterOptions{Default: model, Providers: providers, Client: po,
 		Getenv: func(k string) string {
 			if k == "ANTHROPIC_API_KEY" || k == "GEMINI_API_KEY" {
 				return ""

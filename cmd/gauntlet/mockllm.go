@@ -51,6 +51,14 @@ number (retries are requests too), so the same --seed gives the same faults.
   --nul-rate          answered with a NUL byte after the answer's first word
 When several pick one request, the first of this list wins.
 
+Throttling like a real provider:
+  --rate-limit RPM    at most RPM chat requests a minute (a bucket of a
+                      second's worth, refilled continuously); beyond it,
+                      429 with Retry-After, retry-after-ms and
+                      x-ratelimit-reset-requests
+  --max-in-flight N   429 to a chat request that arrives while N are being
+                      answered
+
 Models of different skill, to try repeats, sweeps and comparisons:
   --answers FILE      a dataset (.jsonl or .csv, as gauntlet import-tests
                       reads it; --answers-preset gsm8k or mmlu) whose
@@ -73,6 +81,8 @@ Flags:
 	fs.DurationVar(&opts.Jitter, "jitter", 0, "random extra delay, up to this much")
 	fs.Float64Var(&opts.ServerErrors.Rate, "error-rate", 0, "fraction of chat completions answered 500, from 0 to 1")
 	fs.IntVar(&opts.RateLimits.Every, "rate-limit-every", 0, "answer every n-th chat completion 429 with Retry-After (0: never)")
+	fs.IntVar(&opts.RPM, "rate-limit", 0, "throttle like a provider: at most `RPM` chat requests a minute, 429 beyond (0: no limit)")
+	fs.IntVar(&opts.MaxInFlight, "max-in-flight", 0, "answer 429 to a chat request that arrives while `n` are being answered (0: no limit)")
 	fs.DurationVar(&opts.RetryAfter, "retry-after", llmtest.DefaultRetryAfter, "wait asked for by 429 answers")
 	fs.Float64Var(&opts.Timeouts.Rate, "hang-rate", 0, "fraction of chat completions never answered until the client gives up, from 0 to 1")
 	fs.Float64Var(&opts.Timeouts.Rate, "timeout-rate", 0, "the same as --hang-rate")
@@ -102,8 +112,8 @@ Flags:
 			return fmt.Errorf("%s must be between 0 and 1, not %v", r.name, r.rate)
 		}
 	}
-	if opts.Latency < 0 || opts.Jitter < 0 || opts.RateLimits.Every < 0 {
-		return errors.New("--latency, --jitter and --rate-limit-every cannot be negative")
+	if opts.Latency < 0 || opts.Jitter < 0 || opts.RateLimits.Every < 0 || opts.RPM < 0 || opts.MaxInFlight < 0 {
+		return errors.New("--latency, --jitter, --rate-limit-every, --rate-limit and --max-in-flight cannot be negative")
 	}
 	if opts.HugeBytes < 1 {
 		return fmt.Errorf("--huge-bytes must be at least 1, not %d", opts.HugeBytes)

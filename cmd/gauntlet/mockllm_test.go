@@ -129,6 +129,27 @@ func TestMockLLMFaults(t *testing.T) {
 	}
 }
 
+// TestMockLLMRateLimit: --rate-limit throttles like a provider, with the
+// headers a client waits by.
+func TestMockLLMRateLimit(t *testing.T) {
+	url, _ := startMockLLM(t, "--rate-limit", "60")
+	// 60 a minute: a bucket of one, refilled each second.
+	if status, body, _ := chatTo(t, url, "hi"); status != http.StatusOK {
+		t.Fatalf("first: %d %s", status, body)
+	}
+	res, err := http.Post(url+"/chat/completions", "application/json",
+		strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	h := res.Header
+	if res.StatusCode != http.StatusTooManyRequests || h.Get("Retry-After") != "1" || h.Get("Retry-After-Ms") == "" ||
+		h.Get("X-Ratelimit-Limit-Requests") != "60" || h.Get("X-Ratelimit-Remaining-Requests") != "0" || h.Get("X-Ratelimit-Reset-Requests") == "" {
+		t.Fatalf("status %d, headers %v", res.StatusCode, h)
+	}
+}
+
 // chatTo posts a chat completion and returns the status, the raw body and
 // the answer's text.
 func chatTo(t *testing.T, url, prompt string) (int, []byte, string) {
@@ -249,6 +270,8 @@ func TestMockLLMBadFlags(t *testing.T) {
 		{"--huge-bytes", "0"},
 		{"--error-rate", "1.5"},
 		{"--latency", "-1s"},
+		{"--rate-limit", "-5"},
+		{"--max-in-flight", "-1"},
 		{"--bogus"},
 		{"extra"},
 		{"--addr", "127.0.0.1:notaport"},

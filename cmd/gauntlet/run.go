@@ -160,6 +160,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer a.Close()
+	if a.model != nil {
+		progress.watch(a.model)
+	}
 	if err := checkLoadErrors(ctx, a.catalog, a.loaded, f.definitions, domains, f.resume != "", stderr); err != nil {
 		return err
 	}
@@ -220,6 +223,10 @@ type progress struct {
 	total    int
 	done     int
 	failed   int
+	// limits is the model client's rate-limit state, nil when it reports
+	// none; throttled is what the progress last said of each provider.
+	limits    harness.RateLimitReporter
+	throttled map[string]bool
 }
 
 func newProgress(w io.Writer) *progress {
@@ -242,10 +249,11 @@ func (p *progress) event(ev engine.Event) {
 		if ev.Result.Status != runs.TestPassed {
 			p.failed++
 		}
+		throttling := p.throttling()
 		if p.terminal {
 			const width = 30
 			filled := width * p.done / max(p.total, 1)
-			fmt.Fprintf(p.w, "\r[%s%s] %d/%d tests, %d not passed", strings.Repeat("#", filled), strings.Repeat(".", width-filled), p.done, p.total, p.failed)
+			fmt.Fprintf(p.w, "\r[%s%s] %d/%d tests, %d not passed%s\x1b[K", strings.Repeat("#", filled), strings.Repeat(".", width-filled), p.done, p.total, p.failed, throttling)
 		}
 	case engine.EventCellFinished:
 		if !p.terminal {

@@ -42,6 +42,9 @@ type settings struct {
 	llmTimeout       time.Duration
 	llmRetries       int
 	llmMaxBytes      int64
+	// llmRateLimitWait bounds the time one model request waits out rate
+	// limits (--llm-rate-limit-wait).
+	llmRateLimitWait time.Duration
 	pluginSums       string
 	// pluginTimeout bounds one call to a plugin (--plugin-timeout).
 	pluginTimeout time.Duration
@@ -95,6 +98,10 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	if err != nil {
 		return err
 	}
+	rateLimitWait, err := envDuration("GAUNTLET_LLM_RATE_LIMIT_WAIT", llm.DefaultRateLimitWait)
+	if err != nil {
+		return err
+	}
 	pluginTimeout, err := envDuration("GAUNTLET_PLUGIN_TIMEOUT", host.DefaultCallTimeout)
 	if err != nil {
 		return err
@@ -117,6 +124,7 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.StringVar(&s.embeddingBaseURL, "embedding-base-url", env("EMBEDDING_BASE_URL", ""), "OpenAI-compatible endpoint of --embedding-model, with the key of --llm-api-key (EMBEDDING_BASE_URL; default --llm-base-url)")
 	fs.DurationVar(&s.llmTimeout, "llm-timeout", timeout, "bound of each model request, e.g. 30s (LLM_TIMEOUT)")
 	fs.IntVar(&s.llmRetries, "llm-retries", retries, "retries of a failed model request; 0: none (LLM_RETRIES)")
+	fs.DurationVar(&s.llmRateLimitWait, "llm-rate-limit-wait", rateLimitWait, "bound of the time one model request waits out rate limits (429, 529, 503), which are not counted as retries; a provider asking for longer makes the test an error, e.g. 10m (GAUNTLET_LLM_RATE_LIMIT_WAIT)")
 	fs.Int64Var(&s.llmMaxBytes, "llm-max-response-bytes", int64(maxBytes), "largest model answer read; a larger one is an error (LLM_MAX_RESPONSE_BYTES)")
 	fs.DurationVar(&s.pluginTimeout, "plugin-timeout", pluginTimeout, "bound of one call to a plugin (an evaluation, a tool call, a config check), e.g. 30s (GAUNTLET_PLUGIN_TIMEOUT)")
 	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
@@ -160,6 +168,9 @@ func (s *settings) check() error {
 	if s.llmRetries < 0 || s.llmRetries > engine.MaxRetries {
 		return fmt.Errorf("--llm-retries must be between 0 and %d, not %d", engine.MaxRetries, s.llmRetries)
 	}
+	if s.llmRateLimitWait <= 0 || s.llmRateLimitWait > engine.MaxTimeout*24 {
+		return fmt.Errorf("--llm-rate-limit-wait must be above 0 and at most %v, not %v", engine.MaxTimeout*24, s.llmRateLimitWait)
+	}
 	if s.pluginTimeout <= 0 {
 		return fmt.Errorf("--plugin-timeout must be above 0, not %v", s.pluginTimeout)
 	}
@@ -184,7 +195,8 @@ func logDir(data string) string { return filepath.Join(data, "logs") }
 // endpoint of --llm-base-url for plain model references, and each
 // provider for the references that name it.
 func (s *settings) modelClient() (*llm.Router, error) {
-	o := llm.Options{Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: s.llmMaxBytes}
+	o := llm.Options{Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: s.llmMaxBytes,
+		RateLimitWait: s.llmRateLimitWait, MaxConcurrency: s.concurrency}
 	def := o
 	def.BaseURL, def.APIKey, def.Model = s.llmBaseURL, s.llmAPIKey, s.llmModel
 	c, err := llm.New(def)
@@ -246,7 +258,8 @@ func (s *settings) embedder() (*llm.Client, error) {
 		base = s.llmBaseURL
 	}
 	return llm.New(llm.Options{BaseURL: base, APIKey: s.llmAPIKey, Model: s.embeddingModel,
-		Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: max(s.llmMaxBytes, 64<<20)})
+		Timeout: s.llmTimeout, MaxRetries: s.retries(), MaxResponseBytes: max(s.llmMaxBytes, 64<<20),
+		RateLimitWait: s.llmRateLimitWait})
 }
 
 // engineOptions are the engine settings the settings give; openApp adds

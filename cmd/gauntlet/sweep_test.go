@@ -61,7 +61,7 @@ func sweepFixture(t *testing.T, respond func(*llmtest.Request) *llmtest.Reply) (
 				return &llmtest.Reply{Content: "The answer is 99999."}
 			}
 		case "down":
-			return &llmtest.Reply{Status: 503, Content: "the model is down"}
+			return &llmtest.Reply{Status: 500, Content: "the model is down"} // a 503 would be a rate limit, waited out
 		}
 		return nil
 	}})

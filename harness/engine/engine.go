@@ -291,6 +291,11 @@ type Status struct {
 	// cells and jobs recorded) and has not started its first test;
 	// TotalTests is 0 until it is prepared.
 	Preparing bool `json:"preparing"`
+	// RateLimit is the rate-limit state toward each provider of the
+	// model client, by provider name; nil when the client reports none
+	// (harness.RateLimitReporter). It is the client's, so it is there
+	// when idle too.
+	RateLimit map[string]harness.RateLimitState `json:"rate_limit"`
 }
 
 // Status reports what the engine is doing.
@@ -298,7 +303,7 @@ func (e *Engine) Status() Status {
 	e.mu.Lock()
 	r, last := e.current, e.lastRun
 	e.mu.Unlock()
-	st := Status{Status: "idle"}
+	st := Status{Status: "idle", RateLimit: e.rateLimits()}
 	if last != "" {
 		st.LastRunID = &last
 	}

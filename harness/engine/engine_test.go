@@ -67,6 +67,8 @@ type fixtureOpts struct {
 	anyDB bool
 	// queue, when set, makes the engine's runs queued (Options.Queue).
 	queue engine.Queue
+	// client, when set, completes the llm client's options.
+	client func(*llm.Options)
 }
 
 // openStores opens a database in dir with a catalog over dir/definitions
@@ -141,8 +143,12 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		o.retryBase = 10 * time.Millisecond
 	}
 	var err error
-	f.client, err = llm.New(llm.Options{BaseURL: f.mock.URL, Model: "test-model", Timeout: o.timeout,
-		MaxRetries: o.maxRetries, RetryBaseDelay: o.retryBase})
+	lo := llm.Options{BaseURL: f.mock.URL, Model: "test-model", Timeout: o.timeout,
+		MaxRetries: o.maxRetries, RetryBaseDelay: o.retryBase}
+	if o.client != nil {
+		o.client(&lo)
+	}
+	f.client, err = llm.New(lo)
 	if err != nil {
 		t.Fatal(err)
 	}

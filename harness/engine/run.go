@@ -171,6 +171,9 @@ type run struct {
 	agent   *harness.AgentTarget // the agent under test; nil: the bare model
 	cache   *responseCache       // the response cache's state; nil when the run does not use it
 	first   cellKey              // the first cell: run-level log lines name it
+	// stopWatch stops the watch of the model's rate limits (ratelimit.go);
+	// nil until the run executes.
+	stopWatch func()
 
 	mu            sync.Mutex
 	cells         []*cell
@@ -358,6 +361,7 @@ func (r *run) matrix() LiveMatrix {
 // workers. One writer goroutine stores results as they come, in batches
 // of whatever is waiting (group commit).
 func (r *run) execute() {
+	r.stopWatch = r.watchRateLimits()
 	if r.queued {
 		r.follow()
 		return
@@ -622,6 +626,9 @@ func scoreText(s *float64) string {
 
 // finish records the run's end and puts the engine back to idle.
 func (r *run) finish() {
+	if r.stopWatch != nil {
+		r.stopWatch() // its last lines come before the run's end
+	}
 	r.mu.Lock()
 	r.ending = true
 	r.mu.Unlock()

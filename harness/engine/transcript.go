@@ -81,7 +81,7 @@ func (rec *recorder) add(purpose string, round int, model string, a harness.Atte
 		DurationMS: a.Duration.Milliseconds(), Model: model,
 		PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens,
 		CachedTokens: a.Usage.CachedTokens, ReasoningTokens: a.Usage.ReasoningTokens,
-		Status: a.Status, HTTPStatus: a.HTTPStatus, TTFTMS: ceilMS(a.TTFT)}
+		Status: a.Status, HTTPStatus: a.HTTPStatus, TTFTMS: ttftMS(a.TTFT)}
 	if a.Err != nil {
 		c.Error = a.Err.Error()
 	}
@@ -190,9 +190,12 @@ func (f chatFunc) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.
 	return f(ctx, req)
 }
 
-// ceilMS is d in whole milliseconds, rounded up: a time to first token
-// under a millisecond is 1, so that a streamed call always shows one (0
-// would read as "not streamed").
-func ceilMS(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+// ttftMS is d in whole milliseconds, at least 1 when d is not zero: a
+// time to first token under a millisecond reads 1, so that a streamed call
+// always shows one (0 would read as "not streamed").
+func ttftMS(d time.Duration) int64 {
+	if d > 0 && d < time.Millisecond {
+		return 1
+	}
+	return d.Milliseconds()
 }

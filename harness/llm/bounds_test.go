@@ -213,18 +213,27 @@ func TestRetriedStatuses(t *testing.T) {
 	}{
 		{400, false}, {401, false}, {403, false}, {404, false}, {413, false}, {422, false},
 		{408, true}, {409, true}, {429, true},
-		{500, true}, {501, false}, {502, true}, {503, true}, {504, true},
+		{500, true}, {501, false}, {502, true}, {503, true}, {504, true}, {529, true},
 	} {
+		// A rate limit (429, 503, 529) is waited out, not retried: for
+		// RateLimitWait, then the request fails saying so.
+		limited := tc.status == 429 || tc.status == 503 || tc.status == 529
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			srv := llmtest.NewServer(llmtest.Options{Respond: func(*llmtest.Request) *llmtest.Reply {
 				return &llmtest.Reply{Status: tc.status, Content: "no"}
 			}, RetryAfter: time.Millisecond})
 			defer srv.Close()
-			_, err := newClient(t, srv.URL, Options{MaxRetries: 1}).Chat(context.Background(), ask("hi"))
+			_, err := newClient(t, srv.URL, Options{MaxRetries: 1, RateLimitWait: 20 * time.Millisecond}).Chat(context.Background(), ask("hi"))
 			e := asError(t, err)
+			if limited != strings.Contains(err.Error(), "still rate limited after waiting 20ms") {
+				t.Errorf("err %v: rate limited %v", err, limited)
+			}
 			want := 1
 			if tc.retry {
 				want = 2
+			}
+			if limited {
+				want = max(e.Attempts, 2) // as many as fit in the wait
 			}
 			if e.Retryable() != tc.retry || e.Attempts != want || e.StatusCode != tc.status || srv.Stats().ChatCompletions != int64(want) {
 				t.Fatalf("err %v: retryable %v, attempts %d", err, e.Retryable(), e.Attempts)

@@ -54,7 +54,11 @@ func (c *Client) chatCompletion(ctx context.Context, req *harness.ChatRequest) (
 		retries = max(*req.MaxRetries, 0)
 	}
 	var resp *harness.ChatResponse
-	err = c.do(ctx, op, timeout, retries, func(actx context.Context, n int, hres **http.Response) error {
+	tokens := 0
+	if c.limit.tpm != nil {
+		tokens = estimateTokens(req)
+	}
+	err = c.do(ctx, op, timeout, retries, tokens, func(actx context.Context, n int, hres **http.Response) error {
 		r, err := send(actx, n, hres)
 		if err != nil {
 			return err
@@ -65,6 +69,7 @@ func (c *Client) chatCompletion(ctx context.Context, req *harness.ChatRequest) (
 	if err != nil {
 		return nil, err
 	}
+	c.limit.settle(tokens, resp.Usage.PromptTokens+resp.Usage.CompletionTokens)
 	return resp, nil
 }
 

@@ -366,10 +366,10 @@ func TestChatRetries(t *testing.T) {
 			t.Fatalf("retried after %v, want at least about 1 s", d)
 		}
 	})
-	t.Run("Retry-After beyond the limit is not waited for", func(t *testing.T) {
+	t.Run("Retry-After beyond the rate-limit wait is not waited for", func(t *testing.T) {
 		r := run(t, llmtest.Options{RateLimits: llmtest.Schedule{First: 1}, RetryAfter: 10 * time.Second},
-			Options{RetryMaxDelay: time.Second})
-		e := failed(t, r, 1, 429, "429", "Rate limit reached", "more than the 1s limit")
+			Options{RateLimitWait: time.Second})
+		e := failed(t, r, 1, 429, "429", "Rate limit reached", "the provider asks to wait 10s, more than the 1s left of the 1s rate-limit wait")
 		if e.RetryAfter != 10*time.Second || r.elapsed > 2*time.Second {
 			t.Fatalf("RetryAfter %v, elapsed %v", e.RetryAfter, r.elapsed)
 		}

@@ -51,7 +51,7 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 	embed := func(format openai.EmbeddingNewParamsEncodingFormat) ([][]float32, error) {
 		params.EncodingFormat = format
 		var out [][]float32
-		err := c.do(ctx, op, c.opts.Timeout, c.opts.MaxRetries, func(actx context.Context, n int, hres **http.Response) error {
+		err := c.do(ctx, op, c.opts.Timeout, c.opts.MaxRetries, 0, func(actx context.Context, n int, hres **http.Response) error {
 			var wire embeddingsWire
 			if _, err := c.embeddings.New(actx, params, append(attemptOptions(n, hres), option.WithResponseBodyInto(&wire))...); err != nil {
 				return err

@@ -39,7 +39,8 @@ type Error struct {
 	// Attempts is the number of requests sent.
 	Attempts int
 	// RetryAfter is the wait the endpoint asked for in its last answer
-	// (Retry-After or retry-after-ms), 0 when it asked for none.
+	// (Retry-After or retry-after-ms, else for a rate limit the provider's
+	// reset headers), 0 when it asked for none.
 	RetryAfter time.Duration
 
 	retryable bool
@@ -129,6 +130,9 @@ func (c *Client) classify(ctx, actx context.Context, timeout time.Duration, op s
 		e.StatusCode = hres.StatusCode
 		e.Message = endpointMessage(hres)
 		e.RetryAfter = retryAfter(hres.Header, time.Now())
+		if e.RetryAfter == 0 && rateLimited(hres.StatusCode) {
+			e.RetryAfter = resetAfter(hres.Header, time.Now())
+		}
 		e.retryable = retryableStatus(hres.StatusCode)
 	case hres != nil && isReadError(err):
 		e.StatusCode = hres.StatusCode

@@ -391,10 +391,11 @@ func TestGeminiRateLimits(t *testing.T) {
 		t.Fatalf("retries after %v, statuses %v: the Retry-After was not honoured", delays, statuses)
 	}
 
-	// Without retries: the status, the wait asked for and Gemini's message.
+	// A wait longer than the rate-limit wait allows: the status, the wait
+	// asked for and Gemini's message, at once.
 	srv2 := llmtest.NewServer(llmtest.Options{RateLimits: llmtest.Schedule{First: 1}, RetryAfter: 2 * time.Second})
 	defer srv2.Close()
-	_, err = newGeminiClient(t, srv2, Options{MaxRetries: -1}).Chat(context.Background(), ask("hi"))
+	_, err = newGeminiClient(t, srv2, Options{MaxRetries: -1, RateLimitWait: 500 * time.Millisecond}).Chat(context.Background(), ask("hi"))
 	e := asError(t, err)
 	if e.StatusCode != 429 || e.RetryAfter != 2*time.Second || !e.Retryable() || !strings.Contains(e.Message, "Rate limit reached") {
 		t.Fatalf("429: %q, retry after %v", err, e.RetryAfter)
@@ -548,7 +549,7 @@ func TestGeminiRetryInfo(t *testing.T) {
 		t.Fatalf("retried after %v, want the 0.2 s asked for", delays)
 	}
 	n.Store(0)
-	_, err = newClient(t, ts.URL, Options{Kind: KindGemini, MaxRetries: -1}).Chat(context.Background(), ask("hi"))
+	_, err = newClient(t, ts.URL, Options{Kind: KindGemini, MaxRetries: -1, RateLimitWait: 100 * time.Millisecond}).Chat(context.Background(), ask("hi"))
 	if e := asError(t, err); e.StatusCode != 429 || e.RetryAfter != 200*time.Millisecond || !strings.Contains(e.Message, "exceeded your current quota") {
 		t.Fatalf("429: %q, retry after %v", err, e.RetryAfter)
 	}

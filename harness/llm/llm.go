@@ -21,7 +21,7 @@
 //
 // A failed attempt is retried, up to [Options.MaxRetries] times or the
 // request's own harness.ChatRequest.MaxRetries, when another one might
-// succeed: a 408, 409 or 429 answer, a 5xx other than 501, a timeout, a
+// succeed: a 408 or 409 answer, a 5xx other than 501, a timeout, a
 // refused or lost connection, or a malformed body. Other 4xx answers, 501
 // (the endpoint does not implement the call), an answer too large and a
 // host name that does not exist fail at once. Retries wait with
@@ -29,6 +29,16 @@
 // retry-after-ms) header asks; after an attempt that timed out, the retry
 // goes at once: the timeout was the wait, and a hung request should cost
 // one timeout, not a timeout and a backoff.
+//
+// # Rate limits
+//
+// A 429, 529 or 503 answer is a rate limit: it is waited out (Retry-After,
+// retry-after-ms or the provider's reset headers, else a backoff) and sent
+// again without counting as a retry, for at most [Options.RateLimitWait]
+// per request. [Options.MaxConcurrency] bounds the requests in flight and
+// adapts to rate limits (halved on one, +1 per 20 successes);
+// [Options.RPM] and [Options.TPM] pace requests. [Client.RateLimits]
+// reports the state.
 //
 // # Errors
 //
@@ -169,6 +179,23 @@ type Options struct {
 	// ask for (default 30 s): an endpoint asking for a longer wait gets no
 	// retry, and the call fails with its status.
 	RetryMaxDelay time.Duration
+	// RateLimitWait bounds the time one request spends waiting out rate
+	// limits (429, 529 and 503 answers), which are retried without
+	// counting against MaxRetries (default DefaultRateLimitWait, 10 min).
+	// A wait asked for beyond what is left of it fails the request at
+	// once, saying so. Waiting at the concurrency gate or for RPM / TPM
+	// pacing does not count.
+	RateLimitWait time.Duration
+	// MaxConcurrency bounds the requests in flight to the provider (0: no
+	// bound). A rate-limited answer halves the bound (floor 1); it grows
+	// back by one per 20 successful answers, up to MaxConcurrency.
+	MaxConcurrency int
+	// RPM and TPM, when positive, pace requests before they are sent:
+	// at most RPM requests a minute, evenly spaced, and TPM tokens a
+	// minute, a request's tokens estimated from its size (a token per
+	// four bytes, plus its max_tokens) and corrected by the usage its
+	// answer reports.
+	RPM, TPM int
 	// OnRetry, when set, is called before each retry with the number of
 	// the attempt that failed (1 for the first), the wait before the next
 	// one, and why the attempt failed. It must be safe for concurrent use.
@@ -188,8 +215,9 @@ type Client struct {
 	// refused base64-encoded vectors.
 	embeddings      openai.EmbeddingService
 	floatEmbeddings atomic.Bool
+	limit           *limiter
 	stats           struct {
-		calls, attempts, retries, failures atomic.Int64
+		calls, attempts, retries, failures, rateLimited atomic.Int64
 	}
 }
 
@@ -225,11 +253,14 @@ func New(opts Options) (*Client, error) {
 	if opts.MaxResponseBytes == 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	if opts.RateLimitWait <= 0 {
+		opts.RateLimitWait = DefaultRateLimitWait
+	}
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = defaultHTTPClient()
 	}
-	c := &Client{opts: opts}
+	c := &Client{opts: opts, limit: newLimiter(opts)}
 	var err error
 	switch opts.Kind {
 	case KindOpenAI:
@@ -293,15 +324,19 @@ type Stats struct {
 	Retries int64
 	// Failures is the number of Chat calls that returned an error.
 	Failures int64
+	// RateLimited is the number of attempts answered with a rate limit
+	// (429, 529 or 503), which were waited out.
+	RateLimited int64
 }
 
 // Stats returns the counts of the chat completions made so far.
 func (c *Client) Stats() Stats {
 	return Stats{
-		Calls:    c.stats.calls.Load(),
-		Attempts: c.stats.attempts.Load(),
-		Retries:  c.stats.retries.Load(),
-		Failures: c.stats.failures.Load(),
+		Calls:       c.stats.calls.Load(),
+		Attempts:    c.stats.attempts.Load(),
+		Retries:     c.stats.retries.Load(),
+		Failures:    c.stats.failures.Load(),
+		RateLimited: c.stats.rateLimited.Load(),
 	}
 }
 

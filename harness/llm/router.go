@@ -251,8 +251,8 @@ type RouterOptions struct {
 	// Providers are the named providers (see ParseProviders).
 	Providers []Provider
 	// Client is the template of each provider's client: its timeout,
-	// retries, limits and hooks; Name, Kind, BaseURL and APIKey come from
-	// the provider. Model is left empty: a reference always
+	// retries, limits, rate-limit wait, concurrency bound and hooks; Name,
+	// Kind, BaseURL, APIKey, RPM and TPM come from the provider. Model is left empty: a reference always
 	// names its model.
 	Client Options
 	// Getenv reads the key variables (default os.Getenv).
@@ -282,6 +282,7 @@ func NewRouter(o RouterOptions) (*Router, error) {
 		}
 		co := o.Client
 		co.Name, co.Kind, co.BaseURL, co.APIKey, co.Model = p.Name, p.Kind, p.BaseURL, k, ""
+		co.RPM, co.TPM = p.RPM, p.TPM
 		c, err := New(co)
 		if err != nil {
 			return nil, fmt.Errorf("llm: provider %s: %w", p.Name, err)

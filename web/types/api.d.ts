@@ -160,6 +160,20 @@ export interface EngineStatus {
   last_run_id: string | null;
   /** The active run is being prepared and has started no test. */
   preparing: boolean;
+  /** The model client's rate-limit state, by provider. */
+  rate_limit: Record<string, RateLimitState>;
+}
+
+/** A provider's rate-limit state (GET /api/status rate_limit). */
+export interface RateLimitState {
+  /** Requests allowed in flight now; 0: no bound. */
+  concurrency: number;
+  /** The most it grows back to; 0: no bound. */
+  concurrency_max: number;
+  /** Rate limited, and the concurrency has not grown back yet. */
+  throttled: boolean;
+  /** Seconds waited out in all. */
+  waiting_s: number;
 }
 
 /** GET /api/log_poll. */

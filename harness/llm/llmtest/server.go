@@ -78,6 +78,18 @@ type Options struct {
 	// provider does, with the Retry-After headers of RateLimits: 529
 	// overloaded_error on the Anthropic wire, 503 on the others.
 	Overloaded Schedule
+	// RPM, when positive, throttles chat requests as a provider does: a
+	// bucket of RPMBurst requests (default a second's worth, RPM/60, at
+	// least 1) refilled at RPM a minute; a request that finds it empty is
+	// answered 429 with Retry-After, retry-after-ms (the wait until a
+	// request is let in) and x-ratelimit-limit-requests, -remaining-requests
+	// and -reset-requests (until the bucket is full). Stats.Throttled
+	// counts them.
+	RPM      int
+	RPMBurst int
+	// MaxInFlight, when positive, answers 429 to a chat request that
+	// arrives while that many are being answered.
+	MaxInFlight int
 	// Timeouts picks the chat completions that never get an answer: the
 	// request hangs until the client gives up or the server closes.
 	Timeouts Schedule
@@ -255,6 +267,9 @@ type Stats struct {
 	HugeBytesSent int64
 	// NULs is the number of answers sent with a NUL byte.
 	NULs int64
+	// Throttled is the number of chat requests answered 429 by the RPM
+	// and MaxInFlight limits.
+	Throttled int64
 	// ToolCalls is the number of answers that called tools.
 	ToolCalls int64
 	// CutStreams is the number of streamed answers cut short.
@@ -282,6 +297,8 @@ type Handler struct {
 	embeddingsDown                   atomic.Bool
 	mu                               sync.Mutex
 	statuses                         map[int]int64
+	throttle                         *throttle // Options.RPM and MaxInFlight; nil without
+	throttledN                       atomic.Int64
 }
 
 // NewHandler returns the fake endpoint as an http.Handler, to serve on an
@@ -297,7 +314,7 @@ func NewHandler(opts Options) *Handler {
 	if opts.HugeBytes <= 0 {
 		opts.HugeBytes = DefaultHugeBytes
 	}
-	h := &Handler{opts: opts, closed: make(chan struct{}), statuses: map[int]int64{}}
+	h := &Handler{opts: opts, closed: make(chan struct{}), statuses: map[int]int64{}, throttle: newThrottle(opts)}
 	for k := range opts.Answers {
 		h.answerKey = append(h.answerKey, k)
 	}
@@ -328,6 +345,7 @@ func (h *Handler) Stats() Stats {
 		Huge:            h.huge.Load(),
 		HugeBytesSent:   h.hugeSent.Load(),
 		NULs:            h.nuls.Load(),
+		Throttled:       h.throttledN.Load(),
 		ToolCalls:       h.toolCallsSent.Load(),
 		CutStreams:      h.cutStreams.Load(),
 		Embeddings:      h.embeddings.Load(),
@@ -346,6 +364,7 @@ func (h *Handler) ResetStats() {
 	h.huge.Store(0)
 	h.hugeSent.Store(0)
 	h.nuls.Store(0)
+	h.throttledN.Store(0)
 	h.toolCallsSent.Store(0)
 	h.cutStreams.Store(0)
 	h.embeddings.Store(0)
@@ -531,6 +550,13 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, f wireFormat
 	req.N, req.Header = n, r.Header
 	if h.refuseModel(w, f, req.Model) {
 		return false
+	}
+	refused, release := h.throttled(w, f)
+	if refused {
+		return false
+	}
+	if release != nil {
+		defer release()
 	}
 
 	if d := h.latency(n); d > 0 {

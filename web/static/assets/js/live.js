@@ -1,5 +1,5 @@
 // @ts-check
-/** @import { Domain, EngineStatus, HistoryPage, LiveMatrix, LogPoll, MessageResult, RunInfo, StartResult, Sweep, SweepStarted } from '../../../types/api' */
+/** @import { Domain, EngineStatus, HistoryPage, LiveMatrix, LogPoll, MessageResult, RateLimitState, RunInfo, StartResult, Sweep, SweepStarted } from '../../../types/api' */
 /** @import { Child } from '../../../types/dom' */
 /** @import { DomainNames, Route } from '../../../types/views' */
 
@@ -62,6 +62,7 @@ const LOG_TAIL = 1000;
  *   form: HTMLFormElement, logList: HTMLOListElement, follow: HTMLInputElement, runLine: HTMLElement,
  *   progress: HTMLProgressElement, progressText: HTMLElement, announce: HTMLElement, summary: HTMLElement,
  *   facts: HTMLElement, start: HTMLButtonElement, stop: HTMLButtonElement, checks: HTMLElement, models: HTMLDataListElement,
+ *   rateLimit: HTMLElement,
  * }} Elements
  */
 let els = /** @type {Elements} */ ({});
@@ -109,6 +110,7 @@ export function mount(section) {
     h('div', { class: 'progress-row' },
       h('progress', { id: 'run-progress', max: 1, value: 0, 'aria-labelledby': 'progress-text' }),
       h('span', { id: 'progress-text', class: 'progress-text' }, '')),
+    h('p', { id: 'run-rate-limit', class: 'rate-limit', role: 'status', 'aria-live': 'polite', hidden: true }),
     h('p', { id: 'run-summary', class: 'run-summary' }),
     h('div', { id: 'run-facts' }),
     h('p', { id: 'run-announce', class: 'announce', role: 'status', 'aria-live': 'polite' }));
@@ -151,7 +153,7 @@ export function mount(section) {
     progressText: $(runCard, '#progress-text'), announce: $(runCard, '#run-announce'),
     summary: $(runCard, '#run-summary'), facts: $(runCard, '#run-facts'),
     start: $(form, '#start-button'), stop: $(form, '#stop-button'), checks: $(form, '#domain-checks'),
-    models: $(form, '#model-options') };
+    models: $(form, '#model-options'), rateLimit: $(runCard, '#run-rate-limit') };
   logList.addEventListener('scroll', () => {
     const atBottom = logList.scrollHeight - logList.scrollTop - logList.clientHeight < 24;
     if (!atBottom && follow.checked && !logList.dataset.autoscrolling) follow.checked = false;
@@ -309,6 +311,7 @@ function renderStatus() {
     : total ? `${progress} / ${total} tests` : '';
   els.progress.dataset.progress = String(progress);
   els.progress.dataset.total = String(total);
+  renderRateLimit(running ? s.rate_limit : undefined);
   fill(els.summary, ...summaryOf(m));
   const info = !running && st.runInfo && m && st.runInfo.run_id === m.run_id ? st.runInfo : null;
   fill(els.facts, info ? dl([
@@ -340,6 +343,27 @@ function renderStatus() {
   els.runLine.dataset.status = runStatus;
   setChip(running ? `running ${progress}/${total}` : 'idle', running ? 'running' : 'idle');
   renderButtons();
+}
+
+/**
+ * Says, during a run, which providers are throttling: the concurrency
+ * their rate limits leave (halved on a rate-limited answer, grown back by
+ * one per 20 answers) and the time waited out. Hidden when none is.
+ * @param {Record<string, RateLimitState> | undefined} limits
+ */
+function renderRateLimit(limits) {
+  const el = els.rateLimit;
+  if (!el) return;
+  const throttled = Object.entries(limits || {}).filter(([, r]) => r.throttled).sort(([a], [b]) => a.localeCompare(b));
+  el.hidden = throttled.length === 0;
+  el.dataset.throttled = throttled.map(([name]) => name).join(',');
+  if (!throttled.length) { fill(el); return; }
+  fill(el, ...throttled.flatMap(([name, r], i) => [
+    i ? ' · ' : '',
+    h('span', { class: 'rate-limit-provider' }, name),
+    ` is rate limiting: ${r.concurrency_max ? `${r.concurrency} of ${r.concurrency_max}` : r.concurrency} requests at once, `
+      + `${fmtNumber(Math.round(r.waiting_s))} s waited out`,
+  ]));
 }
 
 /**
