@@ -67,7 +67,8 @@ func priceResult(res *runs.Result, prices map[string]harness.Price, model string
 
 // runTestIn is runTest with the context of the test's requests: the run's
 // for a run executed in this process, a queued job's for one a worker
-// executes. The result is priced (priceResult).
+// executes. The result is priced (priceResult) and its speed measured
+// (runs.SetSpeed).
 func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 	res, ok := r.testIn(ctx, j)
 	if ok {
@@ -79,6 +80,7 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 		model := r.info.Model
 		r.mu.Unlock()
 		priceResult(&res, prices, model)
+		runs.SetSpeed(&res)
 	}
 	return res, ok
 }

@@ -83,6 +83,8 @@ type resultRow struct {
 	ReasoningTokens  int              `bun:"reasoning_tokens,notnull"`
 	CostUSD          *float64         `bun:"cost_usd"`
 	JudgeCostUSD     *float64         `bun:"judge_cost_usd"`
+	TTFTMS           *int64           `bun:"ttft_ms"`
+	OutputTokensPerS *float64         `bun:"output_tokens_per_s"`
 	CreatedAt        string           `bun:"created_at,notnull"`
 	Transcript       *string          `bun:"transcript"` // compact JSON (transcript.go); NULL before transcripts were recorded
 	Calls            *string          `bun:"calls"`      // JSON; NULL before calls were recorded
@@ -114,6 +116,7 @@ type cellRow struct {
 	// results, kept in step with them in a counted run (0 in others).
 	ScoreSum float64 `bun:"score_sum,notnull"`
 	spendColumns
+	latencyColumns
 }
 
 type definitionsRow struct {
@@ -245,6 +248,7 @@ func toResultRow(r Result) *resultRow {
 		Details: r.Details, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt,
 		CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
+		TTFTMS: r.TTFTMS, OutputTokensPerS: r.OutputTokensPerS,
 		Transcript: encodeTranscript(&r), Calls: encodeCalls(r.Calls)}
 }
 
@@ -257,7 +261,8 @@ func (r *resultRow) result() Result {
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: d, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt,
-		CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD}
+		CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
+		TTFTMS: r.TTFTMS, OutputTokensPerS: r.OutputTokensPerS}
 	out.Transcript, out.Calls = decodeTranscript(&out, r.Transcript), decodeCalls(r.Calls)
 	if !utf8.ValidString(r.Response) {
 		// JSON can carry only UTF-8: the exact bytes go alongside.
@@ -490,7 +495,8 @@ func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, 
 	up := db.NewUpdate().Model((*cellRow)(nil)).
 		Set("status = ?", c.Status).Set("score = ?", c.Score).Set("duration_ms = ?", c.DurationMS).
 		Set("stderr = ?", c.StdErr).Set("ci95_low = ?", low).Set("ci95_high = ?", high).
-		Set("retrieval_tests = ?", t.Tests).Set("retrieval_recall = ?", t.RecallSum).Set("retrieval_hits = ?", t.Hits)
+		Set("retrieval_tests = ?", t.Tests).Set("retrieval_recall = ?", t.RecallSum).Set("retrieval_hits = ?", t.Hits).
+		Set("latency_p50_ms = ?", c.LatencyP50MS).Set("latency_p95_ms = ?", c.LatencyP95MS).Set("ttft_p50_ms = ?", c.TTFTP50MS)
 	if !counted {
 		up = up.Set("done = ?", c.Done).Set("passed = ?", c.Passed).Set("failed = ?", c.Failed).Set("errors = ?", c.Errors)
 	}
@@ -720,6 +726,7 @@ func (s *Store) Matrix(ctx context.Context, id string) (Matrix, error) {
 		sp := r.spend()
 		c.CostUSD, c.JudgeCostUSD = sp.Costs()
 		c.Tokens = sp.Tokens
+		c.LatencyP50MS, c.LatencyP95MS, c.TTFTP50MS = r.LatencyP50MS, r.LatencyP95MS, r.TTFTP50MS
 		m[r.Domain][strconv.Itoa(r.Level)] = c
 	}
 	return m, nil
