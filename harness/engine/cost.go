@@ -77,10 +77,10 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 		if r.info.Config != nil {
 			prices = r.info.Config.Pricing
 		}
-		model := r.info.Model
+		model, streamed := r.info.Model, r.stream
 		r.mu.Unlock()
 		priceResult(&res, prices, model)
-		runs.SetSpeed(&res)
+		runs.SetSpeed(&res, streamed)
 	}
 	return res, ok
 }

@@ -51,7 +51,8 @@ func LatencyOf(durations, ttfts []int64) Latency {
 // latency (Latency): passed and failed, not error.
 func answered(status string) bool { return status == TestPassed || status == TestFailed }
 
-// SetSpeed sets a result's TTFTMS and OutputTokensPerS from its calls.
+// SetSpeed sets a result's TTFTMS and OutputTokensPerS from its calls;
+// streamed says the run asked for streams.
 //
 // TTFTMS is the time to the first token of the test's answer: that of
 // the successful attempt of the test's first request (the call of
@@ -65,7 +66,7 @@ func answered(status string) bool { return status == TestPassed || status == Tes
 // token, for another (or a streamed one whose whole answer came with its
 // first token, in the same millisecond) its whole duration. Nil when they
 // generated no token or took no measurable time.
-func SetSpeed(r *Result) {
+func SetSpeed(r *Result, streamed bool) {
 	r.TTFTMS, r.OutputTokensPerS = nil, nil
 	var tokens, genMS int64
 	for _, c := range r.Calls {
@@ -74,7 +75,7 @@ func SetSpeed(r *Result) {
 		}
 		switch c.Purpose {
 		case CallTest:
-			if r.TTFTMS == nil && c.TTFTMS > 0 {
+			if r.TTFTMS == nil && streamed {
 				t := c.TTFTMS
 				r.TTFTMS = &t
 			}
