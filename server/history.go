@@ -195,6 +195,8 @@ type apiTestResult struct {
 	ReasoningTokens  int            `json:"reasoning_tokens" doc:"The part of completion_tokens the model spent thinking."`
 	CostUSD          *float64       `json:"cost_usd" doc:"What the result's model calls cost in US dollars, its judge's included; null when the model under test has no price in the run's config.pricing."`
 	JudgeCostUSD     *float64       `json:"judge_cost_usd" doc:"The part of the cost the judge's calls made, priced by the judge's model reference; null when none had a price."`
+	TTFTMS           *int64         `json:"ttft_ms" doc:"Time to the first token of the test's answer, in milliseconds: that of the successful attempt of the test's first request (its call of purpose test). Null when the run did not stream, when that request was answered from the response cache or never succeeded, and for results stored before it was recorded."`
+	OutputTokensPerS *float64       `json:"output_tokens_per_s" doc:"Completion tokens of the successful attempts of the test's requests (purposes test and tool_round) per second of their generation: a streamed attempt's duration less its time to first token (its whole duration when the answer came with its first token), another's whole duration. Null when no token was generated or no time measured, and for results stored before it was recorded."`
 	CreatedAt        string         `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
 
 	// The conversation of the test and its model calls.
@@ -294,7 +296,7 @@ func toAPIResults(rs []runs.Result) []apiTestResult {
 			Score: r.Score, Status: r.Status, Details: details, DurationMS: r.DurationMS, ModelName: r.ModelName,
 			SystemPrompt: r.SystemPrompt, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 			CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
-			CreatedAt: r.CreatedAt, Transcript: toAPITranscript(r.Transcript), Calls: toAPICalls(r.Calls),
+			TTFTMS: r.TTFTMS, OutputTokensPerS: r.OutputTokensPerS, CreatedAt: r.CreatedAt, Transcript: toAPITranscript(r.Transcript), Calls: toAPICalls(r.Calls),
 		}
 	}
 	return out
