@@ -129,6 +129,9 @@ type apiRunInfo struct {
 	JudgeCostUSD    *float64             `json:"judge_cost_usd" doc:"The part of cost_usd the judges' calls cost; null when no result had a price."`
 	// Tokens is described by its schema, Tokens.
 	Tokens       apiTokens `json:"tokens"`
+	LatencyP50MS *int64    `json:"latency_p50_ms" doc:"Median of the duration_ms of the run's answered (passed and failed) results, nearest-rank; measured when the run ends: null while it runs and when nothing was answered."`
+	LatencyP95MS *int64    `json:"latency_p95_ms" doc:"95th percentile of the duration_ms of the run's answered results, nearest-rank; null as latency_p50_ms."`
+	TTFTP50MS    *int64    `json:"ttft_p50_ms" doc:"Median of the ttft_ms of the run's answered results: null unless the run streamed, and as latency_p50_ms."`
 	RescoredFrom string    `json:"rescored_from" doc:"The run whose stored responses this run scored again (rescore-run); empty for a run that asked the model."`
 	// Resumed is described by its schema, RunResumed: a reference takes
 	// no description of its own.
@@ -149,6 +152,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains), CacheHits: i.CacheHits, RescoredFrom: i.RescoredFrom,
 		Resumed: apiRunResumed{Count: i.Resumed.Count, At: nonNil(i.Resumed.At)},
 		CostUSD: i.CostUSD, JudgeCostUSD: i.JudgeCostUSD, Tokens: apiTokens(i.Tokens),
+		LatencyP50MS: i.LatencyP50MS, LatencyP95MS: i.LatencyP95MS, TTFTP50MS: i.TTFTP50MS,
 	}
 	if c := i.Config; c != nil {
 		params := c.Params

@@ -11,7 +11,8 @@ import (
 // TestLatencyOverHTTP: a streamed run (stream: true) on an endpoint
 // answering after 30 ms serves results with ttft_ms and
 // output_tokens_per_s, and cells with latency_p50_ms, latency_p95_ms and
-// ttft_p50_ms, in the stored run, its matrix and the live matrix; a run
+// ttft_p50_ms, in the stored run, its matrix and the live matrix, and
+// run_info the same over the whole run; a run
 // not streamed serves ttft_ms and ttft_p50_ms as null.
 func TestLatencyOverHTTP(t *testing.T) {
 	t.Parallel()
@@ -25,6 +26,11 @@ func TestLatencyOverHTTP(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		id := e.runToEnd(map[string]any{"stream": stream, "domains": []string{"arithmetic"}})
 		var run struct {
+			RunInfo struct {
+				LatencyP50MS *int64 `json:"latency_p50_ms"`
+				LatencyP95MS *int64 `json:"latency_p95_ms"`
+				TTFTP50MS    *int64 `json:"ttft_p50_ms"`
+			} `json:"run_info"`
 			TestResults []struct {
 				TestID           string   `json:"test_id"`
 				Status           string   `json:"status"`
@@ -35,6 +41,9 @@ func TestLatencyOverHTTP(t *testing.T) {
 		must(t, e.get("/api/run/"+id), http.StatusOK).decode(t, &run)
 		if len(run.TestResults) == 0 {
 			t.Fatal("no results")
+		}
+		if ri := run.RunInfo; ri.LatencyP50MS == nil || *ri.LatencyP50MS < 30 || ri.LatencyP95MS == nil || stream != (ri.TTFTP50MS != nil) {
+			t.Errorf("stream %v: run_info latency %v/%v/%v", stream, ri.LatencyP50MS, ri.LatencyP95MS, ri.TTFTP50MS)
 		}
 		for _, r := range run.TestResults {
 			if r.OutputTokensPerS == nil || *r.OutputTokensPerS <= 0 || stream != (r.TTFTMS != nil) || stream && *r.TTFTMS < 30 {

@@ -76,6 +76,24 @@ func TestLatencyFigures(t *testing.T) {
 				t.Errorf("cell %d not streamed: ttft p50 %d", level, *c.TTFTP50MS)
 			}
 		}
+		// The run's figures are over all its results.
+		var all, allTTFT []int64
+		for _, r := range results {
+			all = append(all, r.DurationMS)
+			if r.TTFTMS != nil {
+				allTTFT = append(allTTFT, *r.TTFTMS)
+			}
+		}
+		want := runs.LatencyOf(all, allTTFT)
+		stored, err := f.runs.Run(ctx, info.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !eqPtr(stored.LatencyP50MS, want.P50MS) || !eqPtr(stored.LatencyP95MS, want.P95MS) || !eqPtr(stored.TTFTP50MS, want.TTFTP50MS) ||
+			stored.LatencyP50MS == nil || stream != (stored.TTFTP50MS != nil) {
+			t.Errorf("stream %v: run latency %v/%v/%v; want %v/%v/%v", stream, stored.LatencyP50MS, stored.LatencyP95MS, stored.TTFTP50MS,
+				want.P50MS, want.P95MS, want.TTFTP50MS)
+		}
 		// The live matrix of the ended run is the stored one.
 		live, err := f.eng.Matrix(ctx)
 		if err != nil {

@@ -105,10 +105,11 @@ type latencyColumns struct {
 }
 
 // migrateLatency adds the results' time to first token and output speed
-// and the cells' latency percentiles. Results stored before have neither
-// (null). Their cells that were settled or left partial get their
-// duration percentiles from their answered results, read once here a run
-// at a time, and no time to first token (null): the results kept none.
+// and the cells' and runs' latency percentiles. Results stored before
+// have neither (null). Their cells that were settled or left partial, and
+// the runs holding such cells, get their duration percentiles from their
+// answered results, read once here a run at a time, and no time to first
+// token (null): the results kept none.
 func migrateLatency(ctx context.Context, tx bun.Tx, bigint string) error {
 	if err := sqldb.ExecAll(ctx, tx,
 		`ALTER TABLE "run_results" ADD COLUMN "ttft_ms" `+bigint,
@@ -116,6 +117,9 @@ func migrateLatency(ctx context.Context, tx bun.Tx, bigint string) error {
 		`ALTER TABLE "run_cells" ADD COLUMN "latency_p50_ms" `+bigint,
 		`ALTER TABLE "run_cells" ADD COLUMN "latency_p95_ms" `+bigint,
 		`ALTER TABLE "run_cells" ADD COLUMN "ttft_p50_ms" `+bigint,
+		`ALTER TABLE "runs" ADD COLUMN "latency_p50_ms" `+bigint,
+		`ALTER TABLE "runs" ADD COLUMN "latency_p95_ms" `+bigint,
+		`ALTER TABLE "runs" ADD COLUMN "ttft_p50_ms" `+bigint,
 	); err != nil {
 		return err
 	}
@@ -146,9 +150,17 @@ func migrateLatency(ctx context.Context, tx bun.Tx, bigint string) error {
 			return fmt.Errorf("read durations of run %s: %w", run, err)
 		}
 		by := map[key][]int64{}
+		all := make([]int64, 0, len(rows))
 		for _, r := range rows {
 			k := key{r.Domain, r.Level}
 			by[k] = append(by[k], r.DurationMS)
+			all = append(all, r.DurationMS)
+		}
+		if l := LatencyOf(all, nil); l.P50MS != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE "runs" SET "latency_p50_ms" = ?, "latency_p95_ms" = ? WHERE "run_id" = ?`,
+				*l.P50MS, *l.P95MS, run); err != nil {
+				return fmt.Errorf("measure run %s: %w", run, err)
+			}
 		}
 		for ; i < len(cells) && cells[i].RunID == run; i++ {
 			c := cells[i]
@@ -163,4 +175,42 @@ func migrateLatency(ctx context.Context, tx bun.Tx, bigint string) error {
 		}
 	}
 	return nil
+}
+
+// runLatency measures a run's latency (Latency) over all its answered
+// results, once, when the run ends: each figure is the row at its rank
+// in the results ordered by the figure, read by the database without
+// bringing the results here.
+func runLatency(ctx context.Context, db bun.IDB, runID string) (Latency, error) {
+	var out Latency
+	answeredOnly := func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("run_id = ? AND status IN (?)", runID, bun.List([]string{TestPassed, TestFailed}))
+	}
+	var n, streamed int
+	if err := answeredOnly(db.NewSelect().Model((*resultRow)(nil))).ColumnExpr("COUNT(*)").ColumnExpr("COUNT(ttft_ms)").
+		Scan(ctx, &n, &streamed); err != nil {
+		return out, fmt.Errorf("measure run %s: %w", runID, err)
+	}
+	at := func(col string, count int, p float64) (*int64, error) {
+		if count == 0 {
+			return nil, nil
+		}
+		rank := max(1, int(math.Ceil(p*float64(count))))
+		var v int64
+		q := answeredOnly(db.NewSelect().Model((*resultRow)(nil))).Column(col).Where("? IS NOT NULL", bun.Ident(col)).
+			Order(col).Offset(int64(rank - 1)).Limit(1)
+		if err := q.Scan(ctx, &v); err != nil {
+			return nil, fmt.Errorf("measure run %s: %w", runID, err)
+		}
+		return &v, nil
+	}
+	var err error
+	if out.P50MS, err = at("duration_ms", n, 0.5); err != nil {
+		return out, err
+	}
+	if out.P95MS, err = at("duration_ms", n, 0.95); err != nil {
+		return out, err
+	}
+	out.TTFTP50MS, err = at("ttft_ms", streamed, 0.5)
+	return out, err
 }

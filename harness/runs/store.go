@@ -57,6 +57,7 @@ type runRow struct {
 	// when never.
 	Resumed []string `bun:"resumed,type:text"`
 	spendColumns
+	latencyColumns
 }
 
 type resultRow struct {
@@ -185,6 +186,7 @@ func (r *runRow) info() Info {
 	sp := r.spend()
 	in.CostUSD, in.JudgeCostUSD = sp.Costs()
 	in.Tokens = sp.Tokens
+	in.LatencyP50MS, in.LatencyP95MS, in.TTFTP50MS = r.LatencyP50MS, r.LatencyP95MS, r.TTFTP50MS
 	if in.Config != nil && in.Config.Params == nil {
 		in.Config.Params = map[string]any{}
 	}
@@ -508,11 +510,16 @@ func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, 
 }
 
 // FinishRun records a run's end: status, completion time, counts, score,
-// error. Cells still pending or running are closed: partial when some of
+// error, and its latency (Info.LatencyP50MS…) measured over its results. Cells still pending or running are closed: partial when some of
 // their tests finished, skipped when none did.
 func (s *Store) FinishRun(ctx context.Context, in Info) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewUpdate().Model((*runRow)(nil)).
+		lat, err := runLatency(ctx, tx, in.RunID)
+		if err != nil {
+			return err
+		}
+		_, err = tx.NewUpdate().Model((*runRow)(nil)).
+			Set("latency_p50_ms = ?", lat.P50MS).Set("latency_p95_ms = ?", lat.P95MS).Set("ttft_p50_ms = ?", lat.TTFTP50MS).
 			Set("status = ?", in.Status).Set("completed_at = ?", in.CompletedAt).
 			Set("overall_score = ?", in.OverallScore).Set("total_tokens = ?", in.TotalTokens).
 			Set("total_duration_ms = ?", in.TotalDurationMS).
@@ -927,6 +934,7 @@ func (s *Store) ReopenRun(ctx context.Context, runID string) (Info, error) {
 		}
 		if _, err := tx.NewUpdate().Model((*runRow)(nil)).Set("status = ?", StatusRunning).
 			Set("completed_at = NULL").Set("error = ''").Set("owner = ?", s.owner()).Set("resumed = ?", string(resumed)).
+			Set("latency_p50_ms = NULL").Set("latency_p95_ms = NULL").Set("ttft_p50_ms = NULL").
 			Set(`counted = NOT EXISTS (SELECT 1 FROM run_results r WHERE r.run_id = ?
 				AND (r.status NOT IN (?, ?) OR NOT EXISTS (SELECT 1 FROM run_cells c
 					WHERE c.run_id = r.run_id AND c.domain = r.domain AND c.level = r.level)))`, runID, TestPassed, TestFailed).

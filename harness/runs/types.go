@@ -73,6 +73,13 @@ type Info struct {
 	CostUSD      *float64 `json:"cost_usd"`
 	JudgeCostUSD *float64 `json:"judge_cost_usd"`
 	Tokens       Tokens   `json:"tokens"`
+	// LatencyP50MS, LatencyP95MS and TTFTP50MS are the run's latency over
+	// all its answered results, as a cell's (Cell.LatencyP50MS), measured
+	// when the run ends: null while it runs (and again once resumed,
+	// until it ends).
+	LatencyP50MS *int64 `json:"latency_p50_ms"`
+	LatencyP95MS *int64 `json:"latency_p95_ms"`
+	TTFTP50MS    *int64 `json:"ttft_p50_ms"`
 	// Resumed says how often and when the run was resumed (Engine.Resume,
 	// gauntlet run --resume): the zero Resumed (Count 0, At nil) for a run
 	// never resumed.

@@ -13,7 +13,8 @@ import (
 // (runs schema 13): its results have no time to first token and no
 // output speed, its streamed run's calls keep theirs; its settled and
 // partial cells get the percentiles of their answered results' durations
-// and no time to first token, its skipped cells none; a stopped run
+// and no time to first token, its skipped cells none, its runs the
+// percentiles of all their answered results; a stopped run
 // resumed measures the cells it finishes from all their results.
 func TestFixtureDatabase060(t *testing.T) {
 	ctx := context.Background()
@@ -55,6 +56,14 @@ func TestFixtureDatabase060(t *testing.T) {
 		m, err := rs.Matrix(ctx, info.RunID)
 		if err != nil {
 			t.Fatal(err)
+		}
+		var all []int64
+		for _, d := range durations {
+			all = append(all, d...)
+		}
+		slices.Sort(all)
+		if info.TTFTP50MS != nil || len(all) > 0 && (!same(info.LatencyP50MS, runs.Percentile(all, 0.5)) || !same(info.LatencyP95MS, runs.Percentile(all, 0.95))) {
+			t.Errorf("%s: latency %v/%v/%v; want the percentiles of %v and no ttft", name, info.LatencyP50MS, info.LatencyP95MS, info.TTFTP50MS, all)
 		}
 		for domain, levels := range m {
 			for level, c := range levels {
