@@ -129,6 +129,9 @@ type apiRunInfo struct {
 	JudgeCostUSD    *float64             `json:"judge_cost_usd" doc:"The part of cost_usd the judges' calls cost; null when no result had a price."`
 	// Tokens is described by its schema, Tokens.
 	Tokens       apiTokens `json:"tokens"`
+	LatencyP50MS *int64    `json:"latency_p50_ms" doc:"Median of the duration_ms of the run's answered (passed and failed) results, nearest-rank; measured when the run ends: null while it runs and when nothing was answered."`
+	LatencyP95MS *int64    `json:"latency_p95_ms" doc:"95th percentile of the duration_ms of the run's answered results, nearest-rank; null as latency_p50_ms."`
+	TTFTP50MS    *int64    `json:"ttft_p50_ms" doc:"Median of the ttft_ms of the run's answered results: null unless the run streamed, and as latency_p50_ms."`
 	RescoredFrom string    `json:"rescored_from" doc:"The run whose stored responses this run scored again (rescore-run); empty for a run that asked the model."`
 	// Resumed is described by its schema, RunResumed: a reference takes
 	// no description of its own.
@@ -149,6 +152,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 		Complete: i.Complete, Error: i.Error, Domains: nonNil(i.Domains), CacheHits: i.CacheHits, RescoredFrom: i.RescoredFrom,
 		Resumed: apiRunResumed{Count: i.Resumed.Count, At: nonNil(i.Resumed.At)},
 		CostUSD: i.CostUSD, JudgeCostUSD: i.JudgeCostUSD, Tokens: apiTokens(i.Tokens),
+		LatencyP50MS: i.LatencyP50MS, LatencyP95MS: i.LatencyP95MS, TTFTP50MS: i.TTFTP50MS,
 	}
 	if c := i.Config; c != nil {
 		params := c.Params
@@ -195,6 +199,8 @@ type apiTestResult struct {
 	ReasoningTokens  int            `json:"reasoning_tokens" doc:"The part of completion_tokens the model spent thinking."`
 	CostUSD          *float64       `json:"cost_usd" doc:"What the result's model calls cost in US dollars, its judge's included; null when the model under test has no price in the run's config.pricing."`
 	JudgeCostUSD     *float64       `json:"judge_cost_usd" doc:"The part of the cost the judge's calls made, priced by the judge's model reference; null when none had a price."`
+	TTFTMS           *int64         `json:"ttft_ms" doc:"Time to the first token of the test's answer, in milliseconds: that of the successful attempt of the test's first request (its call of purpose test). Null when the run did not stream, when that request was answered from the response cache or never succeeded, and for results stored before it was recorded."`
+	OutputTokensPerS *float64       `json:"output_tokens_per_s" doc:"Completion tokens of the successful attempts of the test's requests (purposes test and tool_round) per second of their generation: a streamed attempt's duration less its time to first token (its whole duration when the answer came with its first token), another's whole duration. Null when no token was generated or no time measured, and for results stored before it was recorded."`
 	CreatedAt        string         `json:"created_at" doc:"YYYY-MM-DD HH:MM:SS, UTC."`
 
 	// The conversation of the test and its model calls.
@@ -294,7 +300,7 @@ func toAPIResults(rs []runs.Result) []apiTestResult {
 			Score: r.Score, Status: r.Status, Details: details, DurationMS: r.DurationMS, ModelName: r.ModelName,
 			SystemPrompt: r.SystemPrompt, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 			CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
-			CreatedAt: r.CreatedAt, Transcript: toAPITranscript(r.Transcript), Calls: toAPICalls(r.Calls),
+			TTFTMS: r.TTFTMS, OutputTokensPerS: r.OutputTokensPerS, CreatedAt: r.CreatedAt, Transcript: toAPITranscript(r.Transcript), Calls: toAPICalls(r.Calls),
 		}
 	}
 	return out

@@ -103,7 +103,8 @@ type exportInput struct {
 // csvHeader names the columns of the CSV export.
 var csvHeader = []string{"run_id", "test_id", "repeat", "domain", "level", "name", "status", "score", "duration_ms",
 	"prompt", "response", "response_base64", "expected_answer", "expected_type", "extracted_answer", "error",
-	"prompt_tokens", "completion_tokens", "created_at", "cached_tokens", "reasoning_tokens", "cost_usd", "judge_cost_usd"}
+	"prompt_tokens", "completion_tokens", "created_at", "cached_tokens", "reasoning_tokens", "cost_usd", "judge_cost_usd",
+	"ttft_ms", "output_tokens_per_s"}
 
 // registerResults registers the results explorer's operations.
 func registerResults(api huma.API, store resultQuerier, log *slog.Logger) {
@@ -258,10 +259,19 @@ func csvRow(row []string, r runs.Result) {
 		text(r.Prompt), response, raw, text(r.Expected.Answer), r.Expected.Type, detail("extracted_answer"), detail("error"),
 		strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CompletionTokens), r.CreatedAt,
 		strconv.Itoa(r.CachedTokens), strconv.Itoa(r.ReasoningTokens), usd(r.CostUSD), usd(r.JudgeCostUSD),
+		ms(r.TTFTMS), usd(r.OutputTokensPerS),
 	})
 }
 
-// usd is a cost as a CSV cell: empty for none.
+// ms is a time in milliseconds as a CSV cell: empty for none.
+func ms(v *int64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+// usd is a cost (or another figure) as a CSV cell: empty for none.
 func usd(v *float64) string {
 	if v == nil {
 		return ""

@@ -233,7 +233,7 @@ func TestRunExport(t *testing.T) {
 		t.Fatalf("%d rows, want a header and %d", len(rows), len(all))
 	}
 	header := strings.Join(rows[0], ",")
-	if header != "run_id,test_id,repeat,domain,level,name,status,score,duration_ms,prompt,response,response_base64,expected_answer,expected_type,extracted_answer,error,prompt_tokens,completion_tokens,created_at,cached_tokens,reasoning_tokens,cost_usd,judge_cost_usd" {
+	if header != "run_id,test_id,repeat,domain,level,name,status,score,duration_ms,prompt,response,response_base64,expected_answer,expected_type,extracted_answer,error,prompt_tokens,completion_tokens,created_at,cached_tokens,reasoning_tokens,cost_usd,judge_cost_usd,ttft_ms,output_tokens_per_s" {
 		t.Errorf("header %s", header)
 	}
 	col := func(row []string, name string) string { return row[slices.Index(rows[0], name)] }

@@ -144,7 +144,10 @@ type apiMatrixCell struct {
 	CostUSD      *float64          `json:"cost_usd" doc:"What the cell's results cost in US dollars, judges' calls included; null when none had a price."`
 	JudgeCostUSD *float64          `json:"judge_cost_usd" doc:"The part of cost_usd the judges' calls cost; null when no result had a price."`
 	// Tokens is described by its schema, Tokens.
-	Tokens apiTokens `json:"tokens"`
+	Tokens       apiTokens `json:"tokens"`
+	LatencyP50MS *int64    `json:"latency_p50_ms" doc:"Median of the duration_ms of the cell's answered (passed and failed) results, nearest-rank; measured once when the cell finishes (or the run leaves it partial): null while it runs and when nothing was answered."`
+	LatencyP95MS *int64    `json:"latency_p95_ms" doc:"95th percentile of the duration_ms of the cell's answered results, nearest-rank; null as latency_p50_ms."`
+	TTFTP50MS    *int64    `json:"ttft_p50_ms" doc:"Median of the ttft_ms of the cell's answered results: null unless the run streamed (stream: true), and as latency_p50_ms."`
 }
 
 // apiCellRetrieval is a cell's retrieval figures.
@@ -176,6 +179,7 @@ func toAPICells(m runs.Matrix) map[string]map[string]apiMatrixCell {
 				Status: c.Status, Score: c.Score, DurationMS: c.DurationMS,
 				Tests: c.Tests, Done: c.Done, Passed: c.Passed, Failed: c.Failed, Errors: c.Errors, StdErr: c.StdErr,
 				CostUSD: c.CostUSD, JudgeCostUSD: c.JudgeCostUSD, Tokens: apiTokens(c.Tokens),
+				LatencyP50MS: c.LatencyP50MS, LatencyP95MS: c.LatencyP95MS, TTFTP50MS: c.TTFTP50MS,
 			}
 			if c.CI95 != nil {
 				cell := row[level]

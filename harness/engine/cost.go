@@ -67,7 +67,8 @@ func priceResult(res *runs.Result, prices map[string]harness.Price, model string
 
 // runTestIn is runTest with the context of the test's requests: the run's
 // for a run executed in this process, a queued job's for one a worker
-// executes. The result is priced (priceResult).
+// executes. The result is priced (priceResult) and its speed measured
+// (runs.SetSpeed).
 func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 	res, ok := r.testIn(ctx, j)
 	if ok {
@@ -76,9 +77,10 @@ func (r *run) runTestIn(ctx context.Context, j *job) (runs.Result, bool) {
 		if r.info.Config != nil {
 			prices = r.info.Config.Pricing
 		}
-		model := r.info.Model
+		model, streamed := r.info.Model, r.stream
 		r.mu.Unlock()
 		priceResult(&res, prices, model)
+		runs.SetSpeed(&res, streamed)
 	}
 	return res, ok
 }

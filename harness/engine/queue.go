@@ -267,6 +267,7 @@ func (r *run) pollCells(ctx context.Context) error {
 		case runs.CellPassed, runs.CellFailed, runs.CellError:
 			if c.status != s.Status {
 				c.status, c.stderr, c.ci95 = s.Status, s.StdErr, s.CI95
+				c.lat = cellLatency{Latency: runs.Latency{P50MS: s.LatencyP50MS, P95MS: s.LatencyP95MS, TTFTP50MS: s.TTFTP50MS}}
 				c.scoreSum = 0
 				if s.Score != nil {
 					c.scoreSum = *s.Score * float64(c.scored())
@@ -486,7 +487,8 @@ func (w *workRun) coalesce(rs *runs.Store) {
 func settleSamples(plan *cell, samples []runs.Sample) runs.Cell {
 	c := &cell{domain: plan.domain, level: plan.level, threshold: plan.threshold, tests: plan.tests}
 	for _, s := range samples {
-		c.add(&runs.Result{TestID: s.TestID, Repeat: s.Repeat, Score: s.Score, Status: s.Status})
+		c.add(&runs.Result{TestID: s.TestID, Repeat: s.Repeat, Score: s.Score, Status: s.Status,
+			DurationMS: s.DurationMS, TTFTMS: s.TTFTMS})
 		if t, err := time.Parse(harness.TimeLayout, s.CreatedAt); err == nil {
 			if c.first.IsZero() || t.Before(c.first) {
 				c.first = t

@@ -154,7 +154,8 @@ func (w *workRun) isEnded() bool {
 }
 
 // leftSamples gives each cell a queued run leaves unfinished the samples
-// its workers stored, read from the database: a cell's interval is
+// its workers stored, read from the database: a cell's interval (and its
+// latency) is
 // measured from its samples when the run leaves it (cell.leave), as in a
 // run executed in process, and a queued run's live cells hold counters
 // only.
@@ -169,16 +170,18 @@ func (r *run) leftSamples(ctx context.Context) error {
 	r.mu.Unlock()
 	for _, c := range left {
 		var samples []stats.Sample
+		var lat cellLatency
 		lvl := c.level
 		err := r.e.opts.Runs.EachResult(ctx, r.info.RunID, runs.ResultQuery{Domain: c.domain, Level: &lvl}, func(res runs.Result) error {
 			samples = append(samples, res.Sample())
+			lat.add(&res)
 			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("read the samples of cell %s/%d: %w", c.domain, c.level, err)
 		}
 		r.mu.Lock()
-		c.samples = samples
+		c.samples, c.lat = samples, lat
 		r.mu.Unlock()
 	}
 	return nil

@@ -60,6 +60,7 @@ type cell struct {
 	samples   []stats.Sample      // every finished sample, for the cell's interval
 	stderr    *float64            // set by settle and leave when a sample was scored
 	ci95      *stats.Interval
+	lat       cellLatency // durations until measured, then the figures
 	domain    string
 	level     int
 	threshold float64
@@ -74,6 +75,7 @@ func (c *cell) add(res *runs.Result) {
 	c.counts.add(res)
 	c.ret.Add(res)
 	c.samples = append(c.samples, res.Sample())
+	c.lat.add(res)
 }
 
 // measure computes the uncertainty of the cell's score from its samples,
@@ -85,6 +87,7 @@ func (c *cell) measure() {
 	c.stderr, c.ci95 = nil, nil
 	sum := stats.Cell(c.samples, stats.Options{Seed: 1})
 	c.samples = nil
+	c.lat.measure()
 	if sum.Tests == 0 {
 		return
 	}
@@ -96,6 +99,7 @@ func (c *cell) state() runs.Cell {
 	out := runs.Cell{Status: c.status, Tests: c.tests, Done: c.done, Passed: c.passed, Failed: c.failed, Errors: c.errors,
 		StdErr: c.stderr, CI95: c.ci95, Retrieval: c.ret.Cell()}
 	setSpend(c.spend, &out.CostUSD, &out.JudgeCostUSD, &out.Tokens)
+	out.LatencyP50MS, out.LatencyP95MS, out.TTFTP50MS = c.lat.P50MS, c.lat.P95MS, c.lat.TTFTP50MS
 	switch c.status {
 	case runs.CellPassed, runs.CellFailed, runs.CellError, runs.CellPartial:
 		out.Score = c.score()

@@ -28,7 +28,13 @@ type Sample struct {
 	Score     float64 `bun:"score"`
 	Status    string  `bun:"status"`
 	CreatedAt string  `bun:"created_at"`
+	// DurationMS and TTFTMS are the result's, for the cell's latency.
+	DurationMS int64  `bun:"duration_ms"`
+	TTFTMS     *int64 `bun:"ttft_ms"`
 }
+
+// settleColumns are the columns of a result a Sample reads.
+var settleColumns = []string{"test_id", "repeat", "score", "status", "created_at", "duration_ms", "ttft_ms"}
 
 // RecordResult stores the result of a queued job, once: when the run
 // already has a result for the same test and repeat (a job executed again
@@ -92,7 +98,7 @@ func (s *Store) RecordResult(ctx context.Context, r Result, settle func([]Sample
 		}
 		if done == tests && settle != nil {
 			var samples []Sample
-			if err := tx.NewSelect().Model((*resultRow)(nil)).Column("test_id", "repeat", "score", "status", "created_at").
+			if err := tx.NewSelect().Model((*resultRow)(nil)).Column(settleColumns...).
 				Where("run_id = ? AND domain = ? AND level = ?", r.RunID, r.Domain, r.Level).
 				Order("id").Scan(ctx, &samples); err != nil {
 				return fmt.Errorf("read the samples of cell %s/%d: %w", r.Domain, r.Level, err)

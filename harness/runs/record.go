@@ -192,7 +192,7 @@ func (s *Store) recordBatch(ctx context.Context, results []Result, settle func(s
 		}
 		for _, k := range full {
 			var samples []Sample
-			if err := tx.NewSelect().Model((*resultRow)(nil)).Column("test_id", "repeat", "score", "status", "created_at").
+			if err := tx.NewSelect().Model((*resultRow)(nil)).Column(settleColumns...).
 				Where("run_id = ? AND domain = ? AND level = ?", runID, k.domain, k.level).
 				Order("id").Scan(ctx, &samples); err != nil {
 				return fmt.Errorf("read the samples of cell %s/%d: %w", k.domain, k.level, err)

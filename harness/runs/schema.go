@@ -106,6 +106,11 @@ var migrations = []sqldb.Migration{
 	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
 		return migrateSpend(ctx, tx, "BIGINT")
 	}},
+	{Version: 14, Name: "results' time to first token and output speed; cells' latency percentiles", Up: func(ctx context.Context, tx bun.Tx) error {
+		return migrateLatency(ctx, tx, "INTEGER")
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return migrateLatency(ctx, tx, "BIGINT")
+	}},
 }
 
 // migrateSpend adds the cost and the cached and reasoning tokens of

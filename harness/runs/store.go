@@ -57,6 +57,7 @@ type runRow struct {
 	// when never.
 	Resumed []string `bun:"resumed,type:text"`
 	spendColumns
+	latencyColumns
 }
 
 type resultRow struct {
@@ -83,6 +84,8 @@ type resultRow struct {
 	ReasoningTokens  int              `bun:"reasoning_tokens,notnull"`
 	CostUSD          *float64         `bun:"cost_usd"`
 	JudgeCostUSD     *float64         `bun:"judge_cost_usd"`
+	TTFTMS           *int64           `bun:"ttft_ms"`
+	OutputTokensPerS *float64         `bun:"output_tokens_per_s"`
 	CreatedAt        string           `bun:"created_at,notnull"`
 	Transcript       *string          `bun:"transcript"` // compact JSON (transcript.go); NULL before transcripts were recorded
 	Calls            *string          `bun:"calls"`      // JSON; NULL before calls were recorded
@@ -114,6 +117,7 @@ type cellRow struct {
 	// results, kept in step with them in a counted run (0 in others).
 	ScoreSum float64 `bun:"score_sum,notnull"`
 	spendColumns
+	latencyColumns
 }
 
 type definitionsRow struct {
@@ -182,6 +186,7 @@ func (r *runRow) info() Info {
 	sp := r.spend()
 	in.CostUSD, in.JudgeCostUSD = sp.Costs()
 	in.Tokens = sp.Tokens
+	in.LatencyP50MS, in.LatencyP95MS, in.TTFTP50MS = r.LatencyP50MS, r.LatencyP95MS, r.TTFTP50MS
 	if in.Config != nil && in.Config.Params == nil {
 		in.Config.Params = map[string]any{}
 	}
@@ -245,6 +250,7 @@ func toResultRow(r Result) *resultRow {
 		Details: r.Details, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt,
 		CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
+		TTFTMS: r.TTFTMS, OutputTokensPerS: r.OutputTokensPerS,
 		Transcript: encodeTranscript(&r), Calls: encodeCalls(r.Calls)}
 }
 
@@ -257,7 +263,8 @@ func (r *resultRow) result() Result {
 		Prompt: r.Prompt, Response: r.Response, Expected: r.Expected, Score: r.Score, Status: r.Status,
 		Details: d, DurationMS: r.DurationMS, ModelName: r.ModelName, SystemPrompt: r.SystemPrompt,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CreatedAt: r.CreatedAt,
-		CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD}
+		CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CostUSD: r.CostUSD, JudgeCostUSD: r.JudgeCostUSD,
+		TTFTMS: r.TTFTMS, OutputTokensPerS: r.OutputTokensPerS}
 	out.Transcript, out.Calls = decodeTranscript(&out, r.Transcript), decodeCalls(r.Calls)
 	if !utf8.ValidString(r.Response) {
 		// JSON can carry only UTF-8: the exact bytes go alongside.
@@ -490,7 +497,8 @@ func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, 
 	up := db.NewUpdate().Model((*cellRow)(nil)).
 		Set("status = ?", c.Status).Set("score = ?", c.Score).Set("duration_ms = ?", c.DurationMS).
 		Set("stderr = ?", c.StdErr).Set("ci95_low = ?", low).Set("ci95_high = ?", high).
-		Set("retrieval_tests = ?", t.Tests).Set("retrieval_recall = ?", t.RecallSum).Set("retrieval_hits = ?", t.Hits)
+		Set("retrieval_tests = ?", t.Tests).Set("retrieval_recall = ?", t.RecallSum).Set("retrieval_hits = ?", t.Hits).
+		Set("latency_p50_ms = ?", c.LatencyP50MS).Set("latency_p95_ms = ?", c.LatencyP95MS).Set("ttft_p50_ms = ?", c.TTFTP50MS)
 	if !counted {
 		up = up.Set("done = ?", c.Done).Set("passed = ?", c.Passed).Set("failed = ?", c.Failed).Set("errors = ?", c.Errors)
 	}
@@ -502,11 +510,16 @@ func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, 
 }
 
 // FinishRun records a run's end: status, completion time, counts, score,
-// error. Cells still pending or running are closed: partial when some of
+// error, and its latency (Info.LatencyP50MS…) measured over its results. Cells still pending or running are closed: partial when some of
 // their tests finished, skipped when none did.
 func (s *Store) FinishRun(ctx context.Context, in Info) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewUpdate().Model((*runRow)(nil)).
+		lat, err := runLatency(ctx, tx, in.RunID)
+		if err != nil {
+			return err
+		}
+		_, err = tx.NewUpdate().Model((*runRow)(nil)).
+			Set("latency_p50_ms = ?", lat.P50MS).Set("latency_p95_ms = ?", lat.P95MS).Set("ttft_p50_ms = ?", lat.TTFTP50MS).
 			Set("status = ?", in.Status).Set("completed_at = ?", in.CompletedAt).
 			Set("overall_score = ?", in.OverallScore).Set("total_tokens = ?", in.TotalTokens).
 			Set("total_duration_ms = ?", in.TotalDurationMS).
@@ -720,6 +733,7 @@ func (s *Store) Matrix(ctx context.Context, id string) (Matrix, error) {
 		sp := r.spend()
 		c.CostUSD, c.JudgeCostUSD = sp.Costs()
 		c.Tokens = sp.Tokens
+		c.LatencyP50MS, c.LatencyP95MS, c.TTFTP50MS = r.LatencyP50MS, r.LatencyP95MS, r.TTFTP50MS
 		m[r.Domain][strconv.Itoa(r.Level)] = c
 	}
 	return m, nil
@@ -920,6 +934,7 @@ func (s *Store) ReopenRun(ctx context.Context, runID string) (Info, error) {
 		}
 		if _, err := tx.NewUpdate().Model((*runRow)(nil)).Set("status = ?", StatusRunning).
 			Set("completed_at = NULL").Set("error = ''").Set("owner = ?", s.owner()).Set("resumed = ?", string(resumed)).
+			Set("latency_p50_ms = NULL").Set("latency_p95_ms = NULL").Set("ttft_p50_ms = NULL").
 			Set(`counted = NOT EXISTS (SELECT 1 FROM run_results r WHERE r.run_id = ?
 				AND (r.status NOT IN (?, ?) OR NOT EXISTS (SELECT 1 FROM run_cells c
 					WHERE c.run_id = r.run_id AND c.domain = r.domain AND c.level = r.level)))`, runID, TestPassed, TestFailed).

@@ -134,8 +134,18 @@ func TestRoundTrip(t *testing.T) {
 	if err := s.FinishRun(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	// The four token counts are the store's, moved with each result.
+	// The four token counts are the store's, moved with each result; the
+	// latency is measured over the answered results when the run ends.
 	in.Tokens = runs.Tokens{Prompt: 30, Completion: 15}
+	stored, _ := s.Results(ctx, "r1")
+	var durations []int64
+	for _, r := range stored {
+		if r.Status != runs.TestError {
+			durations = append(durations, r.DurationMS)
+		}
+	}
+	lat := runs.LatencyOf(durations, nil)
+	in.LatencyP50MS, in.LatencyP95MS = lat.P50MS, lat.P95MS
 	if got, _ := s.Run(ctx, "r1"); !reflect.DeepEqual(got, in) {
 		t.Errorf("finished run = %+v, want %+v", got, in)
 	}

@@ -73,6 +73,13 @@ type Info struct {
 	CostUSD      *float64 `json:"cost_usd"`
 	JudgeCostUSD *float64 `json:"judge_cost_usd"`
 	Tokens       Tokens   `json:"tokens"`
+	// LatencyP50MS, LatencyP95MS and TTFTP50MS are the run's latency over
+	// all its answered results, as a cell's (Cell.LatencyP50MS), measured
+	// when the run ends: null while it runs (and again once resumed,
+	// until it ends).
+	LatencyP50MS *int64 `json:"latency_p50_ms"`
+	LatencyP95MS *int64 `json:"latency_p95_ms"`
+	TTFTP50MS    *int64 `json:"ttft_p50_ms"`
 	// Resumed says how often and when the run was resumed (Engine.Resume,
 	// gauntlet run --resume): the zero Resumed (Count 0, At nil) for a run
 	// never resumed.
@@ -151,7 +158,13 @@ type Result struct {
 	// judge's model reference), null when none had a price.
 	CostUSD      *float64 `json:"cost_usd"`
 	JudgeCostUSD *float64 `json:"judge_cost_usd"`
-	CreatedAt    string   `json:"created_at"`
+	// TTFTMS is the time to the first token of the test's answer, and
+	// OutputTokensPerS the speed of its generation (see SetSpeed): null
+	// when not streamed, and when nothing was generated or measured, and
+	// for results stored before they were recorded.
+	TTFTMS           *int64   `json:"ttft_ms"`
+	OutputTokensPerS *float64 `json:"output_tokens_per_s"`
+	CreatedAt        string   `json:"created_at"`
 	// Transcript is every message exchanged for the test, in order: the
 	// system prompt and prompt, each assistant message with its tool
 	// calls and the tool messages answering them, the final answer, and
@@ -195,6 +208,14 @@ type Cell struct {
 	CostUSD      *float64 `json:"cost_usd"`
 	JudgeCostUSD *float64 `json:"judge_cost_usd"`
 	Tokens       Tokens   `json:"tokens"`
+	// LatencyP50MS and LatencyP95MS are the percentiles of the cell's
+	// answered results' duration_ms, TTFTP50MS the median of their
+	// ttft_ms (see Latency). Measured once, when the cell settles or the
+	// run leaves it partial: null while it runs, when nothing was
+	// answered, and (TTFTP50MS) when the run did not stream.
+	LatencyP50MS *int64 `json:"latency_p50_ms"`
+	LatencyP95MS *int64 `json:"latency_p95_ms"`
+	TTFTP50MS    *int64 `json:"ttft_p50_ms"`
 }
 
 // Stats summarises a run's results.
