@@ -40,8 +40,9 @@ func dollars(v float64) string {
 	return s
 }
 
-// costValue is a cost as a JUnit property value: plain decimal dollars.
-func costValue(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// costValue is a cost as a JUnit property value: decimal dollars, to a
+// ten-billionth (a sum of float costs has noise in its last digits).
+func costValue(v float64) string { return strconv.FormatFloat(math.Round(v*1e10)/1e10, 'f', -1, 64) }
 
 // latencyText is a median latency, "n/a" when no test finished.
 func latencyText(ms *int64) string {
