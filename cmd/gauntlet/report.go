@@ -685,7 +685,7 @@ func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f'
 const gateSuite = "gauntlet"
 
 // properties describe the run in every suite: what ran, against what, with
-// which definitions, and the verdict.
+// which definitions, the verdict, and what it spent (spendProperties).
 func (r *report) properties() []junitProperty {
 	info := r.info
 	var c runs.Config
@@ -894,7 +894,8 @@ type junitEntry struct {
 }
 
 // cellCases are the test cases of one cell's results. Without repeats,
-// one per result, named by its test id.
+// one per result, named by its test id, with a cost_usd property when the
+// result had a price.
 //
 // With repeats, still one per test, named by its test id: a CI system
 // follows a test from build to build by its name, so a test keeps one
@@ -908,7 +909,7 @@ type junitEntry struct {
 // was not fully evaluated). Its properties carry samples, k, passed,
 // failed, errors, pass_rate, pass_at_k and pass_all_k; its system-out
 // holds each repeat's status and response; its time is the repeats'
-// total.
+// total, and its cost_usd property (when priced) their cost.
 func (r *report) cellCases(results []runs.Result) []junitEntry {
 	var out []junitEntry
 	suite := cellSuite

@@ -264,6 +264,40 @@ func TestSweepCost(t *testing.T) {
 		t.Errorf("no null cost for the unpriced model:\n%s", out.String())
 	}
 
+	// The sweep's JUnit: each model's suites carry its own cost.
+	out.Reset()
+	if err := run(context.Background(), append([]string{"run", "--format", "junit", "--model", "cheap", "--model", "free"}, flags...), &out, io.Discard); err != nil {
+		t.Fatalf("run --format junit: %v", err)
+	}
+	var suites struct {
+		Suites []struct {
+			Name  string          `xml:"name,attr"`
+			Props []junitProperty `xml:"properties>property"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal([]byte(out.String()), &suites); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range suites.Suites {
+		props := map[string]string{}
+		for _, p := range s.Props {
+			props[p.Name] = p.Value
+		}
+		cost, priced := props["cost_usd"]
+		switch {
+		case strings.HasPrefix(s.Name, "cheap/"):
+			if cost != "0.02" || props["cost_per_1000_tests"] != "2" {
+				t.Errorf("sweep suite %s: cost %q per 1,000 %q", s.Name, cost, props["cost_per_1000_tests"])
+			}
+		case strings.HasPrefix(s.Name, "free/"):
+			if priced || props["tokens_prompt"] != "10000" {
+				t.Errorf("sweep suite %s of an unpriced model: %v", s.Name, props)
+			}
+		default:
+			t.Errorf("sweep suite %s", s.Name)
+		}
+	}
+
 	// gauntlet compare of the first sweep's runs: several, then two.
 	text.Reset()
 	if err := run(context.Background(), []string{"compare", "--data", data, ids["cheap"], ids["dear"], ids["free"]}, &text, io.Discard); err != nil {
