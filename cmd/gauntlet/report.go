@@ -362,11 +362,13 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(b, "overall score %.3f over %d scored tests", *info.OverallScore, info.Passed+info.Failed)
 	}
 	fmt.Fprintf(b, "; %d tokens, %.1f s\n", info.TotalTokens, float64(info.TotalDurationMS)/1000)
-	figures, err := compare.RunFigures(info, r.samples)
-	if err != nil {
+	// The median latency: one more pass over the samples, in memory that
+	// grows with the distinct durations, not with the results.
+	var lat compare.Latencies
+	if err := r.samples(func(res runs.Result) error { lat.Add(res.DurationMS); return nil }); err != nil {
 		return err
 	}
-	writeSpend(b, info, figures)
+	writeSpend(b, info, &lat)
 	if repeated(info) {
 		if err := writeRepeats(b, info, r.samples); err != nil {
 			return err

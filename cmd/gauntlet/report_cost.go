@@ -53,17 +53,26 @@ func latencyText(ms *int64) string {
 }
 
 // writeSpend prints a run's cost line in the text report: its cost, the
-// judges' part, the cost per 1,000 tests, its tokens and its median
-// latency. Without a price for the run's model the cost is "n/a".
-func writeSpend(b *strings.Builder, info runs.Info, f compare.Figures) {
+// judges' part, the cost per 1,000 tests (its cost ÷ its finished tests ×
+// 1,000), its tokens and the median of lat, its results' durations.
+// Without a price for the run's model the cost is "n/a".
+func writeSpend(b *strings.Builder, info runs.Info, lat *compare.Latencies) {
 	if info.CostUSD == nil {
 		b.WriteString("cost n/a (no price for the model in pricing.yaml)")
 	} else {
-		fmt.Fprintf(b, "cost %s (judges %s), %s per 1,000 tests", usd(info.CostUSD), usd(info.JudgeCostUSD), usd(f.CostPer1000Tests))
+		fmt.Fprintf(b, "cost %s (judges %s)", usd(info.CostUSD), usd(info.JudgeCostUSD))
+		if info.DoneTests > 0 {
+			per := *info.CostUSD / float64(info.DoneTests) * 1000
+			fmt.Fprintf(b, ", %s per 1,000 tests", usd(&per))
+		}
+	}
+	var p50 *int64
+	if ms, ok := lat.P50(); ok {
+		p50 = &ms
 	}
 	t := info.Tokens
 	fmt.Fprintf(b, "; tokens %d prompt (%d cached), %d completion (%d reasoning); p50 latency %s\n",
-		t.Prompt, t.Cached, t.Completion, t.Reasoning, latencyText(f.LatencyP50MS))
+		t.Prompt, t.Cached, t.Completion, t.Reasoning, latencyText(p50))
 }
 
 // spendProperties are a run's cost and tokens as JUnit properties: cost_usd,
