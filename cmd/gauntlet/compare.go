@@ -85,20 +85,28 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	var infos [2]runs.Info
+	var figures [2]compare.Figures
+	for i, id := range ids {
+		if infos[i], err = st.Run(ctx, id); err != nil {
+			return err
+		}
+		// The samples of a run, a page at a time: a huge run's results are
+		// never in memory at once.
+		each := func(fn func(runs.Result) error) error { return st.EachSampleByCell(ctx, id, fn) }
+		if figures[i], err = compare.RunFigures(infos[i], each); err != nil {
+			return err
+		}
+	}
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := enc.Encode(comparisonJSON{rep, []comparedRun{{ids[0], infos[0].ModelName, infos[0].Model, infos[0].OverallScore, figures[0]},
+			{ids[1], infos[1].ModelName, infos[1].Model, infos[1].OverallScore, figures[1]}}}); err != nil {
 			return err
 		}
 	} else {
-		var infos [2]runs.Info
-		for i, id := range ids {
-			if infos[i], err = st.Run(ctx, id); err != nil {
-				return err
-			}
-		}
-		if err := writeComparison(stdout, rep, infos[0], infos[1]); err != nil {
+		if err := writeComparison(stdout, rep, infos, figures); err != nil {
 			return err
 		}
 	}
@@ -131,14 +139,37 @@ func compareMany(ctx context.Context, st *runs.Store, ids []string, format strin
 	return nil
 }
 
-// writeComparison prints a comparison as text: a table of the cells, the
-// flipped tests and the summary.
-func writeComparison(w io.Writer, rep *compare.Report, base, head runs.Info) error {
+// comparisonJSON is what gauntlet compare BASE HEAD --format json writes:
+// the comparison as GET /api/compare answers it, and the two runs side by
+// side (base first) with their score interval, cost and latency.
+type comparisonJSON struct {
+	*compare.Report
+	Runs []comparedRun `json:"runs"`
+}
+
+// comparedRun is one run of a two-run comparison's JSON.
+type comparedRun struct {
+	RunID        string   `json:"run_id"`
+	ModelName    string   `json:"model_name"`
+	Model        string   `json:"model"`
+	OverallScore *float64 `json:"overall_score"`
+	compare.Figures
+}
+
+// writeComparison prints a comparison as text: the two runs side by side
+// (score, interval, cost, latency), a table of the cells, the flipped
+// tests and the summary.
+func writeComparison(w io.Writer, rep *compare.Report, infos [2]runs.Info, figures [2]compare.Figures) error {
+	base, head := infos[0], infos[1]
 	fmt.Fprintf(w, "base %s (%s, %s)\nhead %s (%s, %s)\n", base.RunID, base.ModelName, base.Status, head.RunID, head.ModelName, head.Status)
 	for _, in := range []runs.Info{base, head} {
 		if in.Status == runs.StatusRunning {
 			fmt.Fprintf(w, "run %s is still running: the comparison covers the tests it finished so far\n", in.RunID)
 		}
+	}
+	if err := writeFigures(w, []figureRow{{"base " + oneLine(base.ModelName, 40), base.OverallScore, figures[0]},
+		{"head " + oneLine(head.ModelName, 40), head.OverallScore, figures[1]}}); err != nil {
+		return err
 	}
 	fmt.Fprintln(w)
 	var table bytes.Buffer
@@ -293,7 +324,9 @@ const (
 // with a row per domain and level and, per run, its score with its 95 %
 // interval and, for each run after the first, the change from the first
 // (over the tests both scored) with its p-value and a marker when it is
-// significant; then a line per run with its overall score and the cells
+// significant; then the runs side by side, a row each with its overall
+// score and interval, cost per 1,000 tests, median latency, cost and
+// tokens; then a line per run with its overall score and the cells
 // that changed significantly, the tests that flipped, and how many
 // significant marks chance alone would give.
 func writeMany(w io.Writer, rep *compare.ManyReport) error {
@@ -348,6 +381,14 @@ func writeMany(w io.Writer, rep *compare.ManyReport) error {
 	fmt.Fprintln(w)
 	writeTable(w, &table)
 	if err := writeManyRetrieval(w, rep, labels); err != nil {
+		return err
+	}
+
+	rows := make([]figureRow, len(rep.Runs))
+	for i, r := range rep.Runs {
+		rows[i] = figureRow{labels[i], r.OverallScore, r.Figures}
+	}
+	if err := writeFigures(w, rows); err != nil {
 		return err
 	}
 

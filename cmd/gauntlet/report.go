@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gauntlet-eval/gauntlet/harness/compare"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
@@ -361,6 +362,13 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(b, "overall score %.3f over %d scored tests", *info.OverallScore, info.Passed+info.Failed)
 	}
 	fmt.Fprintf(b, "; %d tokens, %.1f s\n", info.TotalTokens, float64(info.TotalDurationMS)/1000)
+	// The median latency: one more pass over the samples, in memory that
+	// grows with the distinct durations, not with the results.
+	var lat compare.Latencies
+	if err := r.samples(func(res runs.Result) error { lat.Add(res.DurationMS); return nil }); err != nil {
+		return err
+	}
+	writeSpend(b, info, &lat)
 	if repeated(info) {
 		if err := writeRepeats(b, info, r.samples); err != nil {
 			return err
@@ -471,7 +479,9 @@ func aggregateText(a runs.TestAggregate) string {
 
 // cellText is a cell in the text table: its score with its uncertainty
 // and its status word, then the recall@k of an agent's retrieval when the
-// cell measured it ("R@5 0.83").
+// cell measured it ("R@5 0.83"), then what the cell cost when the model
+// had a price ("$0.14"; nothing without one, the run's cost line says
+// n/a).
 func cellText(c runs.Cell) string {
 	s := c.Status
 	switch c.Status {
@@ -488,6 +498,9 @@ func cellText(c runs.Cell) string {
 	}
 	if r := c.Retrieval; r != nil {
 		s += fmt.Sprintf(" R@%d %.2f", runs.RetrievalK, r.RecallAtK)
+	}
+	if c.CostUSD != nil && c.Done > 0 {
+		s += " " + usd(c.CostUSD)
 	}
 	return s
 }
@@ -674,7 +687,7 @@ func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f'
 const gateSuite = "gauntlet"
 
 // properties describe the run in every suite: what ran, against what, with
-// which definitions, and the verdict.
+// which definitions, the verdict, and what it spent (spendProperties).
 func (r *report) properties() []junitProperty {
 	info := r.info
 	var c runs.Config
@@ -700,7 +713,7 @@ func (r *report) properties() []junitProperty {
 	if repeated(info) {
 		props = append(props, junitProperty{"repeats", strconv.Itoa(c.Repeats)})
 	}
-	return props
+	return append(props, spendProperties(info)...)
 }
 
 // writeJUnit writes one test suite per domain × level and one test case
@@ -883,7 +896,8 @@ type junitEntry struct {
 }
 
 // cellCases are the test cases of one cell's results. Without repeats,
-// one per result, named by its test id.
+// one per result, named by its test id, with a cost_usd property when the
+// result had a price.
 //
 // With repeats, still one per test, named by its test id: a CI system
 // follows a test from build to build by its name, so a test keeps one
@@ -897,7 +911,7 @@ type junitEntry struct {
 // was not fully evaluated). Its properties carry samples, k, passed,
 // failed, errors, pass_rate, pass_at_k and pass_all_k; its system-out
 // holds each repeat's status and response; its time is the repeats'
-// total.
+// total, and its cost_usd property (when priced) their cost.
 func (r *report) cellCases(results []runs.Result) []junitEntry {
 	var out []junitEntry
 	suite := cellSuite
@@ -905,6 +919,9 @@ func (r *report) cellCases(results []runs.Result) []junitEntry {
 	if !repeated(r.info) {
 		for _, res := range results {
 			c := junitCase{Name: res.TestID, Classname: class(res), Time: seconds(res.DurationMS), SystemOut: res.Response}
+			if res.CostUSD != nil {
+				c.Properties = &junitProperties{[]junitProperty{{"cost_usd", costValue(*res.CostUSD)}}}
+			}
 			switch res.Status {
 			case runs.TestFailed:
 				c.Failure = &junitProblem{Type: res.Expected.Type, Message: failureText(res), Text: res.Response}
@@ -931,9 +948,15 @@ func (r *report) cellCases(results []runs.Result) []junitEntry {
 		var ms int64
 		var stdout, failures, errs strings.Builder
 		var firstFailed, firstError *runs.Result
+		var cost float64
+		priced := false
 		for i := range rs {
 			res := &rs[i]
 			ms += res.DurationMS
+			if res.CostUSD != nil {
+				cost += *res.CostUSD
+				priced = true
+			}
 			fmt.Fprintf(&stdout, "--- repeat %d: %s (score %.2f) ---\n%s\n", res.Repeat, res.Status, res.Score, res.Response)
 			switch res.Status {
 			case runs.TestFailed:
@@ -949,6 +972,9 @@ func (r *report) cellCases(results []runs.Result) []junitEntry {
 			}
 		}
 		c := junitCase{Name: a.TestID, Classname: class(rs[0]), Time: seconds(ms), SystemOut: stdout.String(), Properties: aggregateProperties(a)}
+		if priced {
+			c.Properties.Items = append(c.Properties.Items, junitProperty{"cost_usd", costValue(cost)})
+		}
 		switch {
 		case firstFailed != nil:
 			c.Failure = &junitProblem{Type: firstFailed.Expected.Type,

@@ -60,6 +60,9 @@ type ManyRun struct {
 	// Summary counts the tests that improved, regressed or stayed the same
 	// against the base, and the cells that changed significantly.
 	Summary Summary `json:"summary"`
+	// Figures are the run's score interval, cost, cost per 1,000 tests,
+	// median latency and tokens, side by side with the other runs'.
+	Figures
 }
 
 // Regressed reports whether the run is significantly worse than the base
@@ -111,11 +114,13 @@ func Many(ctx context.Context, src MatrixSource, base string, heads ...string) (
 	rep := &ManyReport{Base: base, Runs: make([]ManyRun, len(ids)), Cells: map[string]map[int][]RunCell{}}
 	matrices := make([]runs.Matrix, len(ids))
 	results := make([][]runs.Result, len(ids))
+	infos := make([]runs.Info, len(ids))
 	for i, id := range ids {
 		info, err := src.Run(ctx, id)
 		if err != nil {
 			return nil, err
 		}
+		infos[i] = info
 		rep.Runs[i] = ManyRun{RunID: id, ModelName: info.ModelName, Model: info.Model, Status: info.Status,
 			OverallScore: info.OverallScore, Flipped: []Flip{}}
 	}
@@ -125,6 +130,9 @@ func Many(ctx context.Context, src MatrixSource, base string, heads ...string) (
 			return nil, err
 		}
 		if results[i], err = src.Results(ctx, id); err != nil {
+			return nil, err
+		}
+		if rep.Runs[i].Figures, err = RunFigures(infos[i], sliceEach(results[i])); err != nil {
 			return nil, err
 		}
 	}

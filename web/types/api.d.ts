@@ -114,6 +114,10 @@ export interface Cell {
   ci95: [number, number] | null;
   /** Recall@k and hit rate of an agent's retrieval; absent when no result measured it. */
   retrieval?: CellRetrieval;
+  /** What the cell's results cost in US dollars, judges included; null when none had a price. */
+  cost_usd?: number | null;
+  /** The judges' part of cost_usd. */
+  judge_cost_usd?: number | null;
 }
 
 /** A cell's retrieval figures, over its scored results with details.retrieval. */
@@ -239,6 +243,10 @@ export interface TestResult {
   system_prompt: string;
   prompt_tokens: number;
   completion_tokens: number;
+  /** What the result's calls cost in US dollars, its judge's included; null when its model has no price. */
+  cost_usd?: number | null;
+  /** The judge's part of cost_usd; null when none had a price. */
+  judge_cost_usd?: number | null;
   created_at: string;
   /**
    * Every message exchanged for the test, in order, the second pass

@@ -11,6 +11,7 @@
 
 import { get, seg, getToken } from './api.js';
 import { h, STATUS, fmtScore, fmtDuration, fmtNumber, fmtTime, errorText, pre, dl, statusBadge, fill, toast } from './ui.js';
+import { fmtCost } from './matrix.js';
 import { renderTranscript } from './transcript.js';
 
 const KNOWN_DETAILS = new Set(['extracted_answer', 'pass2_used', 'pass2_response', 'tool_calls', 'error', 'expected_type', 'reason']);
@@ -176,6 +177,7 @@ export function resultsExplorer(opts) {
       h('th', { scope: 'col' }, 'Status'),
       sortable(COLUMNS[1][0], COLUMNS[1][1]),
       sortable(COLUMNS[2][0], COLUMNS[2][1]),
+      h('th', { scope: 'col', class: 'col-cost' }, 'Cost'),
       h('th', { scope: 'col', class: 'col-preview' }, 'Response'));
   }
 
@@ -193,7 +195,7 @@ export function resultsExplorer(opts) {
     const rows = [];
     for (const r of results) {
       const key = `${r.test_id}#${r.repeat}`;
-      const detail = h('tr', { class: 'result-detail', hidden: true }, h('td', { colspan: '6' }));
+      const detail = h('tr', { class: 'result-detail', hidden: true }, h('td', { colspan: '7' }));
       const toggle = h('button', { type: 'button', class: 'small row-toggle', 'aria-expanded': 'false', 'aria-label': `Show ${key}` }, '▸');
       const setOpen = (/** @type {boolean} */ open) => {
         toggle.setAttribute('aria-expanded', String(open));
@@ -210,12 +212,13 @@ export function resultsExplorer(opts) {
         h('td', null, h('span', { class: `badge st-${r.status}` }, h('span', { class: 'sym', 'aria-hidden': 'true' }, s.sym), ' ', s.label)),
         h('td', { class: 'num score' }, fmtScore(r.score)),
         h('td', { class: 'num duration' }, fmtDuration(r.duration_ms)),
+        h('td', { class: 'num cost', title: r.cost_usd === null || r.cost_usd === undefined ? 'no price for the model' : null }, fmtCost(r.cost_usd)),
         h('td', { class: 'preview', title: r.response.slice(0, 500) }, preview(r.response)));
       row.addEventListener('click', (e) => { if (!(e.target instanceof HTMLElement && e.target.closest('button'))) setOpen(!row.classList.contains('open')); });
       rows.push(row, detail);
       if (st.open.has(key)) setOpen(true);
     }
-    if (!results.length) rows.push(h('tr', null, h('td', { colspan: '6', class: 'muted' }, filtered() ? 'No result matches.' : 'No finished results yet.')));
+    if (!results.length) rows.push(h('tr', null, h('td', { colspan: '7', class: 'muted' }, filtered() ? 'No result matches.' : 'No finished results yet.')));
     fill(tbody, rows);
     prev.disabled = st.stack.length <= 1;
     next.disabled = !page.next_cursor;
@@ -322,6 +325,7 @@ export function resultBody(t) {
     ['Score', fmtScore(t.score)],
     ['Duration', fmtDuration(t.duration_ms)],
     ['Tokens', `${fmtNumber(tokens)} tokens: ${fmtNumber(t.prompt_tokens || 0)} prompt + ${fmtNumber(t.completion_tokens || 0)} completion`],
+    ['Cost', t.judge_cost_usd ? `${fmtCost(t.cost_usd)} (judge ${fmtCost(t.judge_cost_usd)})` : fmtCost(t.cost_usd)],
     ['Model label', t.model_name || '—'],
     ['Finished', fmtTime(t.created_at)],
   ]));

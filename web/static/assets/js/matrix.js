@@ -5,7 +5,8 @@
 // The domain × level matrix: a table whose cells are buttons, coloured by
 // score and labelled with a symbol, a status word, the score with the
 // margin of its 95 % interval, the recall@5 of an agent's retrieval when
-// the cell's tests name their expected sources, and the duration. It updates in place, so a focused cell keeps its focus while
+// the cell's tests name their expected sources, the duration, and what the
+// cell cost when its model has a price. It updates in place, so a focused cell keeps its focus while
 // the live matrix is polled.
 
 import { h, STATUS, fmtScore, fmtDuration, scoreColor, fill } from './ui.js';
@@ -118,11 +119,13 @@ export class MatrixView {
     const score = cell.score === null || cell.score === undefined ? (cell.status === 'error' ? 'no score' : '') : fmtScore(cell.score);
     const ci = intervalOf(cell);
     const rec = recallOf(cell);
+    const cost = cell.cost_usd !== undefined && cell.cost_usd !== null && cell.done ? fmtCost(cell.cost_usd) : '';
     fill(b,
       h('span', { class: 'cell-top' }, h('span', { class: 'sym', 'aria-hidden': 'true' }, st.sym), h('span', { class: 'cell-status' }, st.label)),
       h('span', { class: 'cell-score' }, score, ci ? h('span', { class: 'cell-ci' }, ` ±${ci.margin}`) : null),
       rec ? h('span', { class: 'cell-recall', title: rec.text }, rec.short) : null,
       h('span', { class: 'cell-meta' }, [counts, dur].filter(Boolean).join(' · '),
+        cost ? h('span', { class: 'cell-cost' }, ` · ${cost}`) : null,
         errors ? h('span', { class: 'cell-errors' }, ` · ⚠ ${errors} error${errors === 1 ? '' : 's'}`) : null));
     const name = (this.names.get(d) || {}).name || d;
     const parts = [`${name}, level ${l}: ${st.label}`];
@@ -133,6 +136,7 @@ export class MatrixView {
       parts.push(`${cell.done ?? 0} of ${cell.tests} tests done, ${cell.passed ?? 0} passed, ${cell.failed ?? 0} failed, ${errors} ${errors === 1 ? 'error' : 'errors'}`);
     }
     if (dur) parts.push(dur);
+    if (cost) parts.push(`cost ${cost}`);
     b.setAttribute('aria-label', `${parts.join(', ')}. Show tests.`);
     if (ci) b.title = `${fmtScore(cell.score)}: ${ci.text}`; else b.removeAttribute('title');
   }
@@ -176,4 +180,19 @@ export function intervalOf(cell) {
   let text = `95 % interval ${fmtScore(lo)} to ${fmtScore(hi)}`;
   if (cell.stderr !== null && cell.stderr !== undefined) text += `, standard error ${(cell.stderr * 100).toFixed(1)} points`;
   return { margin, text };
+}
+
+/**
+ * A cost in US dollars: at least two decimals and three significant
+ * digits ("$7.00", "$0.14", "$0.00735"); "n/a" when there is no price
+ * (null), never $0 for an unpriced model.
+ * @param {number | null | undefined} v
+ */
+export function fmtCost(v) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return 'n/a';
+  if (v === 0) return '$0.00';
+  const decimals = Math.min(20, Math.max(2, 2 - Math.floor(Math.log10(Math.abs(v)))));
+  // Trailing zeros past the second decimal say nothing.
+  const s = v.toFixed(decimals).replace(/(\.\d\d\d*?)0+$/, '$1');
+  return `$${s}`;
 }
