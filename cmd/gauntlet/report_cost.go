@@ -76,7 +76,8 @@ func writeSpend(b *strings.Builder, info runs.Info, lat *compare.Latencies) {
 }
 
 // spendProperties are a run's cost and tokens as JUnit properties: cost_usd,
-// judge_cost_usd and cost_per_1000_tests only when its model had a price.
+// judge_cost_usd and cost_per_1000_tests only when its model had a price,
+// the tokens only when it recorded some.
 func spendProperties(info runs.Info) []junitProperty {
 	var props []junitProperty
 	if info.CostUSD != nil {
@@ -89,6 +90,11 @@ func spendProperties(info runs.Info) []junitProperty {
 		}
 	}
 	t := info.Tokens
+	if t.Prompt == 0 && t.Completion == 0 && t.Cached == 0 && t.Reasoning == 0 {
+		// A run that recorded no tokens (made before they were counted, or
+		// all answered from the cache) keeps the report it had.
+		return props
+	}
 	return append(props, junitProperty{"tokens_prompt", strconv.FormatInt(t.Prompt, 10)},
 		junitProperty{"tokens_completion", strconv.FormatInt(t.Completion, 10)},
 		junitProperty{"tokens_cached", strconv.FormatInt(t.Cached, 10)},

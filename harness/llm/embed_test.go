@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
@@ -79,13 +78,13 @@ func TestEmbed(t *testing.T) {
 func TestEmbedDown(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Options{})
 	defer srv.Close()
-	// A 503 is a rate limit: waited out for RateLimitWait, then given up.
-	c := newClient(t, srv.URL, Options{MaxRetries: 1, RateLimitWait: 20 * time.Millisecond})
+	// A 502: retried as many times as the client retries, then given up.
+	c := newClient(t, srv.URL, Options{MaxRetries: 1})
 	srv.SetEmbeddingsDown(true)
 	_, err := c.Embed(context.Background(), "m", []string{"x"})
 	var e *Error
-	if !errors.As(err, &e) || e.StatusCode != http.StatusServiceUnavailable || e.Attempts < 2 || !strings.Contains(err.Error(), "still rate limited") {
-		t.Fatalf("err = %v; want a 503 *Error after 2 attempts or more", err)
+	if !errors.As(err, &e) || e.StatusCode != http.StatusBadGateway || e.Attempts != 2 || !strings.Contains(err.Error(), "down") {
+		t.Fatalf("err = %v; want a 502 *Error after 2 attempts", err)
 	}
 	srv.SetEmbeddingsDown(false)
 	if _, err := c.Embed(context.Background(), "m", []string{"x"}); err != nil {

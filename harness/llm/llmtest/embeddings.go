@@ -83,9 +83,10 @@ func Embedding(model, text string, dims int) []float32 {
 	return out
 }
 
-// SetEmbeddingsDown makes POST /v1/embeddings answer 503 (down true) or
-// work again (false), as an embedding endpoint that goes away and comes
-// back. Chat completions are not affected.
+// SetEmbeddingsDown makes POST /v1/embeddings answer 502 (down true) or
+// work again (false), as an embedding endpoint that goes away behind its
+// proxy and comes back (not a 503: that is a rate limit, waited out).
+// Chat completions are not affected.
 func (h *Handler) SetEmbeddingsDown(down bool) { h.embeddingsDown.Store(down) }
 
 // serveEmbeddings answers POST /v1/embeddings: {"model", "input",
@@ -95,7 +96,7 @@ func (h *Handler) SetEmbeddingsDown(down bool) { h.embeddingsDown.Store(down) }
 func (h *Handler) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 	h.embeddings.Add(1)
 	if h.embeddingsDown.Load() {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", "The embeddings endpoint is down (llmtest).")
+		writeError(w, http.StatusBadGateway, "server_error", "unavailable", "The embeddings endpoint is down (llmtest).")
 		return
 	}
 	body, ok := readBody(w, r)
