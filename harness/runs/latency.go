@@ -47,10 +47,6 @@ func LatencyOf(durations, ttfts []int64) Latency {
 	return Latency{P50MS: Percentile(durations, 0.5), P95MS: Percentile(durations, 0.95), TTFTP50MS: Percentile(ttfts, 0.5)}
 }
 
-// answered reports whether a result of status counts in its cell's
-// latency (Latency): passed and failed, not error.
-func answered(status string) bool { return status == TestPassed || status == TestFailed }
-
 // SetSpeed sets a result's TTFTMS and OutputTokensPerS from its calls;
 // streamed says the run asked for streams.
 //
