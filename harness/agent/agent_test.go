@@ -20,6 +20,7 @@ var _ agent.ToolSource = (*catalog.Catalog)(nil)
 var timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`)
 
 func TestAgentCRUD(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := e.ctx
 	a, err := e.svc.Create(ctx, harness.Agent{ID: "support", Name: "Support", Description: "Helps", SystemPrompt: "Be kind."})
@@ -89,6 +90,7 @@ func TestAgentCRUD(t *testing.T) {
 }
 
 func TestAgentCreateValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		name, id string
@@ -123,6 +125,7 @@ func TestAgentCreateValidation(t *testing.T) {
 }
 
 func TestAgentTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.tools.put(weatherTool)
 	e.tools.put(lookupTool)
@@ -181,6 +184,7 @@ func TestAgentTools(t *testing.T) {
 }
 
 func TestToolList(t *testing.T) {
+	t.Parallel()
 	l := agent.ToolList{weatherTool}
 	if got, err := l.Tool(t.Context(), "weather"); err != nil || got.ID != "weather" {
 		t.Errorf("Tool(weather) = %v, %v", got, err)
@@ -191,6 +195,7 @@ func TestToolList(t *testing.T) {
 }
 
 func TestDeleteAgentRemovesEverything(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	fake := registerFake(t, e)
 	e.tools.put(weatherTool)

@@ -10,6 +10,7 @@ import (
 // message, a user id or a channel's name or config is harness.ErrInvalid
 // naming the field, and nothing is stored.
 func TestBadTextRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	registerFake(t, e)
 	e.createAgent("a", "Be kind.")

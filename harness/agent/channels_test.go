@@ -148,6 +148,7 @@ func (e *env) channelStatus(agentID, id string) harness.ChannelConfig {
 }
 
 func TestChannelLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	fake := registerFake(t, e)
 	e.createAgent("a", "")
@@ -237,6 +238,7 @@ func TestChannelLifecycle(t *testing.T) {
 }
 
 func TestChannelOfAnotherAgent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	registerFake(t, e)
 	e.createAgent("a", "")
@@ -251,6 +253,7 @@ func TestChannelOfAnotherAgent(t *testing.T) {
 }
 
 func TestChannelCreateValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	registerFake(t, e)
 	e.createAgent("a", "")
@@ -284,6 +287,7 @@ func TestChannelCreateValidation(t *testing.T) {
 }
 
 func TestChannelUpdateKeepsMaskedSecrets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	fake := registerFake(t, e)
 	e.createAgent("a", "")
@@ -344,6 +348,7 @@ func TestChannelUpdateKeepsMaskedSecrets(t *testing.T) {
 // in clear; the mask is refused, naming each masked field, and nothing is
 // stored. Keeping the URLs, the mask keeps the stored secret.
 func TestChannelSecretsStayPut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	registerFake(t, e)
 	e.createAgent("a", "")
@@ -426,6 +431,7 @@ func TestChannelSecretsStayPut(t *testing.T) {
 }
 
 func TestChannelFailureBackoffAndRedaction(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	fake := registerFake(t, e)
 	fake.failNext = 3
@@ -466,6 +472,7 @@ func TestChannelFailureBackoffAndRedaction(t *testing.T) {
 }
 
 func TestChannelStopDuringBackoff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withOptions(func(o *agent.Options) { o.RetryBaseDelay = time.Hour; o.RetryMaxDelay = time.Hour }))
 	fake := registerFake(t, e)
 	fake.failNext = 1
@@ -489,6 +496,7 @@ func TestChannelStopDuringBackoff(t *testing.T) {
 }
 
 func TestChannelRunEndsOnItsOwn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	fake := registerFake(t, e)
 	fake.endNow = true
@@ -504,6 +512,7 @@ func TestChannelRunEndsOnItsOwn(t *testing.T) {
 }
 
 func TestChannelPanicIsAFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if err := e.reg.RegisterChannel("panicky", panicChannel{}); err != nil {
 		t.Fatal(err)
@@ -522,6 +531,7 @@ type panicChannel struct{}
 func (panicChannel) Run(context.Context, *harness.ChannelRun) error { panic("boom") }
 
 func TestChannelResumeAfterReopen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	fake := registerFake(t, e)
 	e.createAgent("a", "")
@@ -559,6 +569,7 @@ func TestChannelResumeAfterReopen(t *testing.T) {
 }
 
 func TestChannelResumeMissingType(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	registerFake(t, e)
 	e.createAgent("a", "")
@@ -581,6 +592,7 @@ func TestChannelResumeMissingType(t *testing.T) {
 }
 
 func TestInbound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	registerFake(t, e)
 	if err := e.reg.RegisterChannel("plain", plainChannel{}); err != nil {
@@ -621,6 +633,7 @@ func TestInbound(t *testing.T) {
 
 // TestSecretsNeverReturned checks every record the service returns.
 func TestSecretsNeverReturned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	fake := registerFake(t, e)
 	fake.failNext = 1
@@ -668,6 +681,7 @@ func TestSecretsNeverReturned(t *testing.T) {
 }
 
 func TestMaskConfig(t *testing.T) {
+	t.Parallel()
 	in := map[string]any{"bot_token": "t", "API_KEY": "k", "client_secret": "s", "password": "p", "keyring": "r",
 		"empty_token": "", "null_secret": nil, "url": "u", "count": 3,
 		"nested": map[string]any{"token": "n", "name": "x"}, "list": []any{map[string]any{"secret": "l"}, "plain"}}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestChatPerUserIsolation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createAgent("a", "You are helpful.")
 	ra := e.chat("a", "alice", "alice-secret-1")
@@ -61,6 +62,7 @@ func TestChatPerUserIsolation(t *testing.T) {
 }
 
 func TestChatValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createAgent("a", "")
 	for _, tc := range []struct {
@@ -89,6 +91,7 @@ func TestChatValidation(t *testing.T) {
 }
 
 func TestChatModelOverride(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	model := "agent-model"
 	if _, err := e.svc.Create(e.ctx, harness.Agent{ID: "a", Model: &model}); err != nil {
@@ -101,6 +104,7 @@ func TestChatModelOverride(t *testing.T) {
 }
 
 func TestChatHistoryBound(t *testing.T) {
+	t.Parallel()
 	t.Run("messages", func(t *testing.T) {
 		e := newEnv(t, withOptions(func(o *agent.Options) { o.MaxHistoryMessages = 5 }))
 		e.createAgent("a", "sys")
@@ -145,6 +149,7 @@ func TestChatHistoryBound(t *testing.T) {
 }
 
 func TestChatHistoryKeepsToolPairs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withOptions(func(o *agent.Options) { o.MaxHistoryMessages = 4 }))
 	e.tools.put(weatherTool)
 	e.createAgent("a", "")
@@ -179,6 +184,7 @@ func TestChatHistoryKeepsToolPairs(t *testing.T) {
 }
 
 func TestChatClear(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createAgent("a", "")
 	e.chat("a", "alice", "alice-1")
@@ -211,6 +217,7 @@ func toolCallsJSON(t *testing.T, res *agent.ChatResult) []map[string]any {
 }
 
 func TestChatToolLoopMockResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.tools.put(weatherTool)
 	e.tools.put(lookupTool)
@@ -275,6 +282,7 @@ func (t *echoTool) Call(_ context.Context, req *harness.ToolCallRequest) (*harne
 }
 
 func TestChatToolLoopRegisteredTool(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	impl := &echoTool{}
 	if err := e.reg.RegisterTool(impl); err != nil {
@@ -295,6 +303,7 @@ func TestChatToolLoopRegisteredTool(t *testing.T) {
 }
 
 func TestChatToolRoundsBound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.tools.put(weatherTool)
 	e.createAgent("a", "")
@@ -337,6 +346,7 @@ func TestChatToolRoundsBound(t *testing.T) {
 }
 
 func TestChatSkipsDeletedTool(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.tools.put(weatherTool)
 	e.tools.put(lookupTool)
@@ -354,6 +364,7 @@ func TestChatSkipsDeletedTool(t *testing.T) {
 }
 
 func TestChatEndpointDown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	down, err := llm.New(llm.Options{BaseURL: downURL(t), MaxRetries: -1})
 	if err != nil {
@@ -385,6 +396,7 @@ func TestChatEndpointDown(t *testing.T) {
 }
 
 func TestChatSurvivesReopen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createAgent("a", "")
 	e.chat("a", "u", "remember me")
@@ -400,6 +412,7 @@ func TestChatSurvivesReopen(t *testing.T) {
 }
 
 func TestChatConcurrentUsers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLLM(func(o *llmtest.Options) { o.Latency = 2 * time.Millisecond }))
 	e.createAgent("a", "")
 	const users, turns = 16, 5

@@ -116,6 +116,7 @@ func listed(l *agent.ConversationList) string {
 // whose user ids have no prefix, beside chats through the API, and reads
 // back the channel of every message and conversation.
 func TestConversationChannels(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec-channels"
 	const token = "4242:channel-of-conversations"
 	e := newEnv(t)
@@ -288,6 +289,7 @@ func openFixture030(t *testing.T) *store.DB {
 // "telegram:<id>" still says telegram), and the messages stored after the
 // migration have theirs.
 func TestConversationChannelsFromFixture030(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openFixture030(t)
 	if v, err := store.Version(ctx, db, "agent"); v != 1 || err != nil {

@@ -21,6 +21,7 @@ func userIDs(l *agent.ConversationList) []string {
 }
 
 func TestConversations(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// The telegram channel names its users "telegram:<id>", but a chat
 	// through the API is one whatever its user id: the channel of a
@@ -108,6 +109,7 @@ func TestConversations(t *testing.T) {
 }
 
 func TestConversation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.tools.put(weatherTool)
 	e.createAgent("a", "")

@@ -16,6 +16,7 @@ import (
 // sends for the same message; its definition lists the tools and hashes
 // the knowledge base; building it stores no conversation.
 func TestEvalTarget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.tools.put(harness.ToolDefinition{ID: "orders", Function: harness.FunctionDef{Name: "lookup_order"}})
 	e.createAgent("a", "Be brief.")
@@ -63,6 +64,7 @@ func TestEvalTarget(t *testing.T) {
 // TestLeaveChannels: a service opened with LeaveChannels leaves a channel
 // recorded running as it is.
 func TestLeaveChannels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	registerFake(t, e)
 	e.createAgent("a", "")

@@ -83,6 +83,7 @@ func (e *env) writeManual(agentID string) {
 // "installation") gets nothing from BM25, and the passage from the
 // embeddings; the chat's sources say hybrid.
 func TestHybridFindsAParaphrase(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withEmbeddings("embed-a"))
 	e.createAgent("a", "Answer from the manual.")
 	e.writeManual("a")
@@ -143,6 +144,7 @@ func TestHybridFindsAParaphrase(t *testing.T) {
 // back to BM25, say why, and log it; the chat does not fail. When it
 // comes back, the embedding completes and search is hybrid again.
 func TestEmbeddingEndpointDown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withEmbeddings("embed-a"), withOptions(func(o *agent.Options) {}))
 	e.createAgent("a", "")
 	e.writeManual("a")
@@ -213,6 +215,7 @@ func TestEmbeddingEndpointDown(t *testing.T) {
 // removes the old model's vectors once the new set is complete. A
 // restart with the same model embeds nothing.
 func TestReembedOnModelChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withEmbeddings("embed-a"))
 	e.createAgent("a", "")
 	e.writeManual("a")
@@ -287,6 +290,7 @@ func TestReembedOnModelChange(t *testing.T) {
 // that section's chunk alone; the vectors of the chunk that is gone are
 // removed.
 func TestOnlyChangedChunksReembedded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withEmbeddings("embed-a"))
 	e.createAgent("a", "")
 	var sections []string
@@ -319,6 +323,7 @@ func TestOnlyChangedChunksReembedded(t *testing.T) {
 // TestAgentRemovalRemovesVectors: deleting an agent removes its vectors
 // and leaves the others'.
 func TestAgentRemovalRemovesVectors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withEmbeddings("embed-a"))
 	for _, id := range []string{"a", "b"} {
 		e.createAgent(id, "")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestKeyedMutex(t *testing.T) {
+	t.Parallel()
 	var k keyedMutex
 	var wg sync.WaitGroup
 	inside := map[string]int{}
@@ -36,6 +37,7 @@ func TestKeyedMutex(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	secrets := secretValues(map[string]any{"bot_token": "12:ab/c d", "name": "visible", "n": map[string]any{"password": "pw"}}, secretRule{})
 	got := redact("GET /bot12:ab/c d/x?t=12%3Aab%2Fc+d and 12:ab%2Fc%20d, pw, visible", secrets)
 	if strings.Contains(got, "12:ab") || strings.Contains(got, "pw") || !strings.Contains(got, "visible") {
@@ -46,6 +48,7 @@ func TestRedact(t *testing.T) {
 // TestURLSecretValues: the credentials of a config's URLs are among the
 // secret values kept out of last_error and the logs.
 func TestURLSecretValues(t *testing.T) {
+	t.Parallel()
 	stored := map[string]any{
 		"callback_url": "https://u:secret@host/x",
 		"nested":       map[string]any{"api_url": "https://tok@host/y"},

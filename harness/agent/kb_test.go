@@ -21,6 +21,7 @@ import (
 // is refused, through the Service and through its store alike, and no
 // directory is made for it.
 func TestKBUnknownAgent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := e.ctx
 	for name, err := range map[string]error{
@@ -51,6 +52,7 @@ func TestKBUnknownAgent(t *testing.T) {
 }
 
 func TestChatGetsWholeKB(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createAgent("a", "You answer from the notes.")
 	e.writeKB("a", "b.md", "Opening hours: 9 to 5.")
@@ -63,6 +65,7 @@ func TestChatGetsWholeKB(t *testing.T) {
 }
 
 func TestChatGetsBestChunks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withOptions(func(o *agent.Options) { o.KBBudgetTokens = 1000 }))
 	e.createAgent("a", "Answer from the knowledge base.")
 	filler := kbtext.Filler(1<<20, 1)
@@ -93,6 +96,7 @@ func TestChatGetsBestChunks(t *testing.T) {
 }
 
 func TestKBWithoutDataDir(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withOptions(func(o *agent.Options) { o.DataDir = "" }))
 	e.createAgent("a", "Be brief.")
 	if _, err := e.svc.KB().Write(e.ctx, "a", "x.md", strings.NewReader("x"), true); err == nil {

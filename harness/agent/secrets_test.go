@@ -30,6 +30,7 @@ func (c declaringChannel) Run(ctx context.Context, run *harness.ChannelRun) erro
 // sent back keeps the stored value. A type that declares nothing (nil)
 // keeps the default rule; one that declares an empty list has no secrets.
 func TestDeclaredSecrets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for typ, fields := range map[string][]string{
 		"declares": {"api_key", "dsn", "auth.password"},

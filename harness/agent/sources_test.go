@@ -19,6 +19,7 @@ import (
 // that every other message, and a reply stored before sources were
 // recorded, reads with none.
 func TestReplySourcesStored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.tools.put(weatherTool)
 	e.createAgent("a", "Answer from the knowledge base.")
@@ -101,6 +102,7 @@ func TestReplySourcesStored(t *testing.T) {
 // sources from the agent: a Telegram channel with show_sources, on the
 // fake Bot API, ends its reply with them.
 func TestChannelReplySources(t *testing.T) {
+	t.Parallel()
 	const token = "4242:sources-channel"
 	e := newEnv(t)
 	registerRealChannels(t, e.reg)

@@ -271,6 +271,7 @@ func exists(c *Catalog, rel string) bool {
 // ----- tests -----
 
 func TestOpenValidatesOptions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, opts := range map[string]Options{
 		"no dir": {DB: openDB(t)},
@@ -298,6 +299,7 @@ func TestOpenValidatesOptions(t *testing.T) {
 }
 
 func TestCreateAndRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -415,6 +417,7 @@ func TestCreateAndRead(t *testing.T) {
 }
 
 func TestDuplicateIsConflict(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -458,6 +461,7 @@ func TestDuplicateIsConflict(t *testing.T) {
 }
 
 func TestUnknownIsNotFound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -513,6 +517,7 @@ func TestUnknownIsNotFound(t *testing.T) {
 }
 
 func TestInvalidWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -637,6 +642,7 @@ func TestInvalidWrites(t *testing.T) {
 }
 
 func TestUpdate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -746,6 +752,7 @@ func TestUpdate(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 
 	t.Run("domain removes its directory, levels and tests", func(t *testing.T) {
@@ -823,6 +830,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestDeleteReferencedIsConflict(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -867,6 +875,7 @@ func TestDeleteReferencedIsConflict(t *testing.T) {
 }
 
 func TestMoveTest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name     string
@@ -927,6 +936,7 @@ func TestMoveTest(t *testing.T) {
 }
 
 func TestTestFilters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -974,6 +984,7 @@ func TestTestFilters(t *testing.T) {
 // TestCacheFailureRollsBackFiles makes the cache step of a write fail and
 // checks that the files it had already written are put back.
 func TestCacheFailureRollsBackFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -1042,6 +1053,7 @@ func TestCacheFailureRollsBackFiles(t *testing.T) {
 }
 
 func TestCancelledContext(t *testing.T) {
+	t.Parallel()
 	c := newCatalog(t)
 	seed(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -1068,6 +1080,7 @@ func TestCancelledContext(t *testing.T) {
 // every write that succeeded is in the files and in the cache, and the
 // two agree.
 func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)

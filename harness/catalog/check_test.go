@@ -10,6 +10,7 @@ import (
 )
 
 func TestOpenMustExist(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	missing := filepath.Join(t.TempDir(), "nope")
 	_, _, err := Open(ctx, Options{Dir: missing, DB: openDB(t), MustExist: true})
@@ -30,6 +31,7 @@ func TestOpenMustExist(t *testing.T) {
 }
 
 func TestLastSync(t *testing.T) {
+	t.Parallel()
 	dir := copyDefinitions(t)
 	writeFile(t, dir, "tools/bad.yaml", "name: Bad\nfuncton: {name: x}\n")
 	c, res := openAt(t, dir)
@@ -50,6 +52,7 @@ func TestLastSync(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	t.Run("clean", func(t *testing.T) {
 		res, err := Check(copyDefinitions(t), testRegistry(t))
 		if err != nil || len(res.Errors) != 0 || res.Errors == nil || res.Files != 8 || res.Loaded != testdataCounts {

@@ -58,6 +58,7 @@ func crashTree(name string) *harness.Snapshot {
 
 // TestCrashHelper is the helper process; it does nothing in a normal run.
 func TestCrashHelper(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(crashEnvDir)
 	if dir == "" {
 		t.Skip("helper process of the crash tests")
@@ -202,6 +203,7 @@ func whichTree(t *testing.T, dir string, a, b map[string]string) string {
 // A replace import killed at any point leaves the old tree or the new one
 // once the catalog is opened again, never a mix.
 func TestReplaceImportSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts helper processes")
 	}
@@ -258,6 +260,7 @@ func TestReplaceImportSurvivesSIGKILL(t *testing.T) {
 // Open removes what a crashed writer leaves: temporary files beside the
 // definition files, and staging folders.
 func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
+	t.Parallel()
 	dir := copyDefinitions(t)
 	stale := []string{
 		".tmp-switch-123/files/domains/math/level-1.yaml",
@@ -293,6 +296,7 @@ func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
 // A pending change set whose manifest names a path outside the directory
 // is refused, not followed.
 func TestPendingSwitchWithBadPathIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := copyDefinitions(t)
 	writeFile(t, dir, pendingName+"/"+manifestName, `{"write":[],"remove":["../outside.yaml"]}`)
 	outside := filepath.Join(filepath.Dir(dir), "outside.yaml")
@@ -312,6 +316,7 @@ func TestPendingSwitchWithBadPathIsRefused(t *testing.T) {
 // without its manifest (removed first, or in any order): Open finishes
 // the removal instead of refusing the directory ever after.
 func TestPendingSwitchHalfRemovedIsFinished(t *testing.T) {
+	t.Parallel()
 	dir := copyDefinitions(t)
 	writeFile(t, dir, pendingName+"/"+stagedFiles+"/domains/math/level-9.yaml", "left over")
 	_, res := openAt(t, dir)

@@ -12,6 +12,7 @@ import (
 // the record and every file, and its error comes back as it is; a check
 // that accepts sees the stored record and the record is deleted.
 func TestDeleteIf(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	refuse := errors.New("refused")
 	cases := []struct {

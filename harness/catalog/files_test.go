@@ -66,6 +66,7 @@ func roundTripLevel(t *testing.T, s string) {
 }
 
 func TestStringsRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, s := range awkwardStrings {
 		t.Run(s, func(t *testing.T) { roundTripLevel(t, s) })
 	}
@@ -95,6 +96,7 @@ func sameJSON(t *testing.T, got, want any) {
 }
 
 func TestFileRoundTrip(t *testing.T) {
+	t.Parallel()
 	multi := "You are an expert.\nAnswer briefly.\n\nEnd with \"Answer: X\"."
 	type roundTrip struct {
 		name string
@@ -249,6 +251,7 @@ func TestFileRoundTrip(t *testing.T) {
 // TestHandWrittenFilesRoundTrip reads each testdata file, writes it in the
 // catalog's form and checks that this form is stable and means the same.
 func TestHandWrittenFilesRoundTrip(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("testdata", "definitions")
 	l, err := readDir(os.DirFS(root), testRegistry(t))
 	if err != nil {
@@ -292,6 +295,7 @@ func TestHandWrittenFilesRoundTrip(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		read func() error
@@ -317,6 +321,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestDecodeDefaults(t *testing.T) {
+	t.Parallel()
 	d, err := decodeDomain([]byte("name: X\n"))
 	if err != nil || !d.Enabled || d.ID != "" {
 		t.Fatalf("domain %+v, %v", d, err)
@@ -339,6 +344,7 @@ func TestDecodeDefaults(t *testing.T) {
 }
 
 func TestParseLevelName(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		n    int
@@ -373,6 +379,7 @@ func TestParseLevelName(t *testing.T) {
 }
 
 func TestFileTx(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) string {
 		dir := t.TempDir()
 		writeFile(t, dir, "evaluators/keep.yaml", "name: keep\n")
@@ -441,6 +448,7 @@ func TestFileTx(t *testing.T) {
 // is written back in the same form after a trip through JSON (the cache,
 // an HTTP client), which reads every number as a float64.
 func TestJSONNumbersKeepTheirFileForm(t *testing.T) {
+	t.Parallel()
 	src := "tests:\n  - id: a\n    prompt: p\n    expected:\n      answer: f\n      type: tool_call\n      arguments:\n        big: 123456789\n        count: 3\n        neg: -40\n        ratio: 0.25\n        small: 1.0e-06\n"
 	_, tests, err := decodeLevel([]byte(src), "d", 1)
 	if err != nil {

@@ -76,6 +76,7 @@ func reads(t *testing.T, c *Catalog) map[string]string {
 // that every read gives exactly what a catalog opened on the same files
 // with a database gives, down to the JSON of free-form values.
 func TestLoadReadsAsOpen(t *testing.T) {
+	t.Parallel()
 	dir := copyTestdata(t)
 	opened, openRes := openAt(t, dir)
 	loaded, loadRes := loadAt(t, os.DirFS(dir))
@@ -132,6 +133,7 @@ func copyTestdata(t *testing.T) string {
 // reported as Sync reports it, with its line and key, loads nothing, and
 // the other files load.
 func TestLoadBadFile(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"evaluators/number.yaml":   {Data: []byte("name: Number\ntype: regex\nextraction_regex: '(\\d+)'\n")},
 		"evaluators/broken.yaml":   {Data: []byte("name: Broken\nextraction_regex: (\\d+\n")},
@@ -186,6 +188,7 @@ func TestLoadBadFile(t *testing.T) {
 // TestLoadRefusesWrites: every write fails with ErrReadOnly (which also
 // matches harness.ErrConflict) and changes nothing.
 func TestLoadRefusesWrites(t *testing.T) {
+	t.Parallel()
 	c, _ := loadAt(t, os.DirFS("testdata/definitions"))
 	ctx := context.Background()
 	before, err := c.Export(ctx)
@@ -228,6 +231,7 @@ func TestLoadRefusesWrites(t *testing.T) {
 // TestLoadCopies: what a read returns belongs to the caller; changing it
 // changes nothing in the catalog.
 func TestLoadCopies(t *testing.T) {
+	t.Parallel()
 	c, _ := loadAt(t, os.DirFS("testdata/definitions"))
 	ctx := context.Background()
 	snap, err := c.Export(ctx)
@@ -259,6 +263,7 @@ func TestLoadCopies(t *testing.T) {
 // TestLoadSync: Sync reads the file system again; reads racing with it see
 // the old definitions or the new ones, never a mix or an error.
 func TestLoadSync(t *testing.T) {
+	t.Parallel()
 	level := func(answer string) *fstest.MapFile {
 		return &fstest.MapFile{Data: []byte("tests:\n  - id: a\n    prompt: What is 1 + 1?\n    expected: {answer: '" + answer + "', type: numeric}\n")}
 	}
@@ -297,6 +302,7 @@ func TestLoadSync(t *testing.T) {
 // (an embed.FS not narrowed with fs.Sub, say) is an error, not an empty
 // catalog.
 func TestLoadWrongRoot(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{"suite/domains/math/domain.yaml": {Data: []byte("name: Math\n")}}
 	_, _, err := Load(context.Background(), fsys, LoadOptions{})
 	if !errors.Is(err, fs.ErrNotExist) {

@@ -16,6 +16,7 @@ import (
 // defaults, is counted by validate, and goes out with an export and in
 // with an import.
 func TestPricingFile(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, body string
 		line       int

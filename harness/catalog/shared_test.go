@@ -35,6 +35,7 @@ func writeSuite(t *testing.T, dir, id, testID string) {
 // one leaves the other's cache as it was, and writes to the other's
 // domains are not refused as unknown.
 func TestCatalogsShareDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")

@@ -12,6 +12,7 @@ import (
 // level file and given back; a level file whose test names a path, or a
 // file twice, is refused with an error naming the test's field.
 func TestLoadExpectedSources(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"domains/kb/domain.yaml": {Data: []byte("name: Knowledge\n")},
 		"domains/kb/level-1.yaml": {Data: []byte("tests:\n" +

@@ -16,6 +16,7 @@ import (
 // domains or one; it stops at fn's first error; Outline is Export
 // without the tests. A catalog made by Load streams the same.
 func TestEachTest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	// Two domains of the benchmarks' snapshot: 2,000 tests in 20 level

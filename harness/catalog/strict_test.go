@@ -12,6 +12,7 @@ import (
 // TestStrictFiles writes one file over the testdata tree and checks the
 // errors sync reports for it: file, line, key and message, in order.
 func TestStrictFiles(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		line int
 		key  string
@@ -161,6 +162,7 @@ func TestStrictFiles(t *testing.T) {
 // response, a tool call's arguments) take any keys; anchors and merge keys
 // work.
 func TestStrictFilesAllowFreeFormValues(t *testing.T) {
+	t.Parallel()
 	dir := copyDefinitions(t)
 	writeFile(t, dir, "evaluators/extra.yaml", "name: Extra\nconfig: {anything: 1, nested: {deep: [1, 2]}}\n")
 	writeFile(t, dir, "tools/extra.yaml", "name: Extra\nfunction:\n  name: extra\n  parameters: {type: object, x-custom: 1}\nmock_response: {whatever: [a]}\n")
@@ -178,6 +180,7 @@ func TestStrictFilesAllowFreeFormValues(t *testing.T) {
 }
 
 func TestUnknownKeyMessage(t *testing.T) {
+	t.Parallel()
 	fields := yamlFields(reflect.TypeFor[levelDoc]())
 	for key, want := range map[string]string{
 		"pass_treshold": `unknown key "pass_treshold" (did you mean "pass_threshold"?)`,
@@ -193,6 +196,7 @@ func TestUnknownKeyMessage(t *testing.T) {
 }
 
 func TestLineOfField(t *testing.T) {
+	t.Parallel()
 	data := []byte("system_prompt: x\ntests:\n  - id: a\n    expected: {answer: '1'}\n  - id: b\n    expected:\n      type: nope\n")
 	for field, want := range map[string]int{
 		"system_prompt":          1,

@@ -60,6 +60,7 @@ func export(t testing.TB, c *Catalog) *harness.Snapshot {
 var testdataCounts = Counts{Domains: 2, Levels: 3, Tests: 6, Evaluators: 2, Tools: 1}
 
 func TestSyncLoadsHandWrittenFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, res := openAt(t, copyDefinitions(t))
 	if len(res.Errors) != 0 {
@@ -194,6 +195,7 @@ func TestSyncLoadsHandWrittenFiles(t *testing.T) {
 }
 
 func TestSyncPicksUpHandEdits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name  string
@@ -307,6 +309,7 @@ func TestSyncPicksUpHandEdits(t *testing.T) {
 }
 
 func TestSyncReportsBrokenFiles(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		rel  string // written over the testdata tree; empty content removes the file
@@ -520,6 +523,7 @@ func TestSyncReportsBrokenFiles(t *testing.T) {
 // file changed on disk since the last sync is refused and leaves the file
 // alone, and that it goes through once the catalog has synced.
 func TestWriteOverHandEditIsConflict(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name string
@@ -684,6 +688,7 @@ func richCatalog(t testing.TB) *Catalog {
 }
 
 func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sources := []struct {
 		name string
@@ -766,6 +771,7 @@ func assertSameFiles(t testing.TB, want, got map[string]string) {
 }
 
 func TestImportMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -848,6 +854,7 @@ func TestImportMerge(t *testing.T) {
 }
 
 func TestImportReplace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -903,6 +910,7 @@ func TestImportReplace(t *testing.T) {
 // tools, so its domains and tests may use them; those of other kinds stay
 // on disk even when they did not load.
 func TestImportReplaceKeepsEvaluatorsAndTools(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCatalog(t)
 	seed(t, c)
@@ -942,6 +950,7 @@ func TestImportReplaceKeepsEvaluatorsAndTools(t *testing.T) {
 }
 
 func TestImportInvalidChangesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	good := func(id string) harness.Test {
 		return harness.Test{ID: id, DomainID: "math", Level: 1, Prompt: "p", Expected: harness.Expected{Answer: "a"}}

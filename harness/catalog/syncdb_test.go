@@ -72,6 +72,7 @@ func marked(t *testing.T, c *Catalog, id string) bool {
 }
 
 func TestSyncKeepsUnchangedFiles(t *testing.T) {
+	t.Parallel()
 	dir := streamDir(t)
 	c, res := openAt(t, dir)
 	if len(res.Errors) != 0 || res.Loaded.Tests != 12 || res.Loaded.Levels != 4 {
@@ -138,6 +139,7 @@ func TestSyncKeepsUnchangedFiles(t *testing.T) {
 // A file is checked against the types registered: a catalog opened with
 // another registry decodes every file again.
 func TestSyncChecksAgainWithAnotherRegistry(t *testing.T) {
+	t.Parallel()
 	dir := streamDir(t)
 	db := openDB(t)
 	ctx := context.Background()
@@ -169,6 +171,7 @@ func TestSyncChecksAgainWithAnotherRegistry(t *testing.T) {
 // Writes through the catalog record the files they write: the next sync
 // decodes none of them.
 func TestSyncAfterWritesDecodesNothing(t *testing.T) {
+	t.Parallel()
 	dir := streamDir(t)
 	c, _ := openAt(t, dir)
 	ctx := context.Background()
@@ -210,6 +213,7 @@ func TestSyncAfterWritesDecodesNothing(t *testing.T) {
 // A changed file that repeats an id of an unchanged file: the first file
 // in the directory's order keeps it, as when everything is decoded.
 func TestSyncRepeatedIDFollowsFileOrder(t *testing.T) {
+	t.Parallel()
 	dir := streamDir(t)
 	c, _ := openAt(t, dir)
 
@@ -271,6 +275,7 @@ func sameAsFresh(t *testing.T, c *Catalog, dir string, res *SyncResult) {
 // with a catalog opened over the directory with a fresh database: the
 // same definitions, counts and errors.
 func TestSyncIncrementalMatchesFresh(t *testing.T) {
+	t.Parallel()
 	dir := streamDir(t)
 	c, _ := openAt(t, dir)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -348,6 +353,7 @@ func TestSyncIncrementalMatchesFresh(t *testing.T) {
 // A database made before the cache recorded its files (an older
 // version's) is synced whole, then incrementally.
 func TestSyncWithoutRecordedFiles(t *testing.T) {
+	t.Parallel()
 	dir := streamDir(t)
 	c, _ := openAt(t, dir)
 	ctx := context.Background()
@@ -368,6 +374,7 @@ func TestSyncWithoutRecordedFiles(t *testing.T) {
 
 // A failing database ends the sync with an error and changes nothing.
 func TestSyncDatabaseFailure(t *testing.T) {
+	t.Parallel()
 	dir := streamDir(t)
 	c, _ := openAt(t, dir)
 	ctx := context.Background()
@@ -393,6 +400,7 @@ func TestSyncDatabaseFailure(t *testing.T) {
 // Files larger than the decoding budget are decoded one at a time; the
 // result is the same, in the same order.
 func TestSyncDecodeBudget(t *testing.T) {
+	// Not parallel: it lowers the package's decode budget.
 	dir := streamDir(t)
 	for d := range 3 {
 		for l := range 6 {

@@ -53,6 +53,7 @@ func roundTrip(t *testing.T, in encDoc) {
 }
 
 func TestEncodeYAMLStrings(t *testing.T) {
+	t.Parallel()
 	for _, s := range trickyStrings {
 		if !validUTF8(s) {
 			continue // JSON and YAML both need UTF-8; validation refuses the rest
@@ -76,6 +77,7 @@ func TestEncodeYAMLStrings(t *testing.T) {
 }
 
 func TestEncodeYAMLShapes(t *testing.T) {
+	t.Parallel()
 	half := 0.5
 	doc := encDoc{
 		S: "top", Skip: "never written", N: &half, B: true,

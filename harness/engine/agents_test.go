@@ -133,6 +133,7 @@ func (af *agentFixture) writeKB(t *testing.T, name, text string) {
 // its tools, tool calls on its behalf), stores no conversation, and
 // records the agent and its definition.
 func TestAgentRun(t *testing.T) {
+	t.Parallel()
 	af := newAgentFixture(t)
 	id := af.start(t, engine.StartRequest{AgentID: "helpdesk"})
 	info, _ := af.wait(t, id)
@@ -205,6 +206,7 @@ func TestAgentRun(t *testing.T) {
 // knowledge base changed between runs scores differently, and the two
 // runs' definitions tell the versions apart.
 func TestAgentRunKBVersions(t *testing.T) {
+	t.Parallel()
 	af := newAgentFixture(t)
 	v1, _ := af.wait(t, af.start(t, engine.StartRequest{AgentID: "helpdesk", ModelName: "kb v1"}))
 	af.writeKB(t, "policy.md", "Our policy: refunds within 14 days of purchase.")
@@ -223,6 +225,7 @@ func TestAgentRunKBVersions(t *testing.T) {
 // TestAgentRunErrors: an unknown agent, an agent with a model, or an
 // engine without agents are refused, naming the field.
 func TestAgentRunErrors(t *testing.T) {
+	t.Parallel()
 	af := newAgentFixture(t)
 	plain := newFixture(t, fixtureOpts{snap: supportDefs().snap()})
 	for _, tc := range []struct {
@@ -251,6 +254,7 @@ func TestAgentRunErrors(t *testing.T) {
 // TestAgentRunResume: a resumed agent run uses the agent as it is now and
 // says what changed; a deleted agent cannot be resumed.
 func TestAgentRunResume(t *testing.T) {
+	t.Parallel()
 	af := newAgentFixture(t)
 	ctx := context.Background()
 	af.failing.Store(true)

@@ -110,6 +110,7 @@ func runAndWait(t *testing.T, f *fixture, req engine.StartRequest) (runs.Info, m
 // conversation; runs without the cache, with other parameters or another
 // repeat ask the endpoint again.
 func TestCache(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f, c, _ := cacheFixture(t)
 
@@ -205,6 +206,7 @@ func (m *failingFor) Chat(ctx context.Context, req *harness.ChatRequest) (*harne
 // cached run asks it again; a cache that cannot be written never fails a
 // test.
 func TestCacheKeepsOnlyAnswers(t *testing.T) {
+	t.Parallel()
 	var fail *failingFor
 	var once sync.Once
 	c := &countingLLM{}

@@ -14,6 +14,7 @@ import (
 // while a batch runs go together in the next (at most max), each gets its
 // own answer and error, and a caller whose context ends stops waiting.
 func TestCoalescer(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var batches [][]int

@@ -102,6 +102,7 @@ func costFixture(t *testing.T, d *defs) (*fixture, *costJudge) {
 // its own); the model's reasoning is kept in the stored transcript, byte
 // for byte, and never shown to the evaluator.
 func TestCallsRecordFourTokenCountsAndReasoning(t *testing.T) {
+	t.Parallel()
 	f, judge := costFixture(t, costDefs())
 	info, res := runAndWait(t, f, engine.StartRequest{Model: "m1"})
 	if info.DoneTests != 4 {
@@ -152,6 +153,7 @@ func TestCallsRecordFourTokenCountsAndReasoning(t *testing.T) {
 // without a price has no cost, its judge's still counted apart; the
 // prices used are in the run's config, only those of the models it used.
 func TestCostOfARun(t *testing.T) {
+	t.Parallel()
 	half := 0.25
 	d := costDefs()
 	d.s.Evaluators[len(d.s.Evaluators)-1].Config = map[string]any{"model": judgeModel}
@@ -231,6 +233,7 @@ func TestCostOfARun(t *testing.T) {
 // a budget the judge's calls alone reach (the model has no price) stops
 // a run too.
 func TestBudgetStopAndResume(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := newDefs()
 	d.sums("math", 1, 8, 0)
@@ -263,6 +266,7 @@ func TestBudgetStopAndResume(t *testing.T) {
 // TestBudgetReachedByTheJudgeAlone: the model has no price, its judge
 // has: the judge's calls alone spend the budget, and the run stops.
 func TestBudgetReachedByTheJudgeAlone(t *testing.T) {
+	t.Parallel()
 	d := newDefs()
 	d.s.Evaluators = append(d.s.Evaluators, harness.EvaluatorConfig{ID: "judged", Name: "Judged", Type: "costjudge",
 		Config: map[string]any{"model": judgeModel}})

@@ -314,6 +314,7 @@ var logLineRE = regexp.MustCompile(`^\[[^\]]+\]\[L\d+\] \S`)
 // ----- tests -----
 
 func TestRunExamples(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{})
 	ctx := context.Background()
 	id := f.start(t, engine.StartRequest{ModelName: "smoke"})
@@ -350,6 +351,7 @@ func TestRunExamples(t *testing.T) {
 // records: effective system prompts, results, cells, totals, logs, the log
 // file, and the deletion of it all.
 func TestRunGenerated(t *testing.T) {
+	t.Parallel()
 	var seen requestLog
 	d := newDefs().
 		domain("alpha", "You are alpha.", true).
@@ -609,6 +611,7 @@ func ptr[T any](p *T) any {
 
 // TestStartErrors covers the requests Start, Stop and DeleteRun refuse.
 func TestStartErrors(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("slow", "", true).sums("slow", 1, 4, 0).domain("empty", "", true).level("empty", 1, "x", harness.PromptAppend, 0.5)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 1, llm: llmtest.Options{Latency: 100 * time.Millisecond}})
 	ctx := context.Background()
@@ -695,6 +698,7 @@ func TestConcurrencyHonoured(t *testing.T) {
 // TestLogPolling checks that a poll returns at most MaxPoll lines and that
 // successive polls return every line once, in order.
 func TestLogPolling(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 150, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 8})
 	id := f.start(t, engine.StartRequest{})
@@ -733,6 +737,7 @@ func TestLogPolling(t *testing.T) {
 // TestLogQueueBounded checks that the queue keeps only the newest lines
 // when nobody polls, and says how many it dropped.
 func TestLogQueueBounded(t *testing.T) {
+	t.Parallel()
 	const queue = 20
 	d := newDefs().domain("d", "", true).sums("d", 1, 60, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 4, logQueue: queue})
@@ -776,6 +781,7 @@ func TestLogQueueBounded(t *testing.T) {
 // TestStartOverrides checks the start request's model and label, and that
 // a new run clears the log queue of the last one.
 func TestStartOverrides(t *testing.T) {
+	t.Parallel()
 	var seen requestLog
 	d := newDefs().domain("d", "", true).sums("d", 1, 2, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), llm: llmtest.Options{Respond: seen.respond}})

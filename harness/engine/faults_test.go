@@ -17,6 +17,7 @@ import (
 // TestFaultsRetried injects 500s and 429s with Retry-After: the client
 // retries them and every test passes.
 func TestFaultsRetried(t *testing.T) {
+	t.Parallel()
 	const retryAfter = 200 * time.Millisecond
 	d := newDefs().domain("d", "", true).sums("d", 1, 12, 0)
 	// One test at a time, so a test's attempts have consecutive request
@@ -62,6 +63,7 @@ func TestFaultsRetried(t *testing.T) {
 // malformed JSON more often than the client retries: those tests are
 // errors that say why, and the run goes on to completion.
 func TestFaultsBeyondRetries(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 6, 0)
 	// One test at a time with one retry: requests 1-2 (the first test) hang,
 	// 3-4 (the second) get 500, 5-6 (the third) get a broken body.
@@ -129,6 +131,7 @@ func TestFaultsBeyondRetries(t *testing.T) {
 // model) with the reason and the response kept, and the run finishes
 // promptly.
 func TestCatastrophicRegex(t *testing.T) {
+	t.Parallel()
 	const n = 6
 	d := newDefs().domain("evil", "", true).sums("evil", 2, 2, 0)
 	d.s.Evaluators = append(d.s.Evaluators, harness.EvaluatorConfig{ID: "backtrack", Name: "Backtracking",

@@ -66,6 +66,7 @@ func faultyRun(t testing.TB, f *fixture, finished chan runs.Info, tests int) run
 // NUL (one test per cell), every result is stored, and hung requests cost one timeout
 // each, not the run.
 func TestHangsAndNULs(t *testing.T) {
+	t.Parallel()
 	const tests = 200
 	f, finished := benchEngineTimeout(t, benchDefs(2, 2, tests/4), 16, llmtest.Options{
 		Timeouts: llmtest.Schedule{Rate: 0.05}, Respond: nulEvery(tests / 4), Seed: 7}, 300*time.Millisecond)

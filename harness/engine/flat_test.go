@@ -20,6 +20,7 @@ import (
 // whole; stopped with two samples in error, it resumes from them as a run
 // made today does, and runs exactly those two again.
 func TestResumeRunStoredWhole(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	db, _ := dbtest.OpenFixture(t, "gauntlet-0.3.0.db")

@@ -36,6 +36,7 @@ const (
 // against the model at helperLLMEnv, prints the run id, and waits to be
 // killed.
 func TestEngineHelperProcess(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(helperEnv) != "1" {
 		t.Skip("helper process for TestInterruptedRun")
 	}
@@ -80,6 +81,7 @@ func TestEngineHelperProcess(t *testing.T) {
 // results are in the database, and the next engine marks the run
 // interrupted.
 func TestInterruptedRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a process")
 	}

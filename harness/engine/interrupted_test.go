@@ -20,6 +20,7 @@ import (
 // alive (another process on the same database) is left running, with
 // nothing written.
 func TestInterruptedRunLogged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	d := newDefs().domain("d", "", true).sums("d", 1, 2, 0)

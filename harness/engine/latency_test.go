@@ -20,6 +20,7 @@ import (
 // streamed has no time to first token anywhere. On PostgreSQL the runs
 // are queued jobs, so the same figures come from the workers' path.
 func TestLatencyFigures(t *testing.T) {
+	t.Parallel()
 	const latency = 30 * time.Millisecond
 	snap := newDefs().domain("math", "Answer with the number alone.", true).
 		sums("math", 1, 5, 1).sums("math", 2, 4, 0).snap()
@@ -111,6 +112,7 @@ func TestLatencyFigures(t *testing.T) {
 // set in the event of its settling, as stored; a cell the run leaves
 // partial gets them over what finished.
 func TestLatencyWhileRunning(t *testing.T) {
+	t.Parallel()
 	gate := make(chan struct{})
 	snap := newDefs().domain("math", "Answer with the number alone.", true).
 		sums("math", 1, 2, 0).sums("math", 2, 3, 0).snap()

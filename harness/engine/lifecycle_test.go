@@ -74,6 +74,7 @@ func testIDs(s *harness.Snapshot) []string {
 // TestRunBlocks: Run waits for the run's end, returns its final info, and
 // returns only after the request's OnEvent has had every event of it.
 func TestRunBlocks(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("a", "", true).sums("a", 1, 6, 1).sums("a", 2, 6, 0).domain("b", "", true).sums("b", 1, 5, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 3, llm: llmtest.Options{Latency: 5 * time.Millisecond}})
 	var evs []engine.Event // written by OnEvent only: Run's return must follow every write
@@ -119,6 +120,7 @@ func TestRunBlocks(t *testing.T) {
 // tests leave nothing, nothing is counted twice, and Run returns the
 // final info with ctx's error.
 func TestRunCancel(t *testing.T) {
+	t.Parallel()
 	const conc = 2
 	d := newDefs().domain("d", "", true).sums("d", 1, 10, 0).sums("d", 2, 10, 0)
 	// Every second request hangs until its client gives up: the slots fill
@@ -238,6 +240,7 @@ func TestRunCancel(t *testing.T) {
 // the run, as Stop does), unless the caller detaches it with
 // context.WithoutCancel; Resume follows the same rule.
 func TestStartContext(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 30, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 2, llm: llmtest.Options{Latency: 20 * time.Millisecond}})
 
@@ -284,6 +287,7 @@ func TestStartContext(t *testing.T) {
 // TestRunReset: a Reset from elsewhere ends Run at once with the aborted
 // run's info and no error, even while the model ignores cancellation.
 func TestRunReset(t *testing.T) {
+	t.Parallel()
 	f, stuck := newStuckFixture(t, 2)
 	done := make(chan runs.Info, 1)
 	go func() {
@@ -311,6 +315,7 @@ func TestRunReset(t *testing.T) {
 // Options.OnEvent; one for another run sees none; cancelling its context
 // closes the channel.
 func TestSubscribe(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("a", "", true).sums("a", 1, 8, 2).sums("a", 2, 7, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 4})
 	ctx, cancel := context.WithCancel(context.Background())

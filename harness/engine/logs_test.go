@@ -23,6 +23,7 @@ func pushLines(q *logQueue, from, to int) {
 // Readers with a cursor each see every line, and do not take lines from
 // draining polls or from each other.
 func TestLogQueueCursors(t *testing.T) {
+	t.Parallel()
 	q := newLogQueue(50)
 	pushLines(q, 1, 30)
 
@@ -70,6 +71,7 @@ func TestLogQueueCursors(t *testing.T) {
 // A new run clears the queue: its readers see only its lines, with no
 // marker for the previous run's, and cursors go on from where they were.
 func TestLogQueueClear(t *testing.T) {
+	t.Parallel()
 	q := newLogQueue(10)
 	pushLines(q, 1, 5)
 	_, c := q.read(0, 2)
@@ -91,6 +93,7 @@ func TestLogQueueClear(t *testing.T) {
 
 // A tail read skips to the newest lines, and says how many it left out.
 func TestLogQueueTail(t *testing.T) {
+	t.Parallel()
 	q := newLogQueue(50)
 	pushLines(q, 1, 40)
 	for _, tc := range []struct {

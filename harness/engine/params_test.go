@@ -17,6 +17,7 @@ import (
 // carries the run's parameters over its level's defaults; the run records
 // its own, and a resumed run sends them again.
 func TestSamplingParams(t *testing.T) {
+	t.Parallel()
 	var on atomic.Bool
 	on.Store(true)
 	d := toolDefs()
@@ -100,6 +101,7 @@ func TestSamplingParams(t *testing.T) {
 }
 
 func TestSamplingParamsInvalid(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 1, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap()})
 	for _, tc := range []struct {

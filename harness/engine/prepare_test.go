@@ -226,6 +226,7 @@ func (pe *preparedEngine) wait(t *testing.T, id string) runs.Info {
 // a run is prepared and completes. In process and queued; on SQLite, and
 // on PostgreSQL (River) with GAUNTLET_TEST_DATABASE=postgres.
 func TestStartAnswersBeforePreparation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const large = 5 * 10 * 1000
 	for _, queued := range []bool{false, true} {

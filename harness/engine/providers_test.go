@@ -69,6 +69,7 @@ func providerFixture(t *testing.T, env map[string]string) (f *fixture, prov *llm
 // the model's name alone, gives the scores a run of the default endpoint
 // gives, and records the provider in its configuration.
 func TestProviderRuns(t *testing.T) {
+	t.Parallel()
 	f, prov, seen := providerFixture(t, nil)
 	base, baseRes := runAndWait(t, f, engine.StartRequest{})
 	if base.Status != runs.StatusCompleted || seen.Load() != 0 {
@@ -106,6 +107,7 @@ func TestProviderRuns(t *testing.T) {
 // TestProviderWithoutKey: a run of a built-in provider whose key variable
 // is not set is refused at start, naming the variable; no test runs.
 func TestProviderWithoutKey(t *testing.T) {
+	t.Parallel()
 	f, _, _ := providerFixture(t, nil)
 	_, err := f.eng.Start(context.Background(), engine.StartRequest{Model: "anthropic/claude-sonnet-4-5"})
 	if !errors.Is(err, harness.ErrInvalid) || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
@@ -120,6 +122,7 @@ func TestProviderWithoutKey(t *testing.T) {
 // same requests to another provider are asked again, and a second run of
 // the provider is answered from the cache.
 func TestProviderInCacheKey(t *testing.T) {
+	t.Parallel()
 	f, _, seen := providerFixture(t, nil)
 	first, _ := runAndWait(t, f, engine.StartRequest{Cache: true})
 	if first.CacheHits != 0 {
@@ -141,6 +144,7 @@ func TestProviderInCacheKey(t *testing.T) {
 // call's time to first token and scores as a run without it; its config
 // says so, and a resume streams too.
 func TestStreamedRun(t *testing.T) {
+	t.Parallel()
 	f, _, _ := providerFixture(t, nil)
 	plain, plainRes := runAndWait(t, f, engine.StartRequest{})
 	for _, k := range providerKinds {
@@ -184,6 +188,7 @@ func (modelJudge) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harn
 // asked there, while the model under test stays on the default endpoint;
 // its calls are recorded as the judge's.
 func TestJudgeOnItsOwnProvider(t *testing.T) {
+	t.Parallel()
 	for _, k := range providerKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			var judged atomic.Int64
@@ -232,6 +237,7 @@ func TestJudgeOnItsOwnProvider(t *testing.T) {
 // stream cut short or with an event that does not parse, makes that test
 // an error saying so, on every kind; the other tests are scored.
 func TestProviderMalformedAnswers(t *testing.T) {
+	t.Parallel()
 	for _, k := range providerKinds {
 		for _, c := range []struct {
 			name   string

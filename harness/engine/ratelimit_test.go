@@ -66,6 +66,7 @@ func TestThrottledRunAdapts(t *testing.T) {
 // hour, more than the rate-limit wait: that test is an error saying so,
 // at once, and the others pass.
 func TestRetryAfterOfAnHour(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 6, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 1,
 		llm:    llmtest.Options{RateLimits: llmtest.Schedule{First: 1}, RetryAfter: time.Hour},

@@ -14,6 +14,7 @@ import (
 // TestProvenanceHidesCredentials: a base URL with a user, a password and
 // an API key in its query is recorded in the run's config without them.
 func TestProvenanceHidesCredentials(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 1, 0)
 	f := &fixture{dir: t.TempDir(), events: make(chan engine.Event, 1000)}
 	f.db, f.cat, f.runs = openStores(t, f.dir, "", d.snap())

@@ -17,6 +17,7 @@ import (
 // TestCellWithoutScoreHasNoInterval: a cell whose every sample ended in
 // error has no score, so no standard error nor interval either.
 func TestCellWithoutScoreHasNoInterval(t *testing.T) {
+	t.Parallel()
 	var on atomic.Bool
 	on.Store(true)
 	d := newDefs().domain("d", "", true).test(harness.Test{ID: "bad", DomainID: "d", Level: 1,
@@ -55,6 +56,7 @@ func samplesOf(t *testing.T, f *fixture, id string) map[sample]int {
 // (test, repeat) has exactly one result, and the run's and cells' counts
 // are samples, tests × repeats.
 func TestRepeats(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 4, 1).sums("d", 2, 3, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap()})
 	ctx := context.Background()
@@ -126,6 +128,7 @@ func TestRepeats(t *testing.T) {
 }
 
 func TestRepeatsInvalid(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 1, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap()})
 	for _, n := range []int{-1, engine.MaxRepeats + 1} {
@@ -148,6 +151,7 @@ func TestRepeatsInvalid(t *testing.T) {
 // exactly the samples (test, repeat) without a result or in error, and
 // the run ends with one result per sample.
 func TestResumeRepeats(t *testing.T) {
+	t.Parallel()
 	var on atomic.Bool
 	on.Store(true)
 	// d-err comes first: its three samples end in error before the stop.

@@ -20,6 +20,7 @@ import (
 // keeps the tool calls and the second pass of the source, and scores a
 // test deleted since with the definitions the source stored.
 func TestRescore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f, c, _ := cacheFixture(t)
 	src, srcRes := runAndWait(t, f, engine.StartRequest{})
@@ -169,6 +170,7 @@ func (g *gate) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.Cha
 // a rescore is refused while a run is active, for a run still running,
 // an unknown run, and with settings that are the source's.
 func TestRescoreErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var fail *failingFor
 	var once sync.Once

@@ -172,6 +172,7 @@ func retrievalOf(t *testing.T, r runs.Result) *runs.Retrieval {
 // model records none. On SQLite, and on PostgreSQL with
 // GAUNTLET_TEST_DATABASE=postgres.
 func TestRetrievalMeasured(t *testing.T) {
+	t.Parallel()
 	kf := newKBFixture(t, true)
 	ctx := context.Background()
 	id := kf.start(t, engine.StartRequest{AgentID: "kb", Domains: []string{"kb"}})
@@ -266,6 +267,7 @@ func TestRetrievalMeasured(t *testing.T) {
 // sources; a resumed run counts the results it kept and the ones it runs
 // again.
 func TestRetrievalRescoreAndResume(t *testing.T) {
+	t.Parallel()
 	kf := newKBFixture(t, false)
 	ctx := context.Background()
 	src, _ := kf.wait(t, kf.start(t, engine.StartRequest{AgentID: "kb", Domains: []string{"kb"}}))
@@ -335,6 +337,7 @@ func TestRetrievalRescoreAndResume(t *testing.T) {
 // error saying so, never a pass. A rescore grades against the text the
 // source's system message held.
 func TestFaithfulnessJudged(t *testing.T) {
+	t.Parallel()
 	kf := newKBFixture(t, false)
 	ctx := context.Background()
 	id := kf.start(t, engine.StartRequest{AgentID: "kb", Domains: []string{"grounded"}})
@@ -414,6 +417,7 @@ func (q *inlineQueue) work(t *testing.T, eng *engine.Engine) {
 // that executes them, with the cell's retrieval sums; the run that
 // follows them shows the figures, and the settled cell keeps them.
 func TestRetrievalQueued(t *testing.T) {
+	t.Parallel()
 	q := &inlineQueue{}
 	kf := newKBFixture(t, false, q)
 	ctx := context.Background()
@@ -442,6 +446,7 @@ func TestRetrievalQueued(t *testing.T) {
 // every test (only the model's answer comes from the cache), so a cached
 // run measures what its own retrieval gave.
 func TestRetrievalCached(t *testing.T) {
+	t.Parallel()
 	kf := newKBFixture(t, false)
 	ctx := context.Background()
 	first, _ := kf.wait(t, kf.start(t, engine.StartRequest{AgentID: "kb", Domains: []string{"kb"}, Cache: true}))

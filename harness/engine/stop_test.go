@@ -21,6 +21,7 @@ import (
 // in-flight ones leave nothing, cells not reached are skipped, and the
 // engine is idle and can start again.
 func TestStopMidRun(t *testing.T) {
+	t.Parallel()
 	const conc = 2
 	d := newDefs().domain("d", "", true).sums("d", 1, 10, 0).sums("d", 2, 10, 0).sums("d", 3, 10, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: conc, llm: llmtest.Options{Latency: 50 * time.Millisecond}})
@@ -128,6 +129,7 @@ func TestStopMidRun(t *testing.T) {
 // TestReset gives up on a run whose model hangs: Reset returns at once,
 // the engine is idle, the run is recorded aborted, and a new run starts.
 func TestReset(t *testing.T) {
+	t.Parallel()
 	const conc = 2
 	d := newDefs().domain("d", "", true).sums("d", 1, 4, 0)
 	// The first requests hang until the client gives up (30 s); the later
@@ -227,6 +229,7 @@ func (m *stuckModel) waitStuck(t *testing.T) {
 // engine is idle at once, the run is recorded aborted at once, and a new
 // run completes while the old calls are still stuck.
 func TestResetStuckModel(t *testing.T) {
+	t.Parallel()
 	f, stuck := newStuckFixture(t, 2)
 	ctx := context.Background()
 	id := f.start(t, engine.StartRequest{})

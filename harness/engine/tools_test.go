@@ -76,6 +76,7 @@ func resultByID(t *testing.T, f *fixture, runID string) map[string]runs.Result {
 // the engine answers with each tool's mock_response, records the calls,
 // and tool_call tests pass.
 func TestToolsMock(t *testing.T) {
+	t.Parallel()
 	var seen requestLog
 	f := newFixture(t, fixtureOpts{snap: toolDefs().snap(), llm: llmtest.Options{
 		Respond:       recorder(&seen, nil),
@@ -151,6 +152,7 @@ func (w *weatherTool) Call(_ context.Context, req *harness.ToolCallRequest) (*ha
 // TestToolsRegistered: a tool registered in the Registry answers instead
 // of the mock_response.
 func TestToolsRegistered(t *testing.T) {
+	t.Parallel()
 	reg := harness.NewRegistry()
 	impl := &weatherTool{}
 	if err := reg.RegisterTool(impl); err != nil {
@@ -191,6 +193,7 @@ func TestToolsRegistered(t *testing.T) {
 // for its answer (before the shared tool loop, the engine stopped there
 // and left the last calls unanswered); the result says the rounds ran out.
 func TestToolRoundsBounded(t *testing.T) {
+	t.Parallel()
 	var seen requestLog
 	f := newFixture(t, fixtureOpts{snap: toolDefs().snap(), maxToolRounds: 2, llm: llmtest.Options{
 		Respond: recorder(&seen, func(req *llmtest.Request) *llmtest.Reply {
@@ -264,6 +267,7 @@ func (m idless) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.Ch
 // is given the whole conversation (here seen through the second pass,
 // which sends it back to the model).
 func TestToolCallsWithoutIDs(t *testing.T) {
+	t.Parallel()
 	d := toolDefs()
 	d.s.Evaluators = append(d.s.Evaluators, harness.EvaluatorConfig{ID: "restate", Name: "Restate", Type: harness.EvaluatorTypeRegex,
 		ExtractionRegex: `(?<answer>NEVER-MATCHES)`, UsesPass2: true})
@@ -310,6 +314,7 @@ func TestToolCallsWithoutIDs(t *testing.T) {
 // no number is rescued by asking for the final answer, and the second
 // request's tokens count.
 func TestPass2(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("p2", "", true).level("p2", 1, "", harness.PromptAppend, 0.5)
 	d.s.Evaluators = append(d.s.Evaluators, harness.EvaluatorConfig{ID: "rescue", Name: "With pass 2",
 		Type: harness.EvaluatorTypeRegex, ExtractionRegex: `(?<answer>-?\d+)`, UsesPass2: true})

@@ -65,6 +65,7 @@ func checkTokens(t *testing.T, r runs.Result) {
 // read back; a cached run's calls say so, and a rescore keeps the
 // source's conversation with calls of its own.
 func TestTranscriptAndCalls(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg := harness.NewRegistry()
 	if err := reg.RegisterEvaluator("fakejudge", &fakeJudge{}); err != nil {
@@ -184,6 +185,7 @@ func (o opaque) Chat(ctx context.Context, req *harness.ChatRequest) (*harness.Ch
 // classified from its error (here the llm client's, which retried the
 // request unseen).
 func TestCallsOfAnOpaqueClient(t *testing.T) {
+	t.Parallel()
 	reg := harness.NewRegistry()
 	if err := reg.RegisterEvaluator("fakejudge", &fakeJudge{}); err != nil {
 		t.Fatal(err)

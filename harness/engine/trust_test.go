@@ -79,6 +79,7 @@ func atoi(s string) int {
 // counted apart and never scored; a cell where every test errored is
 // `error` with no score; the run is not complete.
 func TestErrorsApartFromFailures(t *testing.T) {
+	t.Parallel()
 	var on atomic.Bool
 	on.Store(true)
 	d := newDefs().domain("d", "", true).sums("d", 1, 3, 1).sums("d", 2, 2, 0)
@@ -128,6 +129,7 @@ func TestErrorsApartFromFailures(t *testing.T) {
 // was in has status partial with the results it kept, the cells it never
 // reached are skipped.
 func TestStoppedRunIsPartial(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 20, 0).sums("d", 2, 20, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 2, llm: llmtest.Options{Latency: 30 * time.Millisecond}})
 	ctx := context.Background()
@@ -156,6 +158,7 @@ func TestStoppedRunIsPartial(t *testing.T) {
 // 4-byte emoji and SQL-looking text are stored and read back byte for
 // byte, and nothing is lost.
 func TestModelOutputStoredExactly(t *testing.T) {
+	t.Parallel()
 	answers := map[string]string{
 		"t-nul":    "The answer is 2\x00 and more\x00",
 		"t-quote":  "it's 2 ' \" ''; DROP TABLE runs; --",
@@ -217,6 +220,7 @@ func poison(t *testing.T, f *fixture, when string) {
 // error saying why (its response could not be kept), and no other result
 // is lost.
 func TestUnstorableResultTakesNoOther(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 40, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 8, llm: llmtest.Options{Respond: func(req *llmtest.Request) *llmtest.Reply {
 		if promptID(req.Messages[len(req.Messages)-1].Content) == "d-l1-t7" {
@@ -241,6 +245,7 @@ func TestUnstorableResultTakesNoOther(t *testing.T) {
 // error is not counted as done: the matrix never claims what is not
 // stored.
 func TestLostResultNotCounted(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 10, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap()})
 	poison(t, f, "NEW.test_id = 'd-l1-t3'")
@@ -259,6 +264,7 @@ func TestLostResultNotCounted(t *testing.T) {
 // TestStoreKeepsFailing: when the database refuses every result, the run
 // stops and says why.
 func TestStoreKeepsFailing(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 200, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 2, llm: llmtest.Options{Latency: 5 * time.Millisecond}})
 	poison(t, f, "1")
@@ -286,6 +292,7 @@ func (m *downModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harnes
 // unreachable and none was answered, the run stops at once with the
 // reason instead of trying every test.
 func TestEndpointDownStopsRun(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 500, 0)
 	down := &downModel{}
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 4, model: func(harness.ChatModel) harness.ChatModel { return down }})
@@ -303,6 +310,7 @@ func TestEndpointDownStopsRun(t *testing.T) {
 // TestProvenance: a run records what it ran with, and the definitions it
 // used, stored once for runs of the same definitions.
 func TestProvenance(t *testing.T) {
+	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 3, 0)
 	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 3})
 	ctx := context.Background()
@@ -344,6 +352,7 @@ func ptrTo[T any](v T) *T { return &v }
 // same run with their own definitions; errors are replaced, finished
 // results kept and never duplicated.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	var on atomic.Bool
 	on.Store(true)
 	d := newDefs().domain("d", "", true).sums("d", 1, 30, 0).sums("d", 2, 4, 0)

@@ -15,6 +15,7 @@ import (
 // ended in error has no figures (null), not zeros. Tests keep the order
 // in which they first appear, and the same id in two cells is two tests.
 func TestAggregates(t *testing.T) {
+	t.Parallel()
 	res := func(id, domain string, level, repeat int, status string, score float64) runs.Result {
 		return runs.Result{TestID: id, Name: "name of " + id, Domain: domain, Level: level, Repeat: repeat, Status: status, Score: score}
 	}

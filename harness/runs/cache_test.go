@@ -14,6 +14,7 @@ import (
 // bytes of content, tool calls, usage; a key stored twice keeps its first
 // answer; an unknown key is a miss, not an error.
 func TestResponseCache(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := runs.Open(ctx, db)

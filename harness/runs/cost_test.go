@@ -16,6 +16,7 @@ import (
 // checks that every cell's and run's cost, judge cost and four token
 // counts are the sums of its rows', with no read of them.
 func TestCountedSpendMatchesRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := Open(ctx, db)

@@ -127,6 +127,7 @@ func compareCounted(t *testing.T, db *store.DB, s *Store, id string, qs []Result
 // some not started) compares every total answered from the cells with the
 // same total counted from the rows.
 func TestCountedTotalsMatchRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := Open(ctx, db)
@@ -214,6 +215,7 @@ func TestCountedTotalsMatchRows(t *testing.T) {
 // but makes its run uncounted, in the same transaction: its totals are
 // then the rows', and stay exact.
 func TestOddResultsUncountRun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := Open(ctx, db)
@@ -288,6 +290,7 @@ func TestOddResultsUncountRun(t *testing.T) {
 // a run resumed (ReopenRun) has its cells recounted and is counted from
 // then on.
 func TestRunBeforeCountersCountsFromRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := dbtest.OpenFixture(t, "gauntlet-0.3.0.db")
 	s, err := Open(ctx, db)
@@ -351,6 +354,7 @@ func TestRunBeforeCountersCountsFromRows(t *testing.T) {
 // is closed by the next MarkInterrupted: cells recounted and closed, the
 // end recorded.
 func TestMarkInterruptedFinishesWhatItFenced(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := Open(ctx, db)

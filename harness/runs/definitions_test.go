@@ -74,6 +74,7 @@ func eachTest(t *testing.T, s *runs.Store, hash, domain string) []harness.Test {
 // outline with its counts, and test by test (all, one domain), and stored
 // once however often it is saved.
 func TestDefinitionsTestByTest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openStore(t)
 	snap := defsSnap(1234)
@@ -152,6 +153,7 @@ func TestDefinitionsTestByTest(t *testing.T) {
 // that hashes them and the pass that stores them store nothing, and say
 // why.
 func TestDefinitionsChangedWhileSaving(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openStore(t)
 	snap := defsSnap(700)
@@ -228,6 +230,7 @@ func copyFixture(t *testing.T) *store.DB {
 // definitions whole; every reader reads them as before, and saving the
 // same set again stores it test by test under the same hash.
 func TestDefinitionsStoredWhole(t *testing.T) {
+	t.Parallel()
 	dbtest.SkipOnPostgres(t, "the fixture is a SQLite file made by 0.3.0")
 	ctx := context.Background()
 	s, err := runs.Open(ctx, copyFixture(t))

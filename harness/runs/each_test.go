@@ -15,6 +15,7 @@ import (
 // level, then finishing order), over more than one page; it stops at
 // fn's first error; an unknown run is not found.
 func TestEachResultByCell(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openStore(t)
 	in := newInfo("r")

@@ -25,6 +25,7 @@ func createRunning(t *testing.T, s *Store, id string) {
 // (killed) is marked once its heartbeat is older than the lease's
 // timeout; a run with no owner (made before leases) at once.
 func TestLeaseKeepsLiveRuns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	server, err := Open(ctx, db)
@@ -126,6 +127,7 @@ func TestLeaseKeepsLiveRuns(t *testing.T) {
 // TestLeaseOfDeadPID: on the same host, a lease whose process no longer
 // runs is dead at once, whatever its heartbeat says.
 func TestLeaseOfDeadPID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := Open(ctx, db)
@@ -160,6 +162,7 @@ func TestLeaseOfDeadPID(t *testing.T) {
 
 // TestResumedRecorded: each resume of a run is recorded in its info.
 func TestResumedRecorded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, dbtest.Open(t))
 	if err != nil {

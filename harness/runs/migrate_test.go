@@ -14,6 +14,7 @@ import (
 // opens the store: every result is still there, byte for byte, as repeat
 // 0, and (run, test, repeat) is what must be unique from then on.
 func TestMigrateRepeats(t *testing.T) {
+	t.Parallel()
 	dbtest.SkipOnPostgres(t, "replays SQLite's schema history; PostgreSQL starts at the schema of version 6")
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "old.db"))
@@ -77,6 +78,7 @@ func TestMigrateRepeats(t *testing.T) {
 // cache, then opens the store: the run reads as before, with no cache
 // hits and rescored from nothing, and the cache and the new columns work.
 func TestMigrateCache(t *testing.T) {
+	t.Parallel()
 	dbtest.SkipOnPostgres(t, "replays SQLite's schema history; PostgreSQL starts at the schema of version 6")
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "old.db"))

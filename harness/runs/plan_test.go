@@ -82,6 +82,7 @@ func sqliteOnly(db bun.IDB, index string) string {
 // common status sorted by score, through the score index first), on
 // SQLite and on PostgreSQL, as the databases' own plans show.
 func TestCellStatusIndexPlans(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := Open(ctx, db)

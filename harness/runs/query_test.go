@@ -98,6 +98,7 @@ func pages(t *testing.T, s *runs.Store, q runs.ResultQuery, n int) ([]runs.Resul
 }
 
 func TestQueryResults(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	all := seedQuery(t, s)
 	level2 := 2
@@ -173,6 +174,7 @@ func TestQueryResults(t *testing.T) {
 }
 
 func TestQueryResultsDefaultsAndEnd(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	all := seedQuery(t, s)
 	ctx := context.Background()
@@ -204,6 +206,7 @@ func TestQueryResultsDefaultsAndEnd(t *testing.T) {
 }
 
 func TestQueryResultsErrors(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	seedQuery(t, s)
 	ctx := context.Background()
@@ -270,6 +273,7 @@ func TestQueryResultsErrors(t *testing.T) {
 // the longest rows hold part of a page of them: the rows are then read
 // through the filter's index instead. Both ways give the same pages.
 func TestQueryResultsCommonFilters(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	const n = 2000

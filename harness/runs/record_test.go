@@ -14,6 +14,7 @@ import (
 // cells and the run move by the results inserted, and the cells they
 // complete settle; a run that has ended takes none of them.
 func TestRecordResults(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	if err := s.CreateRun(ctx, newInfo("r"), cells); err != nil {

@@ -14,6 +14,7 @@ import (
 // before, with no figures, and figures saved from then on are read back.
 // On SQLite and on PostgreSQL, each with its own form of the migration.
 func TestMigrateRetrieval(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	b := sqldb.Bun(db)

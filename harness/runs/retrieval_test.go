@@ -11,6 +11,7 @@ import (
 )
 
 func TestMeasureRetrieval(t *testing.T) {
+	t.Parallel()
 	src := func(file string, score float64) harness.Source { return harness.Source{File: file, Score: score} }
 	ranked := &harness.Retrieval{Mode: "bm25", Sources: []harness.Source{
 		src("a.md", 9), src("b.md", 8), src("a.md", 7), src("c.md", 6), src("d.md", 5), src("e.md", 4), src("f.md", 3)}}
@@ -59,6 +60,7 @@ func TestMeasureRetrieval(t *testing.T) {
 // the engine sets and from the JSON the store gives back, and a rescore's
 // remeasure against other files keeps what was retrieved.
 func TestRetrievalDetails(t *testing.T) {
+	t.Parallel()
 	m := runs.MeasureRetrieval([]string{"a.md", "z.md"}, &harness.Retrieval{Mode: "hybrid", Fallback: "embeddings down",
 		Sources: []harness.Source{{File: "a.md", Score: 1}, {File: "b.md", Score: 0.5}}})
 	live := m.Details()
@@ -108,6 +110,7 @@ func withRetrieval(r runs.Result, expected, retrieved []string) runs.Result {
 }
 
 func TestRetrievalTally(t *testing.T) {
+	t.Parallel()
 	var tally runs.RetrievalTally
 	if tally.Cell() != nil {
 		t.Error("an empty tally has figures")
@@ -136,6 +139,7 @@ func TestRetrievalTally(t *testing.T) {
 // result's figures are counted by RecordResult, into the cell's final
 // state too.
 func TestCellRetrievalStored(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	if err := s.CreateRun(ctx, newInfo("r1"), cells); err != nil {

@@ -18,6 +18,7 @@ import (
 // every other character taken as it is; on PostgreSQL the trigram indexes
 // that answer it exist.
 func TestSearchRulesEveryDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := runs.Open(ctx, db)

@@ -97,6 +97,7 @@ func pageIDs(t *testing.T, s *Store, runID string, q ResultQuery, idOf map[strin
 // keeps: under every plan, alone and with filters, sorted and paged, its
 // total included.
 func TestSearchIndexMatchesLike(t *testing.T) {
+	// Not parallel: it moves the package's joinCount.
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
@@ -234,6 +235,7 @@ func TestSearchIndexMatchesLike(t *testing.T) {
 // TestSearchRefusesBadText: a search holding NUL or invalid UTF-8 is a
 // validation error naming q.
 func TestSearchRefusesBadText(t *testing.T) {
+	t.Parallel()
 	for _, q := range []string{"a\x00b", "\xff\xfe", "abc\xc3"} {
 		err := ResultQuery{Search: q}.Check()
 		if err == nil || !strings.Contains(err.Error(), "q") {
@@ -246,6 +248,7 @@ func TestSearchRefusesBadText(t *testing.T) {
 // or removed reaches the index: a batch, a single result, the deletion of
 // errors when a run is reopened, a change of the text, a run's deletion.
 func TestSearchIndexFollowsWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
@@ -323,6 +326,7 @@ func TestSearchIndexFollowsWrites(t *testing.T) {
 // stored before, and searching them goes through the index, finding what
 // the LIKE scan finds.
 func TestSearchMigrationFrom030(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := dbtest.OpenFixture(t, "gauntlet-0.3.0.db")
 	if v, err := store.Version(ctx, db, "runs"); v != 6 || err != nil {

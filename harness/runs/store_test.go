@@ -47,6 +47,7 @@ func result(runID, domain string, level int, test string, score float64, status 
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	in := newInfo("r1")
@@ -162,6 +163,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	if _, err := s.Run(ctx, "nope"); !errors.Is(err, harness.ErrNotFound) {
@@ -191,6 +193,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestListLastDelete(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	// Ids that sort against creation order: the order is by creation.
@@ -266,6 +269,7 @@ func TestListLastDelete(t *testing.T) {
 }
 
 func TestMarkInterrupted(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	// A run that died with two results, one that died with none, and a
@@ -332,6 +336,7 @@ func TestMarkInterrupted(t *testing.T) {
 }
 
 func TestNow(t *testing.T) {
+	t.Parallel()
 	now := runs.Now()
 	ts, err := time.Parse(harness.TimeLayout, now)
 	if err != nil || time.Since(ts) > time.Minute || time.Since(ts) < -time.Second {
@@ -349,6 +354,7 @@ func ptr[T any](p *T) any {
 // TestConcurrentCreateRunNumbersRunsOnce: runs created at once each get a
 // number of their own (PostgreSQL has no single writer to serialise them).
 func TestConcurrentCreateRunNumbersRunsOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.Open(t)
 	s, err := runs.Open(ctx, db)

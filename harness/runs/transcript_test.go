@@ -58,6 +58,7 @@ func saveAndRead(t *testing.T, rs ...runs.Result) ([]runs.Result, []string) {
 }
 
 func TestTranscriptRoundTrip(t *testing.T) {
+	t.Parallel()
 	bad := "bytes \x00 and \xff\xfe invalid"
 	base := func(test string) runs.Result {
 		r := result("r1", "math", 1, test, 1, runs.TestPassed)
@@ -152,6 +153,7 @@ func TestTranscriptRoundTrip(t *testing.T) {
 }
 
 func TestTranscriptCap(t *testing.T) {
+	t.Parallel()
 	r := result("r1", "math", 1, "big", 1, runs.TestPassed)
 	r.Response = strings.Repeat("final ", 100_000)      // 600 kB: stored in its own column, not counted
 	big := strings.Repeat("é", runs.TranscriptMaxBytes) // 2 × the cap, in 2-byte runes
@@ -200,6 +202,7 @@ func TestTranscriptCap(t *testing.T) {
 }
 
 func TestCallsBounded(t *testing.T) {
+	t.Parallel()
 	r := result("r1", "math", 1, "calls", 1, runs.TestPassed)
 	r.Calls = nil
 	for i := range runs.MaxCalls + 10 {
@@ -220,6 +223,7 @@ func TestCallsBounded(t *testing.T) {
 // TestTranscriptOfOldResults reads the results of a database made by
 // 0.2.0: each has the transcript its columns hold and no calls.
 func TestTranscriptOfOldResults(t *testing.T) {
+	t.Parallel()
 	dbtest.SkipOnPostgres(t, "reads a fixture SQLite file made by 0.2.0")
 	ctx := context.Background()
 	db, _ := dbtest.OpenFixture(t, "gauntlet-0.2.0.db")

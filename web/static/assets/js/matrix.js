@@ -69,6 +69,11 @@ export class MatrixView {
    * @param {Matrix} domains
    */
   build(ids, levels, domains) {
+    // A rebuild (new domain names, a new run's shape) replaces the
+    // buttons: a keyboard user's focus moves to the same cell's new one.
+    const active = document.activeElement;
+    const focused = active instanceof HTMLButtonElement && this.el.contains(active)
+      ? `${active.dataset.domain}/${active.dataset.level}` : null;
     this.buttons.clear();
     if (!ids.length) {
       fill(this.el, h('p', { class: 'empty' }, 'No cells yet: start a run.'));
@@ -94,6 +99,8 @@ export class MatrixView {
     });
     fill(this.el, h('table', { class: 'matrix' },
       h('caption', { class: 'visually-hidden' }, this.caption), h('thead', null, head), h('tbody', null, rows)));
+    const again = focused && this.buttons.get(focused);
+    if (again) again.focus();
   }
 
   /**
