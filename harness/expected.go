@@ -52,7 +52,7 @@ var builtinExpected = map[string]ExpectedChecker{
 		return nil
 	},
 	"tool_call": func(e Expected) error {
-		if !funcNamePattern.MatchString(e.Answer) {
+		if !ValidFunctionName(e.Answer) {
 			return Invalid("answer", "must be a function name matching ^[a-zA-Z0-9_-]{1,64}$")
 		}
 		return nil

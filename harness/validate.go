@@ -12,23 +12,46 @@ import (
 	"unicode/utf8"
 )
 
-var (
-	idPattern       = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	agentIDPattern  = regexp.MustCompile(`^[a-zA-Z0-9_]{1,128}$`)
-	colorPattern    = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
-	funcNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-)
+// colorPattern is a #RRGGBB colour. The id rules below are loops rather
+// than patterns: a bounded repeat such as {0,127} compiles to a program
+// of hundreds of states, which every start of the binary paid for.
+var colorPattern = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
 
 // MaxLevel is the highest level number a definition may use.
 const MaxLevel = 1000
 
 // ValidID reports whether id is a valid id for a domain, test, evaluator,
 // tool or channel: ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$.
-func ValidID(id string) bool { return idPattern.MatchString(id) }
+func ValidID(id string) bool {
+	return len(id) >= 1 && len(id) <= 128 && wordByte(id[0], "") && wordBytes(id[1:], ".-")
+}
 
 // ValidAgentID reports whether id is a valid agent id: ^[a-zA-Z0-9_]+$, at
 // most 128 characters.
-func ValidAgentID(id string) bool { return agentIDPattern.MatchString(id) }
+func ValidAgentID(id string) bool { return len(id) >= 1 && len(id) <= 128 && wordBytes(id, "") }
+
+// ValidFunctionName reports whether name is a valid name for a tool's
+// function, as the model APIs accept it: ^[a-zA-Z0-9_-]{1,64}$.
+func ValidFunctionName(name string) bool {
+	return len(name) >= 1 && len(name) <= 64 && wordBytes(name, "-")
+}
+
+// wordBytes reports whether every byte of s is an ASCII letter, a digit,
+// '_' or one of extra.
+func wordBytes(s, extra string) bool {
+	for i := 0; i < len(s); i++ {
+		if !wordByte(s[i], extra) {
+			return false
+		}
+	}
+	return true
+}
+
+// wordByte reports whether c is an ASCII letter, a digit, '_' or one of
+// extra.
+func wordByte(c byte, extra string) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || strings.IndexByte(extra, c) >= 0
+}
 
 // ValidColor reports whether c is a #RRGGBB colour.
 func ValidColor(c string) bool { return colorPattern.MatchString(c) }
@@ -448,7 +471,7 @@ func (v Validator) Tool(t *ToolDefinition) error {
 	switch {
 	case t.Function.Name == "":
 		ve.Add("function.name", "is required")
-	case !funcNamePattern.MatchString(t.Function.Name):
+	case !ValidFunctionName(t.Function.Name):
 		ve.Add("function.name", "must match ^[a-zA-Z0-9_-]{1,64}$")
 	}
 	if strings.TrimSpace(t.Name) == "" {

@@ -34,6 +34,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kbdoc"
@@ -44,19 +45,54 @@ func main() {
 	// First: a copy of this binary started to extract one knowledge-base
 	// document does that and exits here.
 	kbdoc.RunIfChild()
+	stopProfile := startProfile(os.Getenv("GAUNTLET_CPUPROFILE"))
+	code := mainCode()
+	stopProfile()
+	os.Exit(code)
+}
+
+// mainCode runs the command of the process's arguments and returns its
+// exit status.
+func mainCode() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		switch {
-		case errors.Is(err, errGateFailed):
-			fmt.Fprintln(os.Stderr, "gauntlet:", err)
-			os.Exit(1)
-		case errors.Is(err, errInvalidDefinitions):
-			os.Exit(1)
-		case !errors.Is(err, errUsage):
-			fmt.Fprintln(os.Stderr, "gauntlet:", err)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errGateFailed):
+		fmt.Fprintln(os.Stderr, "gauntlet:", err)
+		return 1
+	case errors.Is(err, errInvalidDefinitions):
+		return 1
+	case !errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "gauntlet:", err)
+	}
+	return 2
+}
+
+// startProfile writes a CPU profile of the whole process to path when it
+// is not empty (GAUNTLET_CPUPROFILE: where a run's time goes, for a bug
+// report or docs/performance.md) and returns the function that ends it.
+func startProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
 		}
-		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gauntlet: GAUNTLET_CPUPROFILE:", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "gauntlet: GAUNTLET_CPUPROFILE:", err)
+		}
 	}
 }
 

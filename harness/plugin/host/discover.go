@@ -22,11 +22,7 @@ import (
 // gauntlet-<kind>-<name>.
 const Prefix = "gauntlet-"
 
-var (
-	fileNamePattern = regexp.MustCompile(`^gauntlet-(evaluator|channel|tool)-(.+)$`)
-	// funcNamePattern is harness.Validator's rule for function names.
-	funcNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-)
+var fileNamePattern = regexp.MustCompile(`^gauntlet-(evaluator|channel|tool)-(.+)$`)
 
 // ParseName splits a plugin executable's file name into its kind and the
 // name it is registered under (the evaluator type, the channel type, the
@@ -47,7 +43,7 @@ func ParseName(fileName string) (kind plugin.Kind, name string, ok bool) {
 	}
 	kind, name = plugin.Kind(m[1]), m[2]
 	if kind == plugin.KindTool {
-		return kind, name, funcNamePattern.MatchString(name)
+		return kind, name, harness.ValidFunctionName(name)
 	}
 	return kind, name, harness.ValidID(name)
 }
