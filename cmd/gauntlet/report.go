@@ -12,7 +12,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gauntlet-eval/gauntlet/harness/compare"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
@@ -177,8 +176,12 @@ func (r *report) write(w io.Writer, format string) error {
 
 // problems returns the first n failed and errored results in the run's
 // domain order, then by level (in the source's order within a level),
-// and how many there are in all. It keeps n results, not all of them.
+// and how many there are in all. It keeps n results, not all of them,
+// and reads none when the run counted no failure and no error.
 func problems(info runs.Info, results resultSource, n int) ([]runs.Result, int, error) {
+	if info.Failed == 0 && info.Errors == 0 {
+		return nil, 0, nil // the run's exact counts say so: no pass over its results
+	}
 	rank := func(d string) int {
 		if i := slices.Index(info.Domains, d); i >= 0 {
 			return i
@@ -362,13 +365,11 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(b, "overall score %.3f over %d scored tests", *info.OverallScore, info.Passed+info.Failed)
 	}
 	fmt.Fprintf(b, "; %d tokens, %.1f s\n", info.TotalTokens, float64(info.TotalDurationMS)/1000)
-	// The median latency: one more pass over the samples, in memory that
-	// grows with the distinct durations, not with the results.
-	var lat compare.Latencies
-	if err := r.samples(func(res runs.Result) error { lat.Add(res.DurationMS); return nil }); err != nil {
+	p50, err := runLatencyP50(info, r.samples)
+	if err != nil {
 		return err
 	}
-	writeSpend(b, info, &lat)
+	writeSpend(b, info, p50)
 	if repeated(info) {
 		if err := writeRepeats(b, info, r.samples); err != nil {
 			return err

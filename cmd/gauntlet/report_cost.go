@@ -56,7 +56,7 @@ func latencyText(ms *int64) string {
 // judges' part, the cost per 1,000 tests (its cost ÷ its finished tests ×
 // 1,000), its tokens and the median of lat, its results' durations.
 // Without a price for the run's model the cost is "n/a".
-func writeSpend(b *strings.Builder, info runs.Info, lat *compare.Latencies) {
+func writeSpend(b *strings.Builder, info runs.Info, p50 *int64) {
 	if info.CostUSD == nil {
 		b.WriteString("cost n/a (no price for the model in pricing.yaml)")
 	} else {
@@ -65,10 +65,6 @@ func writeSpend(b *strings.Builder, info runs.Info, lat *compare.Latencies) {
 			per := *info.CostUSD / float64(info.DoneTests) * 1000
 			fmt.Fprintf(b, ", %s per 1,000 tests", usd(&per))
 		}
-	}
-	var p50 *int64
-	if ms, ok := lat.P50(); ok {
-		p50 = &ms
 	}
 	t := info.Tokens
 	fmt.Fprintf(b, "; tokens %d prompt (%d cached), %d completion (%d reasoning); p50 latency %s\n",
@@ -131,4 +127,27 @@ func writeFigures(w io.Writer, rows []figureRow) error {
 	fmt.Fprintln(w)
 	writeTable(w, &table)
 	return nil
+}
+
+// runLatencyP50 is the median duration of a run's answered (passed and
+// failed) results: the one the run stored when it ended, else (a run
+// still running, or stored before runs kept it) one more pass over its
+// samples, in memory that grows with the distinct durations, not with
+// the results. Reading the stored one spares a report of a million
+// results a pass over all of them.
+func runLatencyP50(info runs.Info, samples resultSource) (*int64, error) {
+	if info.LatencyP50MS != nil {
+		return info.LatencyP50MS, nil
+	}
+	var lat compare.Latencies
+	err := samples(func(res runs.Result) error {
+		if res.Status == runs.TestPassed || res.Status == runs.TestFailed {
+			lat.Add(res.DurationMS)
+		}
+		return nil
+	})
+	if ms, ok := lat.P50(); ok {
+		return &ms, err
+	}
+	return nil, err
 }

@@ -68,6 +68,18 @@ func storedRun(t *testing.T, repeats int) (*runs.Store, runs.Info) {
 	if err := rs.SaveResults(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
+	// The run's counts, as the engine keeps them.
+	for _, r := range batch {
+		info.DoneTests++
+		switch r.Status {
+		case runs.TestPassed:
+			info.Passed++
+		case runs.TestFailed:
+			info.Failed++
+		case runs.TestError:
+			info.Errors++
+		}
+	}
 	info.Status = runs.StatusCompleted
 	if err := rs.FinishRun(ctx, info); err != nil {
 		t.Fatal(err)

@@ -234,3 +234,43 @@ func TestExitStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestTextReadsNoResultsItNeedsNot: the text report of a run that ended
+// with no failure and no error, whose median latency the run stored,
+// reads none of its results (at a million results, the pass cost
+// minutes); without a stored median it reads the samples, and counts only
+// the answered results in it, as the stored one does.
+func TestTextReadsNoResultsItNeedsNot(t *testing.T) {
+	p50 := int64(40)
+	info := runs.Info{RunID: "r", Status: runs.StatusCompleted, Domains: []string{"d"}, TotalTests: 3, DoneTests: 3, Passed: 3,
+		OverallScore: score(1), LatencyP50MS: &p50}
+	untouched := func(func(runs.Result) error) error {
+		t.Error("the report read the run's results")
+		return nil
+	}
+	r, err := newSourceReport(info, runs.Matrix{}, untouched, untouched, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := r.writeText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "p50 latency 40 ms") {
+		t.Errorf("no stored median in:\n%s", b.String())
+	}
+
+	info.LatencyP50MS, info.Passed, info.Errors = nil, 1, 2
+	res := []runs.Result{
+		{TestID: "a", Domain: "d", Level: 1, Status: runs.TestPassed, DurationMS: 70},
+		{TestID: "b", Domain: "d", Level: 1, Status: runs.TestError, DurationMS: 5},
+		{TestID: "c", Domain: "d", Level: 1, Status: runs.TestError, DurationMS: 6},
+	}
+	b.Reset()
+	if err := newReport(info, runs.Matrix{}, res, 0).writeText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "p50 latency 70 ms") {
+		t.Errorf("the median counts errors, or is missing:\n%s", b.String())
+	}
+}
