@@ -417,8 +417,15 @@ func (r *run) execute() {
 	r.finish()
 }
 
-// writer stores results as they come, in batches of whatever is waiting
-// (group commit): each batch's results and the cells they changed go to
+// commitWindow is how long the writer waits for more results after the
+// first of a batch: at thousands of results a second, a batch of what
+// arrives in 5 ms makes several times fewer commits (each a write of
+// the log and a flush of the search index) than one of what happens to
+// be waiting, at no cost a user sees.
+const commitWindow = 5 * time.Millisecond
+
+// writer stores results as they come, in batches of what arrives within
+// commitWindow of the first, up to 256 (group commit): each batch's results and the cells they changed go to
 // the store in one transaction, then are logged and reported. A batch the
 // store refuses is stored again result by result, each with its cell in
 // one transaction, so that one result that cannot be stored never takes
@@ -427,8 +434,11 @@ func (r *run) execute() {
 func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 	defer close(written)
 	batch := make([]runs.Result, 0, 256)
+	window := time.NewTimer(0)
+	<-window.C
 	for res := range in {
 		batch = append(batch[:0], res)
+		window.Reset(commitWindow)
 	more:
 		for len(batch) < cap(batch) {
 			select {
@@ -437,10 +447,11 @@ func (r *run) writer(in <-chan runs.Result, written chan<- struct{}) {
 					break more
 				}
 				batch = append(batch, next)
-			default:
+			case <-window.C:
 				break more
 			}
 		}
+		window.Stop()
 		r.store(batch)
 		r.flushCache()
 		r.flushLog()
