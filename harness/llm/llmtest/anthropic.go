@@ -665,26 +665,9 @@ func (anthropicWire) writeHuge(h *Handler, w http.ResponseWriter, r *http.Reques
 	}
 	size := h.opts.HugeBytes
 	usage := anthropicUsage{InputTokens: promptTokens(req.Messages), OutputTokens: int((size + 3) / 4)}
-	chunk := strings.Repeat(hugeFiller, 32<<10/len(hugeFiller))
 	// each writes the text in chunks with write; it reports false when it
 	// stopped early.
-	each := func(write func(string) bool) bool {
-		for left := size; left > 0; {
-			select {
-			case <-r.Context().Done():
-				return false
-			case <-h.closed:
-				return false
-			default:
-			}
-			c := chunk[:min(int64(len(chunk)), left)]
-			if !write(c) {
-				return false
-			}
-			left -= int64(len(c))
-		}
-		return true
-	}
+	each := func(write func(string) bool) bool { return h.writeFiller(r, size, write) }
 	stop := "max_tokens"
 	if req.Stream {
 		sw := newAnthropicSSE(w)

@@ -492,20 +492,8 @@ func (f geminiWire) writeHuge(h *Handler, w http.ResponseWriter, r *http.Request
 	if !write([]byte(head)) {
 		return
 	}
-	chunk := []byte(strings.Repeat(hugeFiller, 32<<10/len(hugeFiller)))
-	for left := size; left > 0; {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-h.closed:
-			return
-		default:
-		}
-		b := chunk[:min(int64(len(chunk)), left)]
-		if !write(b) {
-			return
-		}
-		left -= int64(len(b))
+	if !h.writeFiller(r, size, func(c string) bool { return write([]byte(c)) }) {
+		return
 	}
 	write([]byte(tail))
 }

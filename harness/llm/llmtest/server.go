@@ -734,23 +734,36 @@ func (h *Handler) writeHuge(w http.ResponseWriter, r *http.Request, req *Request
 	if !write([]byte(head)) {
 		return
 	}
-	chunk := []byte(strings.Repeat(hugeFiller, 32<<10/len(hugeFiller)))
-	for left := size; left > 0; {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-h.closed:
-			return
-		default:
-		}
-		b := chunk[:min(int64(len(chunk)), left)]
-		if !write(b) {
-			return
-		}
-		left -= int64(len(b))
+	if !h.writeFiller(r, size, func(c string) bool { return write([]byte(c)) }) {
+		return
 	}
 	write([]byte(fmt.Sprintf(`"},"finish_reason":"length"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`,
 		promptTokens(req.Messages), tokens, int64(promptTokens(req.Messages))+tokens)))
+}
+
+// hugeChunk is the filler text of a huge answer, written 32 KiB at a time.
+var hugeChunk = strings.Repeat(hugeFiller, 32<<10/len(hugeFiller))
+
+// writeFiller writes size bytes of filler text with write, a chunk at a
+// time, until it is done, the client hangs up or the handler is closed;
+// it reports false when it stopped early. Every wire's huge answer is
+// made of it.
+func (h *Handler) writeFiller(r *http.Request, size int64, write func(chunk string) bool) bool {
+	for left := size; left > 0; {
+		select {
+		case <-r.Context().Done():
+			return false
+		case <-h.closed:
+			return false
+		default:
+		}
+		c := hugeChunk[:min(int64(len(hugeChunk)), left)]
+		if !write(c) {
+			return false
+		}
+		left -= int64(len(c))
+	}
+	return true
 }
 
 // withNUL puts a NUL byte after the first word of s (at its end when it
