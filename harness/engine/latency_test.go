@@ -16,7 +16,8 @@ import (
 // gives each result its time to first token (at least 30 ms) and output
 // speed, and each cell the nearest-rank percentiles of its answered
 // results' durations and the median of their times to first token, in
-// the stored matrix and the events of settled cells alike; a run not
+// the stored matrix and the events of settled cells alike, and the run's
+// in its record and its final info; a run not
 // streamed has no time to first token anywhere. On PostgreSQL the runs
 // are queued jobs, so the same figures come from the workers' path.
 func TestLatencyFigures(t *testing.T) {
@@ -94,6 +95,13 @@ func TestLatencyFigures(t *testing.T) {
 			stored.LatencyP50MS == nil || stream != (stored.TTFTP50MS != nil) {
 			t.Errorf("stream %v: run latency %v/%v/%v; want %v/%v/%v", stream, stored.LatencyP50MS, stored.LatencyP95MS, stored.TTFTP50MS,
 				want.P50MS, want.P95MS, want.TTFTP50MS)
+		}
+		// The run's final info (its last event, what Run returns) says
+		// the same: a report made of it needs no pass over the results.
+		if !eqPtr(info.LatencyP50MS, stored.LatencyP50MS) || !eqPtr(info.LatencyP95MS, stored.LatencyP95MS) ||
+			!eqPtr(info.TTFTP50MS, stored.TTFTP50MS) {
+			t.Errorf("stream %v: the final info's latency %v/%v/%v; stored %v/%v/%v", stream, info.LatencyP50MS, info.LatencyP95MS,
+				info.TTFTP50MS, stored.LatencyP50MS, stored.LatencyP95MS, stored.TTFTP50MS)
 		}
 		// The live matrix of the ended run is the stored one.
 		live, err := f.eng.Matrix(ctx)

@@ -716,6 +716,10 @@ func (r *run) end() runs.Info {
 	}
 	if err := r.e.opts.Runs.FinishRun(ctx, info); err != nil {
 		r.e.log.Error("finish run", slog.String("run", info.RunID), slog.Any("error", err))
+	} else if stored, err := r.e.opts.Runs.Run(ctx, info.RunID); err == nil {
+		// The latency FinishRun measured over the stored results: the
+		// final event carries the run as History shows it.
+		info.LatencyP50MS, info.LatencyP95MS, info.TTFTP50MS = stored.LatencyP50MS, stored.LatencyP95MS, stored.TTFTP50MS
 	}
 	return info
 }
