@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -329,13 +328,7 @@ func TestChatModelDown(t *testing.T) {
 	})
 
 	t.Run("the endpoint is unreachable", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		closed := "http://" + ln.Addr().String() + "/v1"
-		ln.Close()
-		e := newAgentEnv(t, agentConfig{modelURL: closed})
+		e := newAgentEnv(t, agentConfig{modelURL: unreachableURL(t)})
 		e.createAgent("bot", "")
 		var out chatBody
 		r := e.post("/api/agents/bot/chat", map[string]any{"message": "anyone?", "user_id": "alice"})

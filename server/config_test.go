@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/internal/deadport"
 )
 
 // fakeKey is an API key no response may contain.
@@ -63,17 +63,9 @@ func newLLM(t *testing.T, baseURL, model string) *llm.Client {
 	return c
 }
 
-// unreachableURL returns a loopback URL nothing listens on.
-func unreachableURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
-}
+// unreachableURL returns a loopback URL that refuses connections for the
+// whole test (see deadport).
+func unreachableURL(t *testing.T) string { return "http://" + deadport.Addr(t) + "/v1" }
 
 func TestConfig(t *testing.T) {
 	t.Parallel()

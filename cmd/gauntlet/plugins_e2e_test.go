@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/internal/deadport"
 	"github.com/gauntlet-eval/gauntlet/internal/testbin"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
@@ -92,16 +92,7 @@ func TestEvaluatorPluginScoresRun(t *testing.T) {
 }
 
 // closedURL is the URL of a loopback port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
+func closedURL(t *testing.T) string { return "http://" + deadport.Addr(t) }
 
 // pluginsJSON runs "gauntlet plugins --json" with args and decodes what it
 // prints; stderr is returned beside it.

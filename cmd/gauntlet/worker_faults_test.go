@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,20 +13,13 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness/engine/riverexec"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/internal/deadport"
 	"github.com/gauntlet-eval/gauntlet/internal/pgtest"
 )
 
-// deadEndpoint returns the URL of a model endpoint nothing listens on.
-func deadEndpoint(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr + "/v1"
-}
+// deadEndpoint returns the URL of a model endpoint that refuses
+// connections for the whole test.
+func deadEndpoint(t testing.TB) string { return "http://" + deadport.Addr(t) + "/v1" }
 
 // TestStalledRunEnds: a run whose jobs River gives up after their last
 // attempt does not wait for them forever: the server finds every job final

@@ -3,12 +3,12 @@ package llm
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/internal/deadport"
 )
 
 // TestChatReportsAttempts checks that each attempt of a request, retries
@@ -75,16 +75,11 @@ func TestChatReportsAttempts(t *testing.T) {
 		})
 	}
 	t.Run("unreachable", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := "http://" + ln.Addr().String() + "/v1"
-		ln.Close()
+		url := "http://" + deadport.Addr(t) + "/v1"
 		var got []harness.Attempt
 		req := ask("hi")
 		req.OnAttempt = func(a harness.Attempt) { got = append(got, a) }
-		_, err = newClient(t, url, Options{MaxRetries: 1}).Chat(context.Background(), req)
+		_, err := newClient(t, url, Options{MaxRetries: 1}).Chat(context.Background(), req)
 		if err == nil || len(got) != 2 || got[0].Status != harness.AttemptUnreachable || got[1].Status != harness.AttemptUnreachable {
 			t.Fatalf("err %v, attempts %+v", err, got)
 		}

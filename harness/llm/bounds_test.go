@@ -18,6 +18,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/internal/deadport"
 )
 
 // asError fails the test unless err is an *Error.
@@ -247,15 +248,10 @@ func TestRetriedStatuses(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	t.Run("connection refused", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := "http://" + ln.Addr().String() + "/v1"
-		ln.Close()
+		url := "http://" + deadport.Addr(t) + "/v1"
 		c := newClient(t, url, Options{MaxRetries: 1})
 		start := time.Now()
-		_, err = c.Chat(context.Background(), ask("hi"))
+		_, err := c.Chat(context.Background(), ask("hi"))
 		e := asError(t, err)
 		var op *net.OpError
 		if !errors.Is(err, harness.ErrUnreachable) || !errors.As(err, &op) || !e.Retryable() || e.Attempts != 2 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/llm/llmtest"
+	"github.com/gauntlet-eval/gauntlet/internal/deadport"
 )
 
 const secretKey = "sk-test-TOPSECRET-0123456789"
@@ -452,14 +452,9 @@ func TestChatRetries(t *testing.T) {
 }
 
 func TestChatConnectionErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String() + "/v1"
-	ln.Close()
+	url := "http://" + deadport.Addr(t) + "/v1"
 	c := newClient(t, url, Options{APIKey: secretKey, MaxRetries: 1})
-	_, err = c.Chat(context.Background(), ask("hi"))
+	_, err := c.Chat(context.Background(), ask("hi"))
 	var e *Error
 	if !errors.As(err, &e) || e.Attempts != 2 || !strings.Contains(err.Error(), "connection failed") || !e.Retryable() {
 		t.Fatalf("err %v", err)
