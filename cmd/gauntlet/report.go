@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"cmp"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
@@ -38,8 +41,14 @@ type report struct {
 	// need (test id, repeat, domain, level, name, score, status, duration):
 	// cheaper to read for the passes that need no more.
 	samples resultSource
-	verdict verdict
+	// failures gives the run's first failed and errored results.
+	failures problemSource
+	verdict  verdict
 }
+
+// problemSource returns a run's first n failed and errored results, in
+// the order problems lists them, and how many there are in all.
+type problemSource func(n int) ([]runs.Result, int, error)
 
 // resultSource calls fn with each result of a run, by domain, level and
 // then the order they finished in (as runs.Store.Results orders them),
@@ -85,24 +94,28 @@ func repeated(info runs.Info) bool {
 // newReport is the report of a run whose results are in memory.
 func newReport(info runs.Info, m runs.Matrix, results []runs.Result, minScore float64) *report {
 	src := sliceSource(results)
-	rep, _ := newSourceReport(info, m, src, src, minScore) // a slice never fails
+	rep, _ := newSourceReport(info, m, src, src, nil, minScore) // a slice never fails
 	return rep
 }
 
 // newSourceReport is the report of a run whose results src reads, and
-// samples with only what counts and aggregates need.
-func newSourceReport(info runs.Info, m runs.Matrix, src, samples resultSource, minScore float64) (*report, error) {
-	v, err := gate(info, src, minScore)
+// samples with only what counts and aggregates need; failures, when not
+// nil, reads its first failures more cheaply than a pass over src.
+func newSourceReport(info runs.Info, m runs.Matrix, src, samples resultSource, failures problemSource, minScore float64) (*report, error) {
+	if failures == nil {
+		failures = func(n int) ([]runs.Result, int, error) { return problems(info, src, n) }
+	}
+	v, err := gate(info, failures, minScore)
 	if err != nil {
 		return nil, err
 	}
-	return &report{info: info, matrix: m, results: src, samples: samples, verdict: v}, nil
+	return &report{info: info, matrix: m, results: src, samples: samples, failures: failures, verdict: v}, nil
 }
 
 // gate decides the gate: the run must be complete (completed, every
 // test finished), have no test in error, and score at least minScore
 // over its scored tests.
-func gate(info runs.Info, results resultSource, minScore float64) (verdict, error) {
+func gate(info runs.Info, failures problemSource, minScore float64) (verdict, error) {
 	v := verdict{MinScore: minScore, Reasons: []string{}}
 	if why := incomplete(info); why != "" {
 		v.Reasons = append(v.Reasons, "the run is not complete: "+why)
@@ -111,7 +124,7 @@ func gate(info runs.Info, results resultSource, minScore float64) (verdict, erro
 	case info.Errors == 0:
 	case info.Errors == info.DoneTests:
 		first := ""
-		p, _, err := problems(info, results, 1)
+		p, _, err := failures(1)
 		if err != nil {
 			return v, err
 		}
@@ -376,7 +389,7 @@ func (r *report) writeText(w io.Writer) error {
 		}
 	}
 
-	p, total, err := problems(info, r.results, maxListed)
+	p, total, err := r.failures(maxListed)
 	if err != nil {
 		return err
 	}
@@ -1091,4 +1104,51 @@ func xmlChar(r rune, n int) bool {
 	default:
 		return r >= 0x10000 && r <= 0x10FFFF
 	}
+}
+
+// storedProblems is problems for a stored run, read through the index of
+// each cell's results by status rather than by a pass over all of them:
+// the cells in the order problems lists them, each asked for the
+// failures still wanted, and the total the run counted.
+func storedProblems(rs *runs.Store, info runs.Info, m runs.Matrix, n int) ([]runs.Result, int, error) {
+	total := info.Failed + info.Errors
+	if total == 0 {
+		return nil, 0, nil
+	}
+	type cell struct {
+		rank   int
+		domain string
+		level  int
+	}
+	var cells []cell
+	for d, levels := range m {
+		rank := slices.Index(info.Domains, d)
+		if rank < 0 {
+			rank = len(info.Domains)
+		}
+		for l := range levels {
+			level, err := strconv.Atoi(l)
+			if err != nil {
+				return nil, 0, fmt.Errorf("the matrix's level %q of %s: %w", l, d, err)
+			}
+			cells = append(cells, cell{rank, d, level})
+		}
+	}
+	slices.SortFunc(cells, func(a, b cell) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.domain, b.domain), cmp.Compare(a.level, b.level))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var first []runs.Result
+	for _, c := range cells {
+		if len(first) >= n {
+			break
+		}
+		got, err := rs.CellProblems(ctx, info.RunID, c.domain, c.level, n-len(first))
+		if err != nil {
+			return nil, 0, err
+		}
+		first = append(first, got...)
+	}
+	return first, total, nil
 }

@@ -43,7 +43,7 @@ func TestGate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := gate(tc.info, sliceSource(nil), tc.minScore)
+			v, err := gate(tc.info, func(n int) ([]runs.Result, int, error) { return problems(tc.info, sliceSource(nil), n) }, tc.minScore)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +248,7 @@ func TestTextReadsNoResultsItNeedsNot(t *testing.T) {
 		t.Error("the report read the run's results")
 		return nil
 	}
-	r, err := newSourceReport(info, runs.Matrix{}, untouched, untouched, 0)
+	r, err := newSourceReport(info, runs.Matrix{}, untouched, untouched, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,5 +124,6 @@ func loadReport(rs *runs.Store, info runs.Info, minScore float64) (*report, erro
 	samples := func(fn func(runs.Result) error) error {
 		return rs.EachSampleByCell(context.Background(), info.RunID, fn)
 	}
-	return newSourceReport(info, matrix, src, samples, minScore)
+	failures := func(n int) ([]runs.Result, int, error) { return storedProblems(rs, info, matrix, n) }
+	return newSourceReport(info, matrix, src, samples, failures, minScore)
 }

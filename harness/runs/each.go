@@ -3,6 +3,8 @@ package runs
 import (
 	"context"
 	"fmt"
+
+	"github.com/uptrace/bun"
 )
 
 // EachResultByCell calls fn with every result of a run in the order
@@ -85,6 +87,28 @@ func (s *Store) ResultCells(ctx context.Context, runID string) ([]CellKey, error
 	out := make([]CellKey, len(rows))
 	for i, r := range rows {
 		out[i] = CellKey{Domain: r.Domain, Level: r.Level, Tests: r.N}
+	}
+	return out, nil
+}
+
+// CellProblems returns the first limit results of one cell of a run
+// (by id: the order they were stored) that failed or ended in error,
+// whole. A report that lists a run's first failures reads them through
+// the index of a cell's results by status, not by reading every result.
+func (s *Store) CellProblems(ctx context.Context, runID, domain string, level, limit int) ([]Result, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var rows []resultRow
+	if err := s.db.NewSelect().Model(&rows).
+		Where("run_id = ? AND domain = ? AND level = ?", runID, domain, level).
+		Where("status IN (?)", bun.List([]string{TestFailed, TestError})).
+		Order("id").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("read the failures of %s/%d of %q: %w", domain, level, runID, err)
+	}
+	out := make([]Result, len(rows))
+	for i := range rows {
+		out[i] = rows[i].result()
 	}
 	return out, nil
 }

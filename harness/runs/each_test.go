@@ -78,3 +78,57 @@ func TestEachResultByCell(t *testing.T) {
 		t.Errorf("unknown run = %v", err)
 	}
 }
+
+// TestCellProblems: a cell's failed and errored results, whole, in the
+// order they were stored, the first limit of them; none of another cell
+// or run, none passed.
+func TestCellProblems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	for _, id := range []string{"r", "other"} {
+		if err := s.CreateRun(ctx, newInfo(id), []runs.CellKey{{Domain: "math", Level: 1, Tests: 30}, {Domain: "math", Level: 2, Tests: 30}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	statuses := []string{runs.TestPassed, runs.TestFailed, runs.TestError}
+	var batch []runs.Result
+	var want []runs.Result
+	for i := range 30 {
+		for _, run := range []string{"r", "other"} {
+			for _, level := range []int{1, 2} {
+				r := result(run, "math", level, fmt.Sprintf("%s-%d-%02d", run, level, 29-i), 0, statuses[i%3])
+				batch = append(batch, r)
+				if run == "r" && level == 2 && r.Status != runs.TestPassed {
+					want = append(want, r)
+				}
+			}
+		}
+	}
+	if err := s.SaveResults(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.CellProblems(ctx, "r", "math", 2, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(want) {
+		t.Fatalf("%d problems, want %d", len(all), len(want))
+	}
+	for i := range want {
+		if all[i].TestID != want[i].TestID || all[i].Status != want[i].Status || all[i].Response != want[i].Response ||
+			all[i].Details["extracted_answer"] != "42" {
+			t.Errorf("problem %d: %+v, want %+v", i, all[i], want[i])
+		}
+	}
+	some, err := s.CellProblems(ctx, "r", "math", 2, 3)
+	if err != nil || len(some) != 3 || some[2].TestID != want[2].TestID {
+		t.Errorf("the first 3: %+v, %v", some, err)
+	}
+	if none, err := s.CellProblems(ctx, "r", "math", 3, 5); err != nil || len(none) != 0 {
+		t.Errorf("a cell with no results: %+v, %v", none, err)
+	}
+	if none, err := s.CellProblems(ctx, "r", "math", 2, 0); err != nil || len(none) != 0 {
+		t.Errorf("a limit of 0: %+v, %v", none, err)
+	}
+}
