@@ -149,9 +149,14 @@ func encodeLevel(l harness.LevelConfig, tests []harness.Test) ([]byte, error) {
 }
 
 func decodeLevel(data []byte, domainID string, level int) (harness.LevelConfig, []harness.Test, error) {
-	var doc levelDoc
-	if err := unmarshal(data, &doc); err != nil {
-		return harness.LevelConfig{}, nil, err
+	doc, ok := levelDoc{}, false
+	if len(data) >= chunkMin {
+		doc, ok = decodeTestsChunked(data)
+	}
+	if !ok {
+		if err := unmarshal(data, &doc); err != nil {
+			return harness.LevelConfig{}, nil, err
+		}
 	}
 	l := harness.LevelConfig{
 		DomainID:         domainID,
