@@ -20,28 +20,19 @@ import (
 )
 
 func init() {
-	testKinds = append(testKinds, testKind{kind: KindAnthropic, base: anthropicBase})
+	testKinds = append(testKinds, testKind{kind: KindAnthropic, base: nativeBase})
 }
 
-// anthropicBase is the anthropic kind's base URL on the fake endpoint:
-// the SDK adds /v1/messages to it.
-func anthropicBase(srvURL string) string { return strings.TrimSuffix(srvURL, "/v1") }
+// nativeBase is the base URL of a native kind (anthropic, gemini) on the
+// fake endpoint: its URL without the /v1 of the OpenAI routes (the SDKs
+// add their own paths).
+func nativeBase(srvURL string) string { return strings.TrimSuffix(srvURL, "/v1") }
 
-// newAnthropicClient returns an anthropic client of the fake endpoint srv.
-func newAnthropicClient(t *testing.T, srv *llmtest.Server, opts Options) *Client {
+// kindClient returns a client of the given kind of the fake endpoint srv.
+func kindClient(t *testing.T, kind string, srv *llmtest.Server, opts Options) *Client {
 	t.Helper()
-	opts.Kind = KindAnthropic
-	return newClient(t, anthropicBase(srv.URL), opts)
-}
-
-// anthropicBody decodes the raw JSON body of a request the fake received.
-func anthropicBody(t *testing.T, req *llmtest.Request) map[string]any {
-	t.Helper()
-	var body map[string]any
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		t.Fatal(err)
-	}
-	return body
+	opts.Kind = kind
+	return newClient(t, nativeBase(srv.URL), opts)
 }
 
 // anthropicJSON re-encodes v, for comparing wire shapes.
@@ -54,7 +45,7 @@ func TestAnthropicRequest(t *testing.T) {
 	var rec recorder
 	srv := llmtest.NewServer(llmtest.Options{APIKey: secretKey, Respond: rec.respond})
 	defer srv.Close()
-	c := newAnthropicClient(t, srv, Options{APIKey: secretKey, Model: "claude-test"})
+	c := kindClient(t, KindAnthropic, srv, Options{APIKey: secretKey, Model: "claude-test"})
 	temp, topP, seed := 0.5, 0.9, int64(7)
 	resp, err := c.Chat(context.Background(), &harness.ChatRequest{
 		Messages: []harness.Message{
@@ -81,7 +72,7 @@ func TestAnthropicRequest(t *testing.T) {
 	if h.Get("X-Api-Key") != secretKey || h.Get("Anthropic-Version") != "2023-06-01" || h.Get("Authorization") != "" {
 		t.Fatalf("headers %v", h)
 	}
-	body := anthropicBody(t, sent)
+	body := wireBody(t, sent)
 	if body["model"] != "claude-test" || body["max_tokens"] != float64(DefaultAnthropicMaxTokens) ||
 		body["temperature"] != 0.5 || body["top_p"] != 0.9 || body["seed"] != nil || body["stream"] != nil || body["thinking"] != nil {
 		t.Fatalf("body %s", sent.Body)
@@ -121,7 +112,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 		return nil
 	}})
 	defer srv.Close()
-	c := newAnthropicClient(t, srv, Options{})
+	c := kindClient(t, KindAnthropic, srv, Options{})
 	weather := harness.FunctionDef{
 		Name:        "get_weather",
 		Description: "Current weather for a city",
@@ -151,7 +142,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if len(sent.Tools) != 2 || !reflect.DeepEqual(sent.Tools[0], weather) || sent.Tools[1].Name != "no_params" {
 		t.Fatalf("tools sent %+v", sent.Tools)
 	}
-	if got := anthropicJSON(anthropicBody(t, sent)["tools"].([]any)[1]); got != `{"input_schema":{"properties":{},"type":"object"},"name":"no_params"}` {
+	if got := anthropicJSON(wireBody(t, sent)["tools"].([]any)[1]); got != `{"input_schema":{"properties":{},"type":"object"},"name":"no_params"}` {
 		t.Fatalf("a tool without parameters on the wire: %s", got)
 	}
 
@@ -170,7 +161,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 		sent.Messages[1].ToolCalls[0] != call || sent.Messages[2].Role != "tool" || sent.Messages[2].ToolCallID != call.ID {
 		t.Fatalf("messages sent %+v", sent.Messages)
 	}
-	msgs := anthropicBody(t, sent)["messages"].([]any)
+	msgs := wireBody(t, sent)["messages"].([]any)
 	if got, want := anthropicJSON(msgs[1]), fmt.Sprintf(`{"content":[{"id":%q,"input":{"city":"Lisbon"},"name":"get_weather","type":"tool_use"}],"role":"assistant"}`, call.ID); got != want {
 		t.Fatalf("assistant message on the wire %s, want %s", got, want)
 	}
@@ -195,7 +186,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if err != nil || resp.Message.Content != "The result of get_weather is sunny. The result of get_weather is rain." {
 		t.Fatalf("after two results: %v %+v", err, resp)
 	}
-	msgs = anthropicBody(t, rec.last(t))["messages"].([]any)
+	msgs = wireBody(t, rec.last(t))["messages"].([]any)
 	if len(msgs) != 3 {
 		t.Fatalf("messages on the wire %s", anthropicJSON(msgs))
 	}
@@ -212,7 +203,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if _, err := c.Chat(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	if got := anthropicJSON(anthropicBody(t, rec.last(t))["messages"].([]any)[1]); !strings.Contains(got, `"input":{}`) {
+	if got := anthropicJSON(wireBody(t, rec.last(t))["messages"].([]any)[1]); !strings.Contains(got, `"input":{}`) {
 		t.Fatalf("call without arguments on the wire: %s", got)
 	}
 	req.Messages[1].ToolCalls[0].Arguments = `[1, 2]`
@@ -225,7 +216,7 @@ func TestAnthropicThinking(t *testing.T) {
 	var rec recorder
 	srv := llmtest.NewServer(llmtest.Options{Respond: rec.respond})
 	defer srv.Close()
-	c := newAnthropicClient(t, srv, Options{MaxRetries: 3})
+	c := kindClient(t, KindAnthropic, srv, Options{MaxRetries: 3})
 	tools := []harness.FunctionDef{{Name: "get_weather", Description: "Current weather for a city",
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}}}
 	req := &harness.ChatRequest{
@@ -239,7 +230,7 @@ func TestAnthropicThinking(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := rec.last(t)
-	body := anthropicBody(t, sent)
+	body := wireBody(t, sent)
 	if anthropicJSON(body["thinking"]) != `{"budget_tokens":2000,"type":"enabled"}` || body["max_tokens"] != float64(2500) ||
 		sent.Reasoning == nil || sent.Reasoning.BudgetTokens != 2000 {
 		t.Fatalf("thinking asked as %s, max_tokens %v", anthropicJSON(body["thinking"]), body["max_tokens"])
@@ -273,7 +264,7 @@ func TestAnthropicThinking(t *testing.T) {
 	if got := sent.Messages[1].Parts; len(got) != 1 || got[0] != resp.Message.Parts[0] {
 		t.Fatalf("parts sent back %+v", got)
 	}
-	blocks := anthropicBody(t, sent)["messages"].([]any)[1].(map[string]any)["content"].([]any)
+	blocks := wireBody(t, sent)["messages"].([]any)[1].(map[string]any)["content"].([]any)
 	if len(blocks) != 2 || blocks[0].(map[string]any)["type"] != "thinking" || blocks[1].(map[string]any)["type"] != "tool_use" ||
 		blocks[0].(map[string]any)["signature"] != resp.Message.Parts[0].Signature {
 		t.Fatalf("assistant blocks on the wire %s", anthropicJSON(blocks))
@@ -303,7 +294,7 @@ func TestAnthropicThinking(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent = rec.last(t)
-	body = anthropicBody(t, sent)
+	body = wireBody(t, sent)
 	if anthropicJSON(body["thinking"]) != `{"budget_tokens":1024,"type":"enabled"}` || body["max_tokens"] != float64(DefaultAnthropicMaxTokens+1024) {
 		t.Fatalf("low effort asked as %s, max_tokens %v", anthropicJSON(body["thinking"]), body["max_tokens"])
 	}
@@ -351,7 +342,7 @@ func TestAnthropicUsage(t *testing.T) {
 		return &llmtest.Reply{Content: "cached", Usage: &u}
 	}})
 	defer srv.Close()
-	c := newAnthropicClient(t, srv, Options{})
+	c := kindClient(t, KindAnthropic, srv, Options{})
 	for _, stream := range []bool{false, true} {
 		resp, err := c.Chat(context.Background(), &harness.ChatRequest{Messages: []harness.Message{userMsg("hi")}, Stream: stream})
 		if err != nil {
@@ -367,7 +358,7 @@ func TestAnthropicStream(t *testing.T) {
 	var rec recorder
 	srv := llmtest.NewServer(llmtest.Options{Respond: rec.respond, Latency: time.Millisecond})
 	defer srv.Close()
-	c := newAnthropicClient(t, srv, Options{})
+	c := kindClient(t, KindAnthropic, srv, Options{})
 	tools := []harness.FunctionDef{{Name: "get_weather", Description: "Current weather for a city",
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}}}
 	for _, tc := range []struct {
@@ -394,7 +385,7 @@ func TestAnthropicStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !rec.last(t).Stream || anthropicBody(t, rec.last(t))["stream"] != true {
+			if !rec.last(t).Stream || wireBody(t, rec.last(t))["stream"] != true {
 				t.Fatalf("not asked as a stream: %s", rec.last(t).Body)
 			}
 			if got.TTFT <= 0 {
@@ -507,7 +498,7 @@ func TestAnthropicStreamMalformed(t *testing.T) {
 	// The fake's cut stream, then a whole one: retried, and answered.
 	srv := llmtest.NewServer(llmtest.Options{Garbage: llmtest.Schedule{First: 1}})
 	defer srv.Close()
-	c = newAnthropicClient(t, srv, Options{})
+	c = kindClient(t, KindAnthropic, srv, Options{})
 	_, err := c.Chat(context.Background(), single)
 	if !errors.Is(err, ErrMalformedResponse) {
 		t.Fatalf("cut stream: %v", err)
@@ -518,7 +509,7 @@ func TestAnthropicStreamMalformed(t *testing.T) {
 	// And its cut body, not streamed.
 	srv = llmtest.NewServer(llmtest.Options{Garbage: llmtest.Schedule{First: 1}})
 	defer srv.Close()
-	c = newAnthropicClient(t, srv, Options{MaxRetries: -1})
+	c = kindClient(t, KindAnthropic, srv, Options{MaxRetries: -1})
 	if _, err := c.Chat(context.Background(), ask("hi")); !errors.Is(err, ErrMalformedResponse) {
 		t.Fatalf("cut body: %v", err)
 	}
@@ -555,7 +546,7 @@ func TestAnthropicOverloaded(t *testing.T) {
 				var mu sync.Mutex
 				var delays []time.Duration
 				var errs []*Error
-				c := newAnthropicClient(t, srv, Options{MaxRetries: 2, OnRetry: func(n int, d time.Duration, err error) {
+				c := kindClient(t, KindAnthropic, srv, Options{MaxRetries: 2, OnRetry: func(n int, d time.Duration, err error) {
 					mu.Lock()
 					defer mu.Unlock()
 					delays = append(delays, d)
@@ -594,7 +585,7 @@ func TestAnthropicOverloaded(t *testing.T) {
 func TestAnthropicBadRequestNotRetried(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Options{APIKey: secretKey})
 	defer srv.Close()
-	c := newAnthropicClient(t, srv, Options{APIKey: secretKey, MaxRetries: 3})
+	c := kindClient(t, KindAnthropic, srv, Options{APIKey: secretKey, MaxRetries: 3})
 	// A tool call whose result never came: the API refuses it.
 	_, err := c.Chat(context.Background(), &harness.ChatRequest{Messages: []harness.Message{
 		userMsg("Call it."),
@@ -609,7 +600,7 @@ func TestAnthropicBadRequestNotRetried(t *testing.T) {
 		t.Fatalf("a 400 was retried: %+v", st)
 	}
 	// A wrong key: 401, its message, never the key.
-	c = newAnthropicClient(t, srv, Options{APIKey: "sk-wrong-key-0123456789", MaxRetries: 3})
+	c = kindClient(t, KindAnthropic, srv, Options{APIKey: "sk-wrong-key-0123456789", MaxRetries: 3})
 	_, err = c.Chat(context.Background(), ask("hi"))
 	e = asError(t, err)
 	if e.StatusCode != 401 || e.Attempts != 1 || strings.Contains(err.Error(), "sk-wrong-key") || !strings.Contains(e.Message, "API key") {
@@ -621,7 +612,7 @@ func TestAnthropicResponseTooLarge(t *testing.T) {
 	const limit = 1 << 20
 	srv := llmtest.NewServer(llmtest.Options{Huge: llmtest.Schedule{Every: 1}, HugeBytes: 64 << 20})
 	defer srv.Close()
-	c := newAnthropicClient(t, srv, Options{MaxResponseBytes: limit})
+	c := kindClient(t, KindAnthropic, srv, Options{MaxResponseBytes: limit})
 	for _, stream := range []bool{false, true} {
 		_, err := c.Chat(context.Background(), &harness.ChatRequest{Messages: []harness.Message{userMsg("hi")}, Stream: stream})
 		e := asError(t, err)
@@ -632,7 +623,7 @@ func TestAnthropicResponseTooLarge(t *testing.T) {
 	// Under the limit, the same huge answer is read whole.
 	small := llmtest.NewServer(llmtest.Options{Huge: llmtest.Schedule{Every: 1}, HugeBytes: 256 << 10})
 	defer small.Close()
-	c = newAnthropicClient(t, small, Options{MaxResponseBytes: limit})
+	c = kindClient(t, KindAnthropic, small, Options{MaxResponseBytes: limit})
 	for _, stream := range []bool{false, true} {
 		resp, err := c.Chat(context.Background(), &harness.ChatRequest{Messages: []harness.Message{userMsg("hi")}, Stream: stream})
 		if err != nil || len(resp.Message.Content) != 256<<10 || resp.FinishReason != "length" {
@@ -656,7 +647,7 @@ func TestAnthropicEnvironmentDoesNotOverride(t *testing.T) {
 	t.Setenv("ANTHROPIC_PROFILE", "no-such-profile")
 	t.Setenv("ANTHROPIC_CONFIG_DIR", t.TempDir())
 
-	c := newAnthropicClient(t, srv, Options{APIKey: secretKey})
+	c := kindClient(t, KindAnthropic, srv, Options{APIKey: secretKey})
 	if _, err := c.Chat(context.Background(), ask("hi")); err != nil {
 		t.Fatal(err)
 	}
@@ -671,7 +662,7 @@ func TestAnthropicEnvironmentDoesNotOverride(t *testing.T) {
 	// No key configured: none is sent, not even the environment's.
 	open := llmtest.NewServer(llmtest.Options{Respond: rec.respond})
 	defer open.Close()
-	c = newAnthropicClient(t, open, Options{})
+	c = kindClient(t, KindAnthropic, open, Options{})
 	if _, err := c.Chat(context.Background(), ask("hi")); err != nil {
 		t.Fatal(err)
 	}
@@ -687,7 +678,7 @@ func TestAnthropicModels(t *testing.T) {
 	}
 	srv := llmtest.NewServer(llmtest.Options{Model: "claude-default", Models: more, APIKey: secretKey})
 	defer srv.Close()
-	c := newAnthropicClient(t, srv, Options{APIKey: secretKey})
+	c := kindClient(t, KindAnthropic, srv, Options{APIKey: secretKey})
 	names, err := c.Models(context.Background())
 	if err != nil || !slices.Equal(names, append([]string{"claude-default"}, more...)) {
 		t.Fatalf("models %d %v", len(names), err)
@@ -698,7 +689,7 @@ func TestAnthropicModels(t *testing.T) {
 		t.Fatalf("openai models %d %v", len(names), err)
 	}
 	// A wrong key: 401 from the list too.
-	c = newAnthropicClient(t, srv, Options{APIKey: "sk-wrong-0123456789"})
+	c = kindClient(t, KindAnthropic, srv, Options{APIKey: "sk-wrong-0123456789"})
 	if _, err := c.Models(context.Background()); asError(t, err).StatusCode != 401 || strings.Contains(err.Error(), "sk-wrong") {
 		t.Fatalf("err %v", err)
 	}
@@ -712,7 +703,7 @@ func BenchmarkAnthropicChat(b *testing.B) {
 		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) {
 			srv := llmtest.NewServer(llmtest.Options{})
 			defer srv.Close()
-			c, err := New(Options{Kind: KindAnthropic, BaseURL: anthropicBase(srv.URL), Model: "m"})
+			c, err := New(Options{Kind: KindAnthropic, BaseURL: nativeBase(srv.URL), Model: "m"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -19,18 +19,7 @@ import (
 )
 
 func init() {
-	testKinds = append(testKinds, testKind{kind: KindGemini, base: geminiBase})
-}
-
-// geminiBase is the Gemini base URL of a fake endpoint: its URL without
-// the /v1 of the OpenAI routes.
-func geminiBase(srvURL string) string { return strings.TrimSuffix(srvURL, "/v1") }
-
-// newGeminiClient returns a gemini client of srv with fast retries.
-func newGeminiClient(t *testing.T, srv *llmtest.Server, opts Options) *Client {
-	t.Helper()
-	opts.Kind = KindGemini
-	return newClient(t, geminiBase(srv.URL), opts)
+	testKinds = append(testKinds, testKind{kind: KindGemini, base: nativeBase})
 }
 
 // wireBody is the raw JSON of a request the fake received.
@@ -66,7 +55,7 @@ func TestGeminiChatRequest(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Options{APIKey: secretKey, Respond: rec.respond,
 		Answers: map[string]string{"capital of France": "It is Paris."}})
 	defer srv.Close()
-	c := newGeminiClient(t, srv, Options{APIKey: secretKey, Model: "gemini-2.5-flash"})
+	c := kindClient(t, KindGemini, srv, Options{APIKey: secretKey, Model: "gemini-2.5-flash"})
 	temp, topP, seed := 0.5, 0.9, int64(7)
 	resp, err := c.Chat(context.Background(), &harness.ChatRequest{
 		Messages:    []harness.Message{{Role: harness.RoleSystem, Content: "Answer briefly."}, userMsg("What is the capital of France?")},
@@ -99,7 +88,7 @@ func TestGeminiToolRoundTrip(t *testing.T) {
 	var rec recorder
 	srv := llmtest.NewServer(llmtest.Options{Respond: rec.respond})
 	defer srv.Close()
-	c := newGeminiClient(t, srv, Options{})
+	c := kindClient(t, KindGemini, srv, Options{})
 	weather := harness.FunctionDef{
 		Name:        "get_weather",
 		Description: "Current weather for a city",
@@ -178,7 +167,7 @@ func TestGeminiToolIDs(t *testing.T) {
 		return nil
 	}})
 	defer srv.Close()
-	c := newGeminiClient(t, srv, Options{})
+	c := kindClient(t, KindGemini, srv, Options{})
 	req := ask("Call both.")
 	resp, err := c.Chat(context.Background(), req)
 	if err != nil {
@@ -212,7 +201,7 @@ func TestGeminiThinking(t *testing.T) {
 	var rec recorder
 	srv := llmtest.NewServer(llmtest.Options{Respond: rec.respond})
 	defer srv.Close()
-	c := newGeminiClient(t, srv, Options{})
+	c := kindClient(t, KindGemini, srv, Options{})
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			req := &harness.ChatRequest{Messages: []harness.Message{userMsg("What's the weather in Lisbon?")},
@@ -270,7 +259,7 @@ func TestGeminiUsage(t *testing.T) {
 		return &llmtest.Reply{Content: "Cached.", Usage: &usage}
 	}})
 	defer srv.Close()
-	c := newGeminiClient(t, srv, Options{})
+	c := kindClient(t, KindGemini, srv, Options{})
 	for _, stream := range []bool{false, true} {
 		req := ask("hi")
 		req.Stream = stream
@@ -288,7 +277,7 @@ func TestGeminiStream(t *testing.T) {
 	var rec recorder
 	srv := llmtest.NewServer(llmtest.Options{Respond: rec.respond, Latency: time.Millisecond})
 	defer srv.Close()
-	c := newGeminiClient(t, srv, Options{})
+	c := kindClient(t, KindGemini, srv, Options{})
 	for name, req := range map[string]*harness.ChatRequest{
 		"text":     {Messages: []harness.Message{userMsg("Please repeat these few words back to me, all of them.")}},
 		"short":    ask("What is 2 + 2?"),
@@ -357,7 +346,7 @@ func TestGeminiMalformed(t *testing.T) {
 	// event; retried, the call succeeds.
 	for _, stream := range []bool{false, true} {
 		srv := llmtest.NewServer(llmtest.Options{Garbage: llmtest.Schedule{First: 1}})
-		c := newGeminiClient(t, srv, Options{MaxRetries: -1})
+		c := kindClient(t, KindGemini, srv, Options{MaxRetries: -1})
 		req := ask("What is 2 + 2?")
 		req.Stream = stream
 		if _, err := c.Chat(context.Background(), req); !errors.Is(err, ErrMalformedResponse) || strings.Contains(err.Error(), "\n") {
@@ -369,7 +358,7 @@ func TestGeminiMalformed(t *testing.T) {
 	defer srv.Close()
 	req := ask("What is 2 + 2?")
 	req.Stream = true
-	if resp, err := newGeminiClient(t, srv, Options{MaxRetries: 1}).Chat(context.Background(), req); err != nil || resp.Message.Content != "The answer is 4." {
+	if resp, err := kindClient(t, KindGemini, srv, Options{MaxRetries: 1}).Chat(context.Background(), req); err != nil || resp.Message.Content != "The answer is 4." {
 		t.Fatalf("after a cut stream: %v %+v", err, resp)
 	}
 }
@@ -379,7 +368,7 @@ func TestGeminiRateLimits(t *testing.T) {
 	defer srv.Close()
 	var delays []time.Duration
 	var statuses []int
-	c := newGeminiClient(t, srv, Options{OnRetry: func(_ int, d time.Duration, err error) {
+	c := kindClient(t, KindGemini, srv, Options{OnRetry: func(_ int, d time.Duration, err error) {
 		delays = append(delays, d)
 		statuses = append(statuses, err.(*Error).StatusCode)
 	}})
@@ -395,7 +384,7 @@ func TestGeminiRateLimits(t *testing.T) {
 	// asked for and Gemini's message, at once.
 	srv2 := llmtest.NewServer(llmtest.Options{RateLimits: llmtest.Schedule{First: 1}, RetryAfter: 2 * time.Second})
 	defer srv2.Close()
-	_, err = newGeminiClient(t, srv2, Options{MaxRetries: -1, RateLimitWait: 500 * time.Millisecond}).Chat(context.Background(), ask("hi"))
+	_, err = kindClient(t, KindGemini, srv2, Options{MaxRetries: -1, RateLimitWait: 500 * time.Millisecond}).Chat(context.Background(), ask("hi"))
 	e := asError(t, err)
 	if e.StatusCode != 429 || e.RetryAfter != 2*time.Second || !e.Retryable() || !strings.Contains(e.Message, "Rate limit reached") {
 		t.Fatalf("429: %q, retry after %v", err, e.RetryAfter)
@@ -413,7 +402,7 @@ func TestGeminiRateLimits(t *testing.T) {
 		return nil
 	}})
 	defer srv3.Close()
-	c = newGeminiClient(t, srv3, Options{MaxRetries: 3})
+	c = kindClient(t, KindGemini, srv3, Options{MaxRetries: 3})
 	if _, err := c.Chat(context.Background(), ask("What is 1 + 1?")); err != nil || c.Stats().Retries != 1 {
 		t.Fatalf("503: %v, stats %+v", err, c.Stats())
 	}
@@ -427,7 +416,7 @@ func TestGeminiRateLimits(t *testing.T) {
 func TestGeminiResponseTooLarge(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		srv := llmtest.NewServer(llmtest.Options{Huge: llmtest.Schedule{Every: 1}, HugeBytes: 8 << 20})
-		c := newGeminiClient(t, srv, Options{MaxResponseBytes: 1 << 20})
+		c := kindClient(t, KindGemini, srv, Options{MaxResponseBytes: 1 << 20})
 		req := ask("hi")
 		req.Stream = stream
 		_, err := c.Chat(context.Background(), req)
@@ -443,7 +432,7 @@ func TestGeminiResponseTooLarge(t *testing.T) {
 	// Within the limit, a huge answer is an answer.
 	srv := llmtest.NewServer(llmtest.Options{Huge: llmtest.Schedule{Every: 1}, HugeBytes: 1 << 20})
 	defer srv.Close()
-	resp, err := newGeminiClient(t, srv, Options{MaxResponseBytes: 4 << 20}).Chat(context.Background(), ask("hi"))
+	resp, err := kindClient(t, KindGemini, srv, Options{MaxResponseBytes: 4 << 20}).Chat(context.Background(), ask("hi"))
 	if err != nil || len(resp.Message.Content) != 1<<20 || resp.FinishReason != "length" {
 		t.Fatalf("%v", err)
 	}
@@ -462,7 +451,7 @@ func TestGeminiEnvironmentIgnored(t *testing.T) {
 	t.Setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:1")
 	t.Setenv("GOOGLE_VERTEX_BASE_URL", "http://127.0.0.1:1")
 
-	c := newGeminiClient(t, srv, Options{APIKey: secretKey})
+	c := kindClient(t, KindGemini, srv, Options{APIKey: secretKey})
 	if _, err := c.Chat(context.Background(), ask("hi")); err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +465,7 @@ func TestGeminiEnvironmentIgnored(t *testing.T) {
 	// No key configured: none is sent, not even the environment's.
 	open := llmtest.NewServer(llmtest.Options{Respond: rec.respond})
 	defer open.Close()
-	c = newGeminiClient(t, open, Options{})
+	c = kindClient(t, KindGemini, open, Options{})
 	if _, err := c.Chat(context.Background(), ask("hi")); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +473,7 @@ func TestGeminiEnvironmentIgnored(t *testing.T) {
 		t.Fatalf("headers %v", h)
 	}
 	// And a key refused is refused with Gemini's message, the key not in it.
-	_, err := newGeminiClient(t, srv, Options{APIKey: "wrong-key-1234"}).Chat(context.Background(), ask("hi"))
+	_, err := kindClient(t, KindGemini, srv, Options{APIKey: "wrong-key-1234"}).Chat(context.Background(), ask("hi"))
 	if e := asError(t, err); e.StatusCode != 401 || e.Retryable() || strings.Contains(err.Error(), "wrong-key-1234") {
 		t.Fatalf("401: %q", err)
 	}
@@ -493,7 +482,7 @@ func TestGeminiEnvironmentIgnored(t *testing.T) {
 func TestGeminiModels(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Options{Models: []string{"gemini-2.5-pro"}})
 	defer srv.Close()
-	names, err := newGeminiClient(t, srv, Options{}).Models(context.Background())
+	names, err := kindClient(t, KindGemini, srv, Options{}).Models(context.Background())
 	if err != nil || !reflect.DeepEqual(names, []string{llmtest.DefaultModel, "gemini-2.5-pro"}) {
 		t.Fatalf("models %v %v", names, err)
 	}
@@ -502,7 +491,7 @@ func TestGeminiModels(t *testing.T) {
 func TestGeminiInvalidRequest(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Options{})
 	defer srv.Close()
-	c := newGeminiClient(t, srv, Options{})
+	c := kindClient(t, KindGemini, srv, Options{})
 	big := int64(1) << 40
 	for name, req := range map[string]*harness.ChatRequest{
 		"no messages":     {},
@@ -562,7 +551,7 @@ func TestGeminiEmptyAnswer(t *testing.T) {
 	var rec recorder
 	srv := llmtest.NewServer(llmtest.Options{Respond: rec.respond})
 	defer srv.Close()
-	c := newGeminiClient(t, srv, Options{})
+	c := kindClient(t, KindGemini, srv, Options{})
 	sig := base64.StdEncoding.EncodeToString([]byte("sig"))
 	resp, err := c.Chat(context.Background(), &harness.ChatRequest{Messages: []harness.Message{
 		userMsg("first"), {Role: harness.RoleAssistant},
