@@ -159,7 +159,7 @@ func TestCacheAndRescore(t *testing.T) {
 	}
 	mustProblem(t, e.post("/api/run/"+empty+"/rescore", nil), http.StatusConflict) // running elsewhere
 	now := runs.Now()
-	if err := e.runs.FinishRun(context.Background(), runs.Info{RunID: empty, Status: runs.StatusStopped, CompletedAt: &now}); err != nil {
+	if _, err := e.runs.FinishRun(context.Background(), runs.Info{RunID: empty, Status: runs.StatusStopped, CompletedAt: &now}); err != nil {
 		t.Fatal(err)
 	}
 	mustProblem(t, e.post("/api/run/"+empty+"/rescore", nil), http.StatusUnprocessableEntity, "body.run_id")

@@ -195,14 +195,8 @@ func problems(info runs.Info, results resultSource, n int) ([]runs.Result, int, 
 	if info.Failed == 0 && info.Errors == 0 {
 		return nil, 0, nil // the run's exact counts say so: no pass over its results
 	}
-	rank := func(d string) int {
-		if i := slices.Index(info.Domains, d); i >= 0 {
-			return i
-		}
-		return len(info.Domains)
-	}
 	less := func(a, b *runs.Result) bool {
-		if c := rank(a.Domain) - rank(b.Domain); c != 0 {
+		if c := domainRank(info, a.Domain) - domainRank(info, b.Domain); c != 0 {
 			return c < 0
 		}
 		if c := strings.Compare(a.Domain, b.Domain); c != 0 {
@@ -1106,6 +1100,15 @@ func xmlChar(r rune, n int) bool {
 	}
 }
 
+// domainRank is where the failures of domain d come in a report: the
+// run's domains in their order, then any other.
+func domainRank(info runs.Info, d string) int {
+	if i := slices.Index(info.Domains, d); i >= 0 {
+		return i
+	}
+	return len(info.Domains)
+}
+
 // storedProblems is problems for a stored run, read through the index of
 // each cell's results by status rather than by a pass over all of them:
 // the cells in the order problems lists them, each asked for the
@@ -1122,10 +1125,7 @@ func storedProblems(rs *runs.Store, info runs.Info, m runs.Matrix, n int) ([]run
 	}
 	var cells []cell
 	for d, levels := range m {
-		rank := slices.Index(info.Domains, d)
-		if rank < 0 {
-			rank = len(info.Domains)
-		}
+		rank := domainRank(info, d)
 		for l := range levels {
 			level, err := strconv.Atoi(l)
 			if err != nil {

@@ -67,7 +67,7 @@ func BenchmarkReport(b *testing.B) {
 	}
 	one := 1.0
 	info.Status, info.DoneTests, info.Passed, info.OverallScore = runs.StatusCompleted, info.TotalTests, info.TotalTests, &one
-	if err := rs.FinishRun(ctx, info); err != nil {
+	if _, err := rs.FinishRun(ctx, info); err != nil {
 		b.Fatal(err)
 	}
 	if info, err = rs.Run(ctx, "big"); err != nil {

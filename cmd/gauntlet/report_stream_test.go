@@ -81,7 +81,7 @@ func storedRun(t *testing.T, repeats int) (*runs.Store, runs.Info) {
 		}
 	}
 	info.Status = runs.StatusCompleted
-	if err := rs.FinishRun(ctx, info); err != nil {
+	if _, err := rs.FinishRun(ctx, info); err != nil {
 		t.Fatal(err)
 	}
 	if info, err = rs.Run(ctx, info.RunID); err != nil {

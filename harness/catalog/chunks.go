@@ -65,6 +65,7 @@ func splitTests(data []byte) (head []byte, items [][]byte, ok bool) {
 	indent := -1
 	var cur []byte
 	end := len(lines)
+scan:
 	for i := start + 1; i < len(lines); i++ {
 		l := lines[i]
 		n := leadingSpaces(l)
@@ -94,10 +95,8 @@ func splitTests(data []byte) (head []byte, items [][]byte, ok bool) {
 		case n > indent:
 			cur = append(cur, l[indent:]...)
 		default:
-			end = i
-		}
-		if end != len(lines) {
-			break
+			end = i // the tests end: the rest is the head's
+			break scan
 		}
 	}
 	if cur == nil {

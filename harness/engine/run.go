@@ -425,8 +425,9 @@ func (r *run) execute() {
 const commitWindow = 5 * time.Millisecond
 
 // writer stores results as they come, in batches of what arrives within
-// commitWindow of the first, up to 256 (group commit): each batch's results and the cells they changed go to
-// the store in one transaction, then are logged and reported. A batch the
+// commitWindow of the first, up to 256 (group commit): each batch's
+// results and the cells they changed go to the store in one
+// transaction, then are logged and reported. A batch the
 // store refuses is stored again result by result, each with its cell in
 // one transaction, so that one result that cannot be stored never takes
 // the others with it; only stored results count, so the matrix's done
@@ -714,12 +715,12 @@ func (r *run) end() runs.Info {
 	if err := r.e.opts.Runs.SaveCells(ctx, left); err != nil {
 		r.e.log.Error("save cells", slog.String("run", info.RunID), slog.Any("error", err))
 	}
-	if err := r.e.opts.Runs.FinishRun(ctx, info); err != nil {
+	// The final event carries the latency FinishRun measured over the
+	// stored results, as History shows it.
+	if lat, err := r.e.opts.Runs.FinishRun(ctx, info); err != nil {
 		r.e.log.Error("finish run", slog.String("run", info.RunID), slog.Any("error", err))
-	} else if stored, err := r.e.opts.Runs.Run(ctx, info.RunID); err == nil {
-		// The latency FinishRun measured over the stored results: the
-		// final event carries the run as History shows it.
-		info.LatencyP50MS, info.LatencyP95MS, info.TTFTP50MS = stored.LatencyP50MS, stored.LatencyP95MS, stored.TTFTP50MS
+	} else {
+		info.LatencyP50MS, info.LatencyP95MS, info.TTFTP50MS = lat.P50MS, lat.P95MS, lat.TTFTP50MS
 	}
 	return info
 }

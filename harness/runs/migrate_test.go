@@ -106,7 +106,7 @@ func TestMigrateCache(t *testing.T) {
 		t.Errorf("the old run after the migration = %+v, config %+v", in, in.Config)
 	}
 	in.CacheHits = 7
-	if err := s.FinishRun(ctx, in); err != nil {
+	if _, err := s.FinishRun(ctx, in); err != nil {
 		t.Fatal(err)
 	}
 	if in, _ = s.Run(ctx, "old"); in.CacheHits != 7 {

@@ -510,12 +510,14 @@ func saveCell(ctx context.Context, db bun.IDB, runID, domain string, level int, 
 }
 
 // FinishRun records a run's end: status, completion time, counts, score,
-// error, and its latency (Info.LatencyP50MS…) measured over its results. Cells still pending or running are closed: partial when some of
-// their tests finished, skipped when none did.
-func (s *Store) FinishRun(ctx context.Context, in Info) error {
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		lat, err := runLatency(ctx, tx, in.RunID)
-		if err != nil {
+// error, and its latency (Info.LatencyP50MS…) measured over its results,
+// which it returns. Cells still pending or running are closed: partial
+// when some of their tests finished, skipped when none did.
+func (s *Store) FinishRun(ctx context.Context, in Info) (Latency, error) {
+	var lat Latency
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if lat, err = runLatency(ctx, tx, in.RunID); err != nil {
 			return err
 		}
 		_, err = tx.NewUpdate().Model((*runRow)(nil)).
@@ -535,6 +537,10 @@ func (s *Store) FinishRun(ctx context.Context, in Info) error {
 			Where("run_id = ? AND status IN (?)", in.RunID, bun.List([]string{CellPending, CellRunning})).Exec(ctx)
 		return err
 	})
+	if err != nil {
+		return Latency{}, err
+	}
+	return lat, nil
 }
 
 // MarkInterrupted turns runs left "running" by a process that died into
@@ -647,10 +653,8 @@ func (s *Store) closeInterrupted(ctx context.Context, id, owner string) error {
 	if err0 == nil && err1 == nil && t1.After(t0) {
 		info.TotalDurationMS = t1.Sub(t0).Milliseconds()
 	}
-	if err := s.FinishRun(ctx, info); err != nil {
-		return err
-	}
-	return nil
+	_, err = s.FinishRun(ctx, info)
+	return err
 }
 
 func notFound(id string) error {

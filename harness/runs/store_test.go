@@ -132,7 +132,7 @@ func TestRoundTrip(t *testing.T) {
 	done := "2026-01-02 03:05:00"
 	score := 1.0 / 3
 	in.Status, in.CompletedAt, in.OverallScore, in.TotalTokens, in.TotalDurationMS = runs.StatusStopped, &done, &score, 45, 55000
-	if err := s.FinishRun(ctx, in); err != nil {
+	if _, err := s.FinishRun(ctx, in); err != nil {
 		t.Fatal(err)
 	}
 	// The four token counts are the store's, moved with each result; the
@@ -297,7 +297,7 @@ func TestMarkInterrupted(t *testing.T) {
 	}
 	done := "2026-01-02 03:05:00"
 	fine.Status, fine.CompletedAt = runs.StatusCompleted, &done
-	if err := s.FinishRun(ctx, fine); err != nil {
+	if _, err := s.FinishRun(ctx, fine); err != nil {
 		t.Fatal(err)
 	}
 
