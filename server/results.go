@@ -72,7 +72,7 @@ type resultsInput struct {
 	Domain string      `query:"domain" doc:"Only results of this domain."`
 	Level  optionalInt `query:"level" minimum:"0" doc:"Only results of this level."`
 	Status string      `query:"status" enum:"passed,failed,error" doc:"Only results with this status."`
-	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index; 1 or 2 characters read every result the other filters keep (slower on a large run), with the same matches."`
+	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index, once it holds the run's results (a moment after they are stored: see search_index); 1 or 2 characters, or a run with results not in the index yet, read every result the other filters keep (slower on a large run), with the same matches."`
 	Sort   string      `query:"sort" default:"id" enum:"id,-id,score,-score,duration_ms,-duration_ms" doc:"The order: id (the order the results were stored, as they finished), score or duration_ms, ascending; with - in front, descending. Ties are in storage order."`
 	Limit  int         `query:"limit" default:"100" minimum:"1" maximum:"1000" doc:"Results per page."`
 	Cursor string      `query:"cursor" doc:"Where the page starts: next_cursor of the previous page, with the same filters and sort. Absent: the first page."`
@@ -83,6 +83,14 @@ type apiResultPage struct {
 	Results    []apiTestResult `json:"results" doc:"At most limit results, in the order asked."`
 	Total      int             `json:"total" doc:"Results the filters select, on every page."`
 	NextCursor *string         `json:"next_cursor" nullable:"true" doc:"Pass it as cursor for the next page; null on the last page."`
+	// SearchIndex, with q only, says how far the search index has caught
+	// up with the run's results.
+	SearchIndex *apiSearchIndex `json:"search_index,omitempty"`
+}
+
+// apiSearchIndex says how far the search index has caught up with a run.
+type apiSearchIndex struct {
+	Pending int `json:"pending" minimum:"0" doc:"The run's results not in the search index yet (it is kept up a moment after results are stored). While any are, the search reads the run's results instead: it finds the same ones, slower. 0 once the index holds them all."`
 }
 
 type resultsOutput struct {
@@ -96,7 +104,7 @@ type exportInput struct {
 	Domain string      `query:"domain" doc:"Only results of this domain."`
 	Level  optionalInt `query:"level" minimum:"0" doc:"Only results of this level."`
 	Status string      `query:"status" enum:"passed,failed,error" doc:"Only results with this status."`
-	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index; 1 or 2 characters read every result the other filters keep (slower on a large run), with the same matches."`
+	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index, once it holds the run's results (a moment after they are stored: see search_index); 1 or 2 characters, or a run with results not in the index yet, read every result the other filters keep (slower on a large run), with the same matches."`
 	Sort   string      `query:"sort" default:"id" enum:"id,-id,score,-score,duration_ms,-duration_ms" doc:"The order: id (the order the results were stored, as they finished), score or duration_ms, ascending; with - in front, descending. Ties are in storage order."`
 }
 
@@ -153,6 +161,9 @@ func (h *resultsHandler) list(ctx context.Context, in *resultsInput) (*resultsOu
 	out := &resultsOutput{Body: apiResultPage{Results: toAPIResults(page.Results), Total: page.Total}}
 	if page.NextCursor != "" {
 		out.Body.NextCursor = &page.NextCursor
+	}
+	if page.SearchIndex != nil {
+		out.Body.SearchIndex = &apiSearchIndex{Pending: page.SearchIndex.Pending}
 	}
 	return out, nil
 }

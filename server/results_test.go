@@ -16,6 +16,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/internal/dbtest"
 )
 
 // seedResults stores a completed run "big" of n results straight into
@@ -74,8 +75,11 @@ type resultPage struct {
 		Response       string  `json:"response"`
 		ResponseBase64 string  `json:"response_base64"`
 	} `json:"results"`
-	Total      int     `json:"total"`
-	NextCursor *string `json:"next_cursor"`
+	Total       int     `json:"total"`
+	NextCursor  *string `json:"next_cursor"`
+	SearchIndex *struct {
+		Pending int `json:"pending"`
+	} `json:"search_index"`
 }
 
 func (p *resultPage) ids() []string {
@@ -156,9 +160,24 @@ func TestListRunResults(t *testing.T) {
 	}
 
 	// Search: any case, in responses and ids; the bytes that are not UTF-8
-	// come back in base64.
-	if p = read("q=ZEBRA"); !slices.Equal(p.ids(), []string{"test-0007"}) || p.Total != 1 {
-		t.Errorf("q=ZEBRA: %v total %d", p.ids(), p.Total)
+	// come back in base64. Found before the search index holds the run's
+	// results (on SQLite they are pending: the server's indexer is not
+	// running here) and after.
+	if p.SearchIndex != nil {
+		t.Errorf("search_index without q: %+v", p.SearchIndex)
+	}
+	pending := 250
+	if dbtest.Postgres() {
+		pending = 0
+	}
+	if p = read("q=ZEBRA"); !slices.Equal(p.ids(), []string{"test-0007"}) || p.Total != 1 || p.SearchIndex == nil || p.SearchIndex.Pending != pending {
+		t.Errorf("q=ZEBRA before indexing: %v total %d, index %+v", p.ids(), p.Total, p.SearchIndex)
+	}
+	if _, err := e.runs.IndexSearch(context.Background(), 1000); err != nil {
+		t.Fatal(err)
+	}
+	if p = read("q=ZEBRA"); !slices.Equal(p.ids(), []string{"test-0007"}) || p.Total != 1 || p.SearchIndex == nil || p.SearchIndex.Pending != 0 {
+		t.Errorf("q=ZEBRA: %v total %d, index %+v", p.ids(), p.Total, p.SearchIndex)
 	}
 	if p = read("q=" + url.QueryEscape("test-024")); p.Total != 10 {
 		t.Errorf("q=test-024: total %d, want 10", p.Total)

@@ -75,6 +75,7 @@ var schemaDocs = map[string]string{
 	"Problem":             "An error: RFC 9457 problem details with success false.",
 	"ProblemDetail":       "One invalid field of a request.",
 	"ResultPage":          "One page of a run's results as filtered, searched and sorted, the total they select, and the cursor of the next page.",
+	"SearchIndex":         "With q only: how far the search index has caught up with the run's results (on PostgreSQL it always has).",
 	"RunConfig":           "What a run ran with: enough to understand, reproduce and resume it.",
 	"RunResumed":          "How often and when a run was resumed (resume-run, gauntlet run --resume): count 0 and at empty for a run never resumed.",
 	"RunAgent":            "The definition of the agent a run evaluated, when the run started: its record, tool ids and a hash of each knowledge-base file. Absent from runs of the bare model.",

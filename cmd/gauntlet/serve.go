@@ -37,6 +37,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer a.Close()
 	logLoaded(log, s.definitions, a.loaded)
+	// Results are stored without their search index, which this process
+	// keeps in step a moment later, whoever stored them (a `gauntlet run`
+	// beside it included).
+	stopIndexer := a.runs.KeepSearchIndexed(ctx, log)
+	defer stopIndexer()
 
 	srv, err := server.New(server.Options{
 		Catalog:     a.catalog,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -12,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
 
 func TestCheckExposure(t *testing.T) {
@@ -191,4 +195,61 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestServeIndexesSearch: results stored while no server ran (as
+// `gauntlet run` stores them, without their search index) are indexed
+// by the server once it starts: searches find them before (pending) and
+// after.
+func TestServeIndexesSearch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	ctx := context.Background()
+	db, err := store.Open(ctx, "sqlite://"+filepath.Join(data, "gauntlet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := runs.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = runs.SearchIndexChunk + 100 // more than the indexer takes at once
+	if err := rs.CreateRun(ctx, runs.Info{RunID: "stored-before", StartedAt: runs.Now(), Status: runs.StatusCompleted, TotalTests: n}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var batch []runs.Result
+	for i := range n {
+		resp := "no"
+		if i%100 == 0 {
+			resp = "a needle"
+		}
+		batch = append(batch, runs.Result{RunID: "stored-before", TestID: fmt.Sprintf("t%d", i), Domain: "d", Level: 1,
+			Prompt: "p", Response: resp, Status: runs.TestPassed, Score: 1})
+	}
+	if err := rs.SaveResults(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	p := startServe(t, []string{"--addr", "127.0.0.1:0", "--data", data, "--definitions", filepath.Join(dir, "defs"),
+		"--llm-base-url", "http://127.0.0.1:1/v1"})
+	var page struct {
+		Total       int `json:"total"`
+		SearchIndex struct {
+			Pending int `json:"pending"`
+		} `json:"search_index"`
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		p.call(t, http.MethodGet, "/api/run/stored-before/results?q=needle", nil, http.StatusOK, &page)
+		if page.Total != (n+99)/100 {
+			t.Fatalf("search total %d (index %+v); want %d", page.Total, page.SearchIndex, (n+99)/100)
+		}
+		if page.SearchIndex.Pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute %d results are still pending", page.SearchIndex.Pending)
+		}
+	}
 }

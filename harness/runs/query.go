@@ -72,6 +72,9 @@ type ResultPage struct {
 	Total int
 	// NextCursor continues after this page; "" when it is the last one.
 	NextCursor string
+	// SearchIndex says, for a query with a search, how far the search
+	// index has caught up with the run's results; nil without a search.
+	SearchIndex *SearchIndexState
 }
 
 // sortSpec is a parsed sort: the column and the direction.
@@ -606,9 +609,11 @@ func (s *Store) count(ctx context.Context, runID string, q ResultQuery, info Inf
 	var n int64
 	var sel selectivity
 	var err error
+	indexed := false
 	if searchIndexed(s.db, q.Search) {
-		n, sel, err = s.countSearch(ctx, runID, q, info, counted)
-	} else {
+		n, sel, indexed, err = s.countSearch(ctx, runID, q, info, counted)
+	}
+	if !indexed && err == nil {
 		if q.Search == "" && counted {
 			n, err = s.countCells(ctx, runID, q)
 		} else {
@@ -674,12 +679,25 @@ func (s *Store) countFilter(ctx context.Context, runID string, q ResultQuery) (i
 // LIKE scan (the index counts its matches only up to one more than the
 // kept rows). A search alone reads no row when the run holds every id
 // from its first to its last (no other run's results among them, as when
-// one run was written at a time): its matches are the total.
-func (s *Store) countSearch(ctx context.Context, runID string, q ResultQuery, info Info, counted bool) (int64, selectivity, error) {
+// one run was written at a time): its matches are the total. indexed is
+// false when some of the run's results are not in the index yet
+// (searchindex.go): the search is then counted by the LIKE scan.
+func (s *Store) countSearch(ctx context.Context, runID string, q ResultQuery, info Info, counted bool) (_ int64, _ selectivity, indexed bool, _ error) {
 	lo, hi, ok, err := s.idRange(ctx, runID)
 	if err != nil || !ok {
-		return 0, selectivity{}, err
+		return 0, selectivity{}, true, err
 	}
+	through, err := s.indexedThrough(ctx)
+	if err != nil || hi > through {
+		return 0, selectivity{}, false, err
+	}
+	n, sel, err := s.countIndexed(ctx, runID, q, info, counted, lo, hi)
+	return n, sel, true, err
+}
+
+// countIndexed is countSearch on a run whose results, lo to hi, are all in
+// the index.
+func (s *Store) countIndexed(ctx context.Context, runID string, q ResultQuery, info Info, counted bool, lo, hi int64) (int64, selectivity, error) {
 	matches, err := countMatches(ctx, s.db, q.Search, lo, hi, joinCount+1)
 	if err != nil {
 		return 0, selectivity{}, err
@@ -764,6 +782,13 @@ func (s *Store) QueryResults(ctx context.Context, runID string, q ResultQuery) (
 		return ResultPage{}, err
 	}
 	out := ResultPage{Total: total}
+	if q.Search != "" {
+		pending, err := s.pendingOf(ctx, runID)
+		if err != nil {
+			return ResultPage{}, err
+		}
+		out.SearchIndex = &SearchIndexState{Pending: pending}
+	}
 	if len(rows) > limit {
 		rows = rows[:limit]
 		out.NextCursor = encodeCursor(sort, positionOf(sort, &rows[limit-1]))

@@ -111,6 +111,9 @@ var migrations = []sqldb.Migration{
 	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
 		return migrateLatency(ctx, tx, "BIGINT")
 	}},
+	{Version: 15, Name: "the search index kept by an indexer after results are stored, not by a trigger as each is stored", Up: migrateSearchLag,
+		// PostgreSQL's trigram indexes are kept as rows are written.
+		Postgres: func(context.Context, bun.Tx) error { return nil }},
 }
 
 // migrateSpend adds the cost and the cached and reasoning tokens of

@@ -35,29 +35,23 @@ func searchableExpr(col string) string {
 	return `lower(CAST(CASE WHEN instr(` + blob + `, x'00') > 0 THEN substr(` + blob + `, 1, instr(` + blob + `, x'00') - 1) ELSE ` + blob + ` END AS TEXT))`
 }
 
-// indexRow is the insert of one result's text into the index, from the
-// row named by ref ("new" in a trigger, "r" in the back-fill).
-func indexRow(ref string) string {
-	return `INSERT INTO "run_results_search" ("rowid", "prompt", "response", "test_id") VALUES (` + ref + `."id", ` +
-		searchableExpr(ref+`."prompt"`) + `, ` + searchableExpr(ref+`."response"`) + `, ` + searchableExpr(ref+`."test_id"`) + `)`
-}
-
 // migrateSearch creates the search index of results (runs migration 7):
 // an FTS5 table with the trigram tokenizer over each result's prompt,
 // response and test id, keyed by the result's id. It keeps no copy of the
 // text (a contentless table) and deletes by id (contentless_delete).
 // Triggers keep it in step with every insert, delete and change of those
 // columns, whoever makes them; the results already stored are indexed
-// here.
+// here. (Migration 15 moved the inserts' indexing off the result path:
+// see searchindex.go.)
 func migrateSearch(ctx context.Context, tx bun.Tx) error {
 	return sqldb.ExecAll(ctx, tx,
 		`CREATE VIRTUAL TABLE "run_results_search" USING fts5("prompt", "response", "test_id",
 			content='', contentless_delete=1, tokenize='trigram case_sensitive 1')`,
-		`CREATE TRIGGER "run_results_search_insert" AFTER INSERT ON "run_results" BEGIN `+indexRow("new")+`; END`,
+		`CREATE TRIGGER "run_results_search_insert" AFTER INSERT ON "run_results" BEGIN `+indexInsert+indexSelect("new")+`; END`,
 		`CREATE TRIGGER "run_results_search_delete" AFTER DELETE ON "run_results" BEGIN
 			DELETE FROM "run_results_search" WHERE "rowid" = old."id"; END`,
 		`CREATE TRIGGER "run_results_search_update" AFTER UPDATE OF "id", "prompt", "response", "test_id" ON "run_results" BEGIN
-			DELETE FROM "run_results_search" WHERE "rowid" = old."id"; `+indexRow("new")+`; END`,
+			DELETE FROM "run_results_search" WHERE "rowid" = old."id"; `+indexInsert+indexSelect("new")+`; END`,
 		backfill(),
 	)
 }
@@ -113,9 +107,7 @@ func migrateSearchPG(ctx context.Context, tx bun.Tx) error {
 
 // backfill indexes every result already stored.
 func backfill() string {
-	return `INSERT INTO "run_results_search" ("rowid", "prompt", "response", "test_id") SELECT r."id", ` +
-		searchableExpr(`r."prompt"`) + `, ` + searchableExpr(`r."response"`) + `, ` + searchableExpr(`r."test_id"`) +
-		` FROM "run_results" r`
+	return indexInsert + indexSelect("r") + ` FROM "run_results" r`
 }
 
 // likeEscaper escapes the wildcards of LIKE (with ESCAPE '\').

@@ -145,6 +145,20 @@ func TestSearchIndexMatchesLike(t *testing.T) {
 	save("b", 60)
 	save("a", 80)
 	save("c", 150)
+	// The indexer, in chunks smaller than the runs.
+	added := 0
+	for {
+		n, err := s.IndexSearch(ctx, 70)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if added += n; n == 0 {
+			break
+		}
+	}
+	if added != 410 {
+		t.Fatalf("the indexer indexed %d results; want the 410 stored", added)
+	}
 
 	idOf := map[string]int64{}
 	var rows []resultRow
@@ -280,14 +294,31 @@ func TestSearchIndexFollowsWrites(t *testing.T) {
 		}
 		return n
 	}
+	// check searches before the indexer has run (the results it has not
+	// indexed are read instead, and the page says how many) and after.
 	check := func(search string, want int) {
 		t.Helper()
 		p, err := s.QueryResults(ctx, "w", ResultQuery{Search: search})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Total != want || len(p.Results) != want || indexed(search) != int64(want) {
-			t.Errorf("search %q: total %d, %d results, %d in the index; want %d", search, p.Total, len(p.Results), indexed(search), want)
+		pending, err := s.pendingOf(ctx, "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Total != want || len(p.Results) != want || p.SearchIndex == nil || p.SearchIndex.Pending != pending {
+			t.Errorf("search %q before indexing: total %d, %d results, index %+v (%d pending); want %d",
+				search, p.Total, len(p.Results), p.SearchIndex, pending, want)
+		}
+		if _, err := s.IndexSearch(ctx, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if p, err = s.QueryResults(ctx, "w", ResultQuery{Search: search}); err != nil {
+			t.Fatal(err)
+		}
+		if p.Total != want || len(p.Results) != want || indexed(search) != int64(want) || *p.SearchIndex != (SearchIndexState{}) {
+			t.Errorf("search %q: total %d, %d results, %d in the index, index %+v; want %d",
+				search, p.Total, len(p.Results), indexed(search), p.SearchIndex, want)
 		}
 	}
 	check("ALPHA", 1)
@@ -368,9 +399,9 @@ func TestSearchMigrationFrom030(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, _, err := s.countSearch(ctx, repeats, ResultQuery{Search: search}, Info{TotalTests: 26}, false)
-		if err != nil {
-			t.Fatal(err)
+		n, _, indexed, err := s.countSearch(ctx, repeats, ResultQuery{Search: search}, Info{TotalTests: 26}, false)
+		if err != nil || !indexed {
+			t.Fatalf("count through the index: %v, indexed %v", err, indexed)
 		}
 		want := likeIDs(t, s, repeats, ResultQuery{Search: search})
 		if p.Total != 4 || len(p.Results) != 4 || n != 4 || len(want) != 4 {
