@@ -9,9 +9,14 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 )
 
-// errBudget is the error of a model request not sent because the run's
-// budget is spent: its test is left not done, as a stop leaves it.
-var errBudget = errors.New("the run's budget is spent")
+// ErrBudgetSpent is the error of a model request not sent because the
+// run's budget is spent: its test is left not done, as a stop leaves it.
+// A queued job whose test was left so ends with it (wrapped): the queue
+// cancels such a job rather than trying it again.
+var ErrBudgetSpent = errors.New("the run's budget is spent")
+
+// errBudget is ErrBudgetSpent, as the engine's own code names it.
+var errBudget = ErrBudgetSpent
 
 // budget is a run's spending limit (StartRequest.MaxCostUSD,
 // ResumeOptions.MaxCostUSD).
@@ -29,6 +34,18 @@ type budget struct {
 	// stopped: the run ends stopped because of the budget (unless every
 	// test finished after all).
 	stopped bool
+	// check, when set, says whether the budget is spent in reached's
+	// place: a worker's view of a queued run's spend (workBudget).
+	check func() bool
+}
+
+// overBudget reports whether the run's budget is spent, so that no new
+// model request is sent.
+func (r *run) overBudget() bool {
+	if c := r.budget.check; c != nil {
+		return c()
+	}
+	return r.budget.reached.Load()
 }
 
 // ResumeOptions are the options of a resume (Engine.ResumeWith).

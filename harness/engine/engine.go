@@ -708,7 +708,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		Config: &runs.Config{
 			Model: model, BaseURL: baseURL, Provider: provider, ProviderKind: kind, Concurrency: e.opts.Concurrency,
 			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
-			GauntletVersion: e.opts.Version, Cache: req.Cache, Stream: req.Stream,
+			GauntletVersion: e.opts.Version, Cache: req.Cache, Stream: req.Stream, MaxCostUSD: req.MaxCostUSD,
 		},
 	}
 	if target != nil {
@@ -915,6 +915,10 @@ func (e *Engine) ResumeWith(ctx context.Context, runID string, opts ResumeOption
 	}
 	// Jobs a stop left running would write into the reopened run.
 	if err := e.quietJobs(ctx, runID); err != nil {
+		return err
+	}
+	// The resume's budget replaces the run's (none without one).
+	if err := e.opts.Runs.SetMaxCost(ctx, runID, opts.MaxCostUSD); err != nil {
 		return err
 	}
 	reopened, err := e.opts.Runs.ReopenRun(ctx, runID)

@@ -363,6 +363,9 @@ type workRun struct {
 	// for the jobs that reach it at once (coalesce).
 	tests   *coalescer[string, harness.Test]
 	results *coalescer[runs.Result, bool]
+	// budget is the run's budget as this worker sees it (queuebudget.go);
+	// nil when the run has none.
+	budget *workBudget
 
 	mu        sync.Mutex
 	stoppedAt time.Time // when Work first found the run stopped here
@@ -416,6 +419,8 @@ const maxWorkRuns = 16
 // tried again alone, then replaced by an error result saying why, and
 // when even that is refused the error wraps ErrResultLost (the queue
 // gives the job up); batches in a row that lose results stop the run.
+// A test whose request was not sent because the run's budget is spent
+// (see queuebudget.go) stores nothing: the error wraps ErrBudgetSpent.
 // It returns runs.ErrRunEnded when the run no longer takes results,
 // ctx.Err() when ctx ended before the test did (nothing stored; a test
 // that ignores the cancellation is left behind, see abandonAfter), and
@@ -432,6 +437,9 @@ func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 	if err := w.stopped(); err != nil {
 		return err
 	}
+	if w.budget.spentNow() {
+		return w.budget.refusal()
+	}
 	t, err := w.tests.do(ctx, q.TestID)
 	if err != nil {
 		return fmt.Errorf("read test %s of run %s: %w", q.TestID, q.RunID, err)
@@ -442,14 +450,22 @@ func (e *Engine) Work(ctx context.Context, q QueuedJob) error {
 	}
 	j := w.plan.job(t, c)
 	j.repeat = q.Repeat
+	w.budget.begin()
 	res, finished := w.runTest(ctx, &j)
 	if !finished {
+		w.budget.end(0, false, false)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return w.run.ctx.Err()
+		if err := w.run.ctx.Err(); err != nil || w.budget == nil {
+			return err
+		}
+		return w.budget.refusal() // a request not sent: the budget is spent
 	}
-	_, err = w.results.do(context.WithoutCancel(ctx), res)
+	cost := runs.SpendOf(&res).CostUSD
+	w.budget.finished(cost)
+	inserted, err := w.results.do(context.WithoutCancel(ctx), res)
+	w.budget.end(cost, true, err == nil && inserted)
 	w.run.flushCache()
 	return err
 }
@@ -557,7 +573,11 @@ func (e *Engine) workRun(ctx context.Context, runID string) (*workRun, error) {
 	if e.work.runs == nil || len(e.work.runs) >= maxWorkRuns {
 		e.work.runs = map[string]*workRun{}
 	}
-	w := &workRun{run: r, plan: p, hash: cfg.DefinitionsHash}
+	w := &workRun{run: r, plan: p, hash: cfg.DefinitionsHash, budget: e.newWorkBudget(info)}
+	if w.budget != nil {
+		r.budget.max = cfg.MaxCostUSD
+		r.budget.check = w.budget.over
+	}
 	w.coalesce(e.opts.Runs)
 	e.work.runs[runID] = w
 	return w, nil

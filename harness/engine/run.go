@@ -774,7 +774,7 @@ func (r *run) testIn(ctx context.Context, j *job) (runs.Result, bool) {
 	}
 	var usage harness.Usage
 	rec := newRecorder(start, p.model)
-	rec.over = r.budget.reached.Load
+	rec.over = r.overBudget
 	conv := p.msgs // the conversation so far
 	fail := func(err error) (runs.Result, bool) {
 		if ctx.Err() != nil || errors.Is(err, errBudget) {

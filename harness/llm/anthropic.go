@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -230,6 +231,9 @@ func (b *anthropicBackend) listModels(ctx context.Context, hres **http.Response)
 
 // anthropicParams translates a harness request into a Messages API
 // request: system messages into the top-level system, one text block each;
+// no text that is empty or whitespace only, which the API refuses (such a
+// message is left out, one with other blocks keeps them, and a request
+// left with no user message is invalid);
 // assistant tool calls into tool_use blocks (their arguments, a JSON
 // object, as input); tool messages into tool_result blocks of a user
 // message, consecutive ones together, as the API requires; reasoning parts
@@ -261,9 +265,15 @@ func anthropicParams(model string, req *harness.ChatRequest) (anthropic.MessageN
 	for i, m := range req.Messages {
 		switch m.Role {
 		case harness.RoleSystem, "developer":
-			p.System = append(p.System, anthropic.TextBlockParam{Text: m.Content})
+			if !blank(m.Content) {
+				p.System = append(p.System, anthropic.TextBlockParam{Text: m.Content})
+			}
 		case harness.RoleUser:
-			add("user", anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: m.Content}})
+			// An empty or blank user message is left out: the API takes no
+			// such text, and joins the turns around it.
+			if !blank(m.Content) {
+				add("user", anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: m.Content}})
+			}
 		case harness.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			for _, part := range m.Parts {
@@ -277,7 +287,7 @@ func anthropicParams(model string, req *harness.ChatRequest) (anthropic.MessageN
 					blocks = append(blocks, anthropic.ContentBlockParamUnion{OfThinking: &anthropic.ThinkingBlockParam{Thinking: part.Text, Signature: part.Signature}})
 				}
 			}
-			if m.Content != "" {
+			if !blank(m.Content) {
 				blocks = append(blocks, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: m.Content}})
 			}
 			for j, tc := range m.ToolCalls {
@@ -295,13 +305,16 @@ func anthropicParams(model string, req *harness.ChatRequest) (anthropic.MessageN
 				ve.Add(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs the id of the call it answers")
 			}
 			r := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
-			if m.Content != "" {
+			if !blank(m.Content) {
 				r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Content}}}
 			}
 			add("user", anthropic.ContentBlockParamUnion{OfToolResult: &r})
 		default:
 			ve.Add(fmt.Sprintf("messages[%d].role", i), "unknown role %q", m.Role)
 		}
+	}
+	if len(req.Messages) > 0 && !slices.ContainsFunc(p.Messages, func(m anthropic.MessageParam) bool { return m.OfUser != nil }) {
+		ve.Add("messages", "no user message has text that is not whitespace: the Anthropic Messages API takes no empty text")
 	}
 	for i, f := range req.Tools {
 		if f.Name == "" {
@@ -440,3 +453,7 @@ func anthropicFinishReason(stop string) string {
 	}
 	return stop
 }
+
+// blank reports whether a message's text is empty or whitespace only: the
+// Messages API refuses it as a text block.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }

@@ -127,6 +127,11 @@ type Config struct {
 	// of pricing.yaml for the models it used (its model, its judges'),
 	// when it started. Absent when none of them had a price.
 	Pricing map[string]harness.Price `json:"pricing,omitempty"`
+	// MaxCostUSD is the run's budget in US dollars, the one its latest
+	// start or resume gave (a resume without one leaves none); absent
+	// for a run without a budget. The workers that execute a queued
+	// run's tests read it here (Store.Budget).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
 
 // Result is one answer to one test: a run's per-cell result entry. A run

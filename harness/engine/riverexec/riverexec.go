@@ -392,7 +392,8 @@ type worker struct {
 }
 
 // Work executes one job. A job of a run made by a newer schema is
-// snoozed for a newer worker; one whose run has ended, or whose result
+// snoozed for a newer worker, one whose run's budget is spent
+// (engine.ErrBudgetSpent) for engine.BudgetSnooze; one whose run has ended, or whose result
 // the database refused even as an error (engine.ErrResultLost), is
 // cancelled with its error; any other error is one River retries.
 func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
@@ -409,6 +410,11 @@ func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, engine.ErrBudgetSpent):
+		// The run's budget is spent: the process that follows the run
+		// stops it and cancels this job meanwhile. Snoozing counts no
+		// attempt.
+		return river.JobSnooze(engine.BudgetSnooze)
 	case errors.Is(err, runs.ErrRunEnded), errors.Is(err, harness.ErrNotFound), errors.Is(err, engine.ErrResultLost):
 		// Trying again would store nothing either: the run ended, or the
 		// database refused the result and the error standing in for it.

@@ -83,7 +83,8 @@ func (anthropicWire) authorized(r *http.Request, key string) bool {
 // blocks as reasoning parts. It checks what the API checks and a client
 // gets wrong: the anthropic-version header, max_tokens, the roles, every
 // tool_use answered by a tool_result in the next message and every
-// tool_result answering one, the thinking budget, the thinking signatures
+// tool_result answering one, no empty text block and no message of
+// whitespace text only, the thinking budget, the thinking signatures
 // sent back, and, with thinking on, the thinking block that must start the
 // assistant turn of a tool loop.
 func (anthropicWire) decode(r *http.Request, body []byte) (*Request, bool, error) {
@@ -128,6 +129,9 @@ func (anthropicWire) decode(r *http.Request, body []byte) (*Request, bool, error
 		}
 		if blocks[i], err = anthropicBlocks(m.Content); err != nil {
 			return nil, false, fmt.Errorf("messages.%d.content: %v", i, err)
+		}
+		if err := anthropicTextRules(i, len(ar.Messages), m.Role, blocks[i]); err != nil {
+			return nil, false, err
 		}
 	}
 	if err := anthropicToolPairs(ar.Messages, blocks); err != nil {
@@ -177,9 +181,43 @@ func anthropicSystem(raw json.RawMessage) ([]string, error) {
 		if b.Type != "text" {
 			return nil, fmt.Errorf("system.%d.type: Input should be 'text'", i)
 		}
+		if b.Text == "" {
+			return nil, errors.New("system: text content blocks must be non-empty")
+		}
 		out = append(out, b.Text)
 	}
 	return out, nil
+}
+
+// anthropicTextRules checks message i of n (its role and blocks) as the
+// API does: content that is not empty (only a final assistant message
+// may have none), no empty text block (a string content is one text
+// block), and, when the message has text blocks, some text that is not
+// whitespace.
+func anthropicTextRules(i, n int, role string, blocks []anthropicBlock) error {
+	if len(blocks) == 0 {
+		if role == "assistant" && i == n-1 {
+			return nil
+		}
+		return fmt.Errorf("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
+	}
+	texts, blank := 0, 0
+	for _, b := range blocks {
+		if b.Type != "text" {
+			continue
+		}
+		if b.Text == "" {
+			return errors.New("messages: text content blocks must be non-empty")
+		}
+		texts++
+		if strings.TrimSpace(b.Text) == "" {
+			blank++
+		}
+	}
+	if texts > 0 && blank == texts {
+		return errors.New("messages: text content blocks must contain non-whitespace text")
+	}
+	return nil
 }
 
 // anthropicBlocks reads a message's content: a string (one text block) or

@@ -165,6 +165,19 @@ func TestAnthropicBadRequests(t *testing.T) {
 		{"bad signature", "k", messagesBody(user("hi"), map[string]any{"role": "assistant", "content": []any{
 			map[string]any{"type": "thinking", "thinking": "x", "signature": "forged"}, map[string]any{"type": "text", "text": "y"}}}, user("z")),
 			400, "invalid_request_error", "Invalid `signature`"},
+		// The API takes no empty text block (a string content is one
+		// text block), nor a message whose text is all whitespace.
+		{"empty text", "k", messagesBody(user("")), 400, "invalid_request_error", "messages: text content blocks must be non-empty"},
+		{"empty text block", "k", messagesBody(map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": "hi"}, map[string]any{"type": "text", "text": ""}}}),
+			400, "invalid_request_error", "messages: text content blocks must be non-empty"},
+		{"empty assistant text", "k", messagesBody(user("hi"), map[string]any{"role": "assistant", "content": ""}, user("more")),
+			400, "invalid_request_error", "messages: text content blocks must be non-empty"},
+		{"whitespace text", "k", messagesBody(user(" \n\t")), 400, "invalid_request_error", "messages: text content blocks must contain non-whitespace text"},
+		{"empty system block", "k", map[string]any{"model": "m", "max_tokens": 5, "messages": []any{user("hi")},
+			"system": []any{map[string]any{"type": "text", "text": ""}}}, 400, "invalid_request_error", "system: text content blocks must be non-empty"},
+		{"empty content", "k", messagesBody(map[string]any{"role": "user", "content": []any{}}), 400, "invalid_request_error",
+			"messages.0: all messages must have non-empty content except for the optional final assistant message"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := postMessages(t, srv, tc.key, tc.body)
