@@ -349,11 +349,21 @@ func TestPluginChecksum(t *testing.T) {
 			Details map[string]any `json:"details"`
 		} `json:"tests"`
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(cell.Tests) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		p.call(t, "GET", "/api/v1/history/last/echo/1", nil, 200, &cell)
+	// The run's cells exist once it is prepared, and its result once it
+	// ends: wait for the engine to be idle again (a loaded machine may
+	// take a while), then read the cell.
+	var status struct {
+		Status string `json:"status"`
 	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if p.call(t, "GET", "/api/status", nil, 200, &status); status.Status == "idle" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not end within a minute: status %q", status.Status)
+		}
+	}
+	p.call(t, "GET", "/api/v1/history/last/echo/1", nil, 200, &cell)
 	if len(cell.Tests) != 1 || cell.Tests[0].Status != "error" || !strings.Contains(strings.ToLower(cell.Tests[0].Details["error"].(string)), "checksum") {
 		t.Fatalf("want an error result naming the checksum, got %+v", cell.Tests)
 	}
