@@ -78,6 +78,16 @@ func bigRun(b *testing.B) *runs.Store {
 				return
 			}
 		}
+		// The search index as the server's indexer leaves it.
+		for {
+			n, err := s.IndexSearch(ctx, runs.SearchIndexChunk)
+			if bigErr = err; err != nil || n == 0 {
+				break
+			}
+		}
+		if bigErr != nil {
+			return
+		}
 		bigStore = s
 	})
 	if bigErr != nil {
