@@ -72,7 +72,7 @@ type resultsInput struct {
 	Domain string      `query:"domain" doc:"Only results of this domain."`
 	Level  optionalInt `query:"level" minimum:"0" doc:"Only results of this level."`
 	Status string      `query:"status" enum:"passed,failed,error" doc:"Only results with this status."`
-	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index, once it holds the run's results (a moment after they are stored: see search_index); 1 or 2 characters, or a run with results not in the index yet, read every result the other filters keep (slower on a large run), with the same matches."`
+	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index, which holds results a moment after they are stored (see search_index: those it does not hold yet are read one by one); 1 or 2 characters read every result the other filters keep (slower on a large run), with the same matches."`
 	Sort   string      `query:"sort" default:"id" enum:"id,-id,score,-score,duration_ms,-duration_ms" doc:"The order: id (the order the results were stored, as they finished), score or duration_ms, ascending; with - in front, descending. Ties are in storage order."`
 	Limit  int         `query:"limit" default:"100" minimum:"1" maximum:"1000" doc:"Results per page."`
 	Cursor string      `query:"cursor" doc:"Where the page starts: next_cursor of the previous page, with the same filters and sort. Absent: the first page."`
@@ -90,7 +90,7 @@ type apiResultPage struct {
 
 // apiSearchIndex says how far the search index has caught up with a run.
 type apiSearchIndex struct {
-	Pending int `json:"pending" minimum:"0" doc:"The run's results not in the search index yet (it is kept up a moment after results are stored). While any are, the search reads the run's results instead: it finds the same ones, slower. 0 once the index holds them all."`
+	Pending int `json:"pending" minimum:"0" doc:"The run's results not in the search index yet (it is kept up a moment after results are stored). The search reads those one by one (all of the run's results, when the index holds none of them yet): it finds the same ones, slower. 0 once the index holds them all."`
 }
 
 type resultsOutput struct {
@@ -104,7 +104,7 @@ type exportInput struct {
 	Domain string      `query:"domain" doc:"Only results of this domain."`
 	Level  optionalInt `query:"level" minimum:"0" doc:"Only results of this level."`
 	Status string      `query:"status" enum:"passed,failed,error" doc:"Only results with this status."`
-	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index, once it holds the run's results (a moment after they are stored: see search_index); 1 or 2 characters, or a run with results not in the index yet, read every result the other filters keep (slower on a large run), with the same matches."`
+	Q      string      `query:"q" maxLength:"1000" doc:"Only results whose prompt, response or test id contains this text. Case is ignored for the ASCII letters A-Z only (é and É differ); every other character, % _ * and quotes included, is matched as it is; a response's text after a NUL character is not searched. UTF-8 without NUL. 3 characters or more are looked up in an index, which holds results a moment after they are stored (see search_index: those it does not hold yet are read one by one); 1 or 2 characters read every result the other filters keep (slower on a large run), with the same matches."`
 	Sort   string      `query:"sort" default:"id" enum:"id,-id,score,-score,duration_ms,-duration_ms" doc:"The order: id (the order the results were stored, as they finished), score or duration_ms, ascending; with - in front, descending. Ties are in storage order."`
 }
 

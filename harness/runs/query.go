@@ -414,9 +414,10 @@ type rowSource struct {
 	// found through it, sorted and cut before the rows are read.
 	index string
 	// search, for planSearchIndex: the rows are those of the ids the
-	// search index finds among lo to hi, the run's.
-	search bool
-	lo, hi int64
+	// search index finds among lo to hi, the run's, and of those past
+	// through (the index's watermark) that the LIKE scan keeps.
+	search          bool
+	lo, hi, through int64
 	// probe, for planFilterIndex, is how many rows of the sort's index
 	// are walked before the filter's index is used; 0 for none.
 	probe int64
@@ -431,7 +432,10 @@ func (s *Store) source(ctx context.Context, runID string, q ResultQuery, p plan,
 	src = rowSource{runID: runID, q: q, index: index}
 	if p == planSearchIndex {
 		src.search = true
-		src.lo, src.hi, ok, err = s.idRange(ctx, runID)
+		if src.lo, src.hi, ok, err = s.idRange(ctx, runID); err != nil || !ok {
+			return src, ok, err
+		}
+		src.through, err = s.indexedThrough(ctx)
 		return src, ok, err
 	}
 	return src, true, nil
@@ -444,7 +448,13 @@ func (src rowSource) rows(db bun.IDB, model any) *bun.SelectQuery {
 	}
 	// Each row read by its id: + keeps SQLite from walking an index of
 	// the other filters instead.
-	sel := db.NewSelect().Model(model).Where("id IN (?)", matchIDs(db, src.q.Search, src.lo, src.hi)).Where("+run_id = ?", src.runID)
+	ids := matchIDs(db, src.q.Search, src.lo, min(src.hi, src.through))
+	if src.hi > src.through {
+		// The run's results the index does not hold yet.
+		ids = ids.UnionAll(pendingMatches(db.NewSelect().TableExpr(`"run_results"`).Column("id"), src.runID,
+			ResultQuery{Search: src.q.Search}, src.through, src.hi))
+	}
+	sel := db.NewSelect().Model(model).Where("id IN (?)", ids).Where("+run_id = ?", src.runID)
 	return filterFields(sel, src.q, "+")
 }
 
@@ -679,36 +689,50 @@ func (s *Store) countFilter(ctx context.Context, runID string, q ResultQuery) (i
 // LIKE scan (the index counts its matches only up to one more than the
 // kept rows). A search alone reads no row when the run holds every id
 // from its first to its last (no other run's results among them, as when
-// one run was written at a time): its matches are the total. indexed is
-// false when some of the run's results are not in the index yet
-// (searchindex.go): the search is then counted by the LIKE scan.
+// one run was written at a time): its matches are the total.
+//
+// The index may not hold the run's newest results yet (searchindex.go):
+// those, past its watermark, are counted by the LIKE scan, a walk of the
+// table from the watermark that the indexer keeps short, and added.
+// indexed is false when the index holds none of the run's results: the
+// search is then counted by the LIKE scan alone.
 func (s *Store) countSearch(ctx context.Context, runID string, q ResultQuery, info Info, counted bool) (_ int64, _ selectivity, indexed bool, _ error) {
 	lo, hi, ok, err := s.idRange(ctx, runID)
 	if err != nil || !ok {
 		return 0, selectivity{}, true, err
 	}
 	through, err := s.indexedThrough(ctx)
-	if err != nil || hi > through {
+	if err != nil || through < lo {
 		return 0, selectivity{}, false, err
 	}
-	n, sel, err := s.countIndexed(ctx, runID, q, info, counted, lo, hi)
-	return n, sel, true, err
+	top := min(hi, through)
+	n, sel, whole, err := s.countIndexed(ctx, runID, q, info, counted, lo, top, top == hi)
+	if err != nil || whole || top == hi {
+		return n, sel, true, err
+	}
+	tail, err := pendingMatches(s.db.NewSelect().TableExpr(`"run_results"`), runID, q, top, hi).Count(ctx)
+	if err != nil {
+		return 0, selectivity{}, true, err
+	}
+	return n + int64(tail), sel, true, nil
 }
 
-// countIndexed is countSearch on a run whose results, lo to hi, are all in
-// the index.
-func (s *Store) countIndexed(ctx context.Context, runID string, q ResultQuery, info Info, counted bool, lo, hi int64) (int64, selectivity, error) {
+// countIndexed is countSearch over the run's ids lo to hi, all in the
+// index; all says that they are all of the run's ids. whole says that the
+// count is of every result of the run (the LIKE scan over all of them),
+// not only of those ids.
+func (s *Store) countIndexed(ctx context.Context, runID string, q ResultQuery, info Info, counted bool, lo, hi int64, all bool) (_ int64, _ selectivity, whole bool, _ error) {
 	matches, err := countMatches(ctx, s.db, q.Search, lo, hi, joinCount+1)
 	if err != nil {
-		return 0, selectivity{}, err
+		return 0, selectivity{}, false, err
 	}
 	if matches <= joinCount {
 		sel := selectivity{search: isSelective(matches, info)}
 		if matches == 0 {
-			return 0, sel, nil
+			return 0, sel, false, nil
 		}
 		n, err := countMatchesKept(ctx, s.db, runID, q, lo, hi)
-		return n, sel, err
+		return n, sel, false, err
 	}
 	// The results the other filters keep: from the cells in a counted run.
 	var kept int64
@@ -718,21 +742,29 @@ func (s *Store) countIndexed(ctx context.Context, runID string, q ResultQuery, i
 		kept, err = filterFields(s.db.NewSelect().Model((*resultRow)(nil)).Where("run_id = ?", runID), q, "").Count(ctx)
 	}
 	if err != nil {
-		return 0, selectivity{}, err
+		return 0, selectivity{}, false, err
 	}
 	if matches, err = countMatches(ctx, s.db, q.Search, lo, hi, kept+1); err != nil {
-		return 0, selectivity{}, err
+		return 0, selectivity{}, false, err
 	}
 	if matches <= kept {
 		sel := selectivity{search: isSelective(matches, info)}
-		if q.Domain == "" && q.Level == nil && q.Status == "" && kept == hi-lo+1 {
-			return matches, sel, nil
+		if all && q.Domain == "" && q.Level == nil && q.Status == "" && kept == hi-lo+1 {
+			return matches, sel, false, nil
 		}
 		n, err := countMatchesKept(ctx, s.db, runID, q, lo, hi)
-		return n, sel, err
+		return n, sel, false, err
 	}
 	n, err := filter(s.db.NewSelect().Model((*resultRow)(nil)), runID, q).Count(ctx)
-	return n, selectivity{filter: isSelective(kept, info)}, err
+	return n, selectivity{filter: isSelective(kept, info)}, true, err
+}
+
+// pendingMatches keeps, of a select of run_results, the run's results
+// with ids after through up to hi (past the search index's watermark)
+// that q's filters keep, its search as the LIKE scan. + keeps SQLite on
+// the table's ids, from the watermark.
+func pendingMatches(sel *bun.SelectQuery, runID string, q ResultQuery, through, hi int64) *bun.SelectQuery {
+	return filterRest(sel.Where(`"id" > ? AND "id" <= ?`, through, hi).Where(`+"run_id" = ?`, runID), q)
 }
 
 // positionOf is the position of a row under a sort.

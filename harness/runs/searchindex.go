@@ -7,12 +7,14 @@ package runs
 // and an indexer adds them to the index later, oldest first, many in one
 // transaction (IndexSearch, KeepSearchIndexed). The index holds every
 // result up to the one it names (run_results_search_state); a result
-// stored after is "pending". A search on a run none of whose results is
-// pending is answered from the index, as before; on a run with pending
-// results, by reading the run's results (the LIKE scan that short
-// searches use): the same matches, found slower. Either way, a search
-// finds every result stored, and its answer says how many of the run's
-// results were pending (SearchIndexState).
+// stored after is "pending". A search of a run is answered from the index
+// for the results it holds, and by reading the pending ones (the LIKE
+// scan that short searches use, over the few results of the last moment:
+// ids only grow, so they are the table's last rows). A run none of whose
+// results the index holds yet is searched by the LIKE scan alone, as a
+// short search is. Either way a search finds every result stored, and its
+// answer says how many of the run's results were pending
+// (SearchIndexState).
 //
 // Ids only grow (AUTOINCREMENT never gives an id again), and SQLite
 // writes one transaction at a time, so a result stored after the indexer
@@ -119,8 +121,8 @@ func (s *Store) IndexSearch(ctx context.Context, limit int) (int, error) {
 // run's results (ResultPage.SearchIndex).
 type SearchIndexState struct {
 	// Pending counts the run's results not in the index yet. A search
-	// reads them (and the run's others) one by one while there are any:
-	// it finds the same results, slower.
+	// reads them one by one (all of the run's, when the index holds none
+	// of them): it finds the same results, slower.
 	Pending int
 }
 
