@@ -177,6 +177,10 @@ func newPreparedEngine(t *testing.T, src engine.Definitions, queued bool) *prepa
 	}
 	t.Cleanup(func() {
 		pe.eng.Stop(30 * time.Second)
+		// A run a reset left behind records its end again when its
+		// goroutine returns: before the database closes, and before the
+		// test's directory is removed under it.
+		engine.WaitRuns(pe.eng)
 	})
 	return pe
 }
