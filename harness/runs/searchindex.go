@@ -75,8 +75,8 @@ func indexSelect(ref string) string {
 
 // SearchIndexChunk is how many results IndexSearch indexes at most in one
 // transaction when KeepSearchIndexed calls it: large enough that each
-// result costs little, small enough that a result writer waits for it a
-// few milliseconds at most.
+// result costs little, small enough that a result writer waits for it
+// only briefly.
 const SearchIndexChunk = 2000
 
 // IndexSearch adds up to limit results not yet in the search index to it,
