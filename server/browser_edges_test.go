@@ -30,7 +30,6 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/gauntlet-eval/gauntlet/channels/telegram/telegramtest"
-	"github.com/gauntlet-eval/gauntlet/harness/harnesstest"
 )
 
 // frontProxy is a reverse proxy on loopback in front of a test server:
@@ -453,9 +452,8 @@ func TestBrowserLongLog(t *testing.T) {
 	}})
 	start := time.Now()
 	e.start(map[string]any{"model_name": "long", "domains": []string{"many"}, "repeats": 15})
-	// Many samples under the race detector on a loaded machine may take
-	// longer than a usual run's bound.
-	harnesstest.Eventually(t, 5*runWait, "the run of 1,500 samples to end", func() bool { return e.status().Status == "idle" })
+	// However long the machine makes it take, as long as it moves.
+	e.waitIdle()
 	t.Logf("a run of 1,500 samples took %s", time.Since(start))
 
 	p := newFrontProxy(t, e.url)

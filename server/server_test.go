@@ -741,10 +741,28 @@ func (e *testEnv) start(body any) string {
 	return out.RunID
 }
 
-// waitIdle polls GET /api/status until the engine is idle.
+// waitIdle polls GET /api/status until the engine is idle. A run takes
+// as long as the machine lets it (a run of 150 tests takes 30 s on a
+// loaded machine under the race detector): the wait fails when the status
+// has not changed for runWait, a run that is stuck, not when one that
+// keeps going takes longer than that.
 func (e *testEnv) waitIdle() {
 	e.t.Helper()
-	harnesstest.Eventually(e.t, runWait, "the engine to be idle", func() bool { return e.status().Status == "idle" })
+	var last statusBody
+	changed := time.Now()
+	for pause := time.Millisecond; ; pause = min(2*pause, 25*time.Millisecond) {
+		st := e.status()
+		if st.Status == "idle" {
+			return
+		}
+		if st.Status != last.Status || st.Progress != last.Progress || st.Preparing != last.Preparing || st.TotalTests != last.TotalTests {
+			last, changed = st, time.Now()
+		} else if time.Since(changed) > runWait {
+			e.t.Fatalf("the engine to be idle: the run stands at %q, %d of %d tests (preparing %v), for %v",
+				st.Status, st.Progress, st.TotalTests, st.Preparing, runWait)
+		}
+		time.Sleep(pause)
+	}
 }
 
 // runToEnd starts a run, waits for it to end, and returns its id.
