@@ -12,11 +12,9 @@ import (
 // ErrBudgetSpent is the error of a model request not sent because the
 // run's budget is spent: its test is left not done, as a stop leaves it.
 // A queued job whose test was left so ends with it (wrapped): the queue
-// cancels such a job rather than trying it again.
+// puts such a job off (BudgetSnooze) rather than counting an attempt,
+// and the process that follows the run stops it meanwhile.
 var ErrBudgetSpent = errors.New("the run's budget is spent")
-
-// errBudget is ErrBudgetSpent, as the engine's own code names it.
-var errBudget = ErrBudgetSpent
 
 // budget is a run's spending limit (StartRequest.MaxCostUSD,
 // ResumeOptions.MaxCostUSD).

@@ -420,8 +420,8 @@ func (r *run) execute() {
 // commitWindow is how long the writer waits for more results after the
 // first of a batch: at thousands of results a second, a batch of what
 // arrives in 5 ms makes several times fewer commits (each a write of
-// the log and a flush of the search index) than one of what happens to
-// be waiting, at no cost a user sees.
+// the database's log) than one of what happens to be waiting, at no
+// cost a user sees.
 const commitWindow = 5 * time.Millisecond
 
 // writer stores results as they come, in batches of what arrives within
@@ -777,7 +777,7 @@ func (r *run) testIn(ctx context.Context, j *job) (runs.Result, bool) {
 	rec.over = r.overBudget
 	conv := p.msgs // the conversation so far
 	fail := func(err error) (runs.Result, bool) {
-		if ctx.Err() != nil || errors.Is(err, errBudget) {
+		if ctx.Err() != nil || errors.Is(err, ErrBudgetSpent) {
 			return res, false
 		}
 		res.Transcript, res.Calls = rec.result(conv)

@@ -29,7 +29,7 @@ type recorder struct {
 	// names none: the run's model.
 	model string
 	// over, when set, reports that the run's budget is spent: a request
-	// is then not sent (errBudget).
+	// is then not sent (ErrBudgetSpent).
 	over  func() bool
 	mu    sync.Mutex
 	calls []runs.Call
@@ -44,7 +44,7 @@ func newRecorder(start time.Time, model string) *recorder {
 // round.
 func (rec *recorder) ask(ctx context.Context, model harness.ChatModel, req *harness.ChatRequest, purpose string, round int) (*harness.ChatResponse, error) {
 	if rec.over != nil && rec.over() {
-		return nil, errBudget
+		return nil, ErrBudgetSpent
 	}
 	r := *req
 	seen := 0

@@ -393,9 +393,10 @@ type worker struct {
 
 // Work executes one job. A job of a run made by a newer schema is
 // snoozed for a newer worker, one whose run's budget is spent
-// (engine.ErrBudgetSpent) for engine.BudgetSnooze; one whose run has ended, or whose result
-// the database refused even as an error (engine.ErrResultLost), is
-// cancelled with its error; any other error is one River retries.
+// (engine.ErrBudgetSpent) for engine.BudgetSnooze; one whose run has
+// ended, or whose result the database refused even as an error
+// (engine.ErrResultLost), is cancelled with its error; any other error
+// is one River retries.
 func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 	a := job.Args
 	if have := runs.SchemaVersion(); a.Schema > have {
