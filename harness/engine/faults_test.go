@@ -66,8 +66,12 @@ func TestFaultsBeyondRetries(t *testing.T) {
 	t.Parallel()
 	d := newDefs().domain("d", "", true).sums("d", 1, 6, 0)
 	// One test at a time with one retry: requests 1-2 (the first test) hang,
-	// 3-4 (the second) get 500, 5-6 (the third) get a broken body.
-	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 1, maxRetries: 1, timeout: 500 * time.Millisecond,
+	// 3-4 (the second) get 500, 5-6 (the third) get a broken body. The
+	// timeout ends the hung requests; it is long enough that the others
+	// answer within it on a loaded machine (500 ms was not, at load 24),
+	// and the test's wall time is mostly that wait, in parallel with
+	// other tests.
+	f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: 1, maxRetries: 1, timeout: 3 * time.Second,
 		llm: llmtest.Options{
 			Timeouts:     llmtest.Schedule{First: 2},
 			ServerErrors: llmtest.Schedule{First: 4},

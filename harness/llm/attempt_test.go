@@ -35,7 +35,7 @@ func TestChatReportsAttempts(t *testing.T) {
 			[]want{{harness.AttemptMalformed, 200}, {harness.AttemptOK, 0}}, false},
 		{"too large", llmtest.Options{Huge: llmtest.Schedule{Every: 1}, HugeBytes: 1 << 20}, Options{MaxResponseBytes: 1 << 10},
 			[]want{{harness.AttemptTooLarge, 200}}, true},
-		{"timeout then an answer", llmtest.Options{Timeouts: llmtest.Schedule{First: 1}}, Options{Timeout: 100 * time.Millisecond},
+		{"timeout then an answer", llmtest.Options{Timeouts: llmtest.Schedule{First: 1}}, Options{Timeout: 1500 * time.Millisecond},
 			[]want{{harness.AttemptTimeout, 0}, {harness.AttemptOK, 0}}, false},
 	}
 	for _, c := range cases {

@@ -393,16 +393,18 @@ func TestChatRetries(t *testing.T) {
 		}
 	})
 	t.Run("timeout then success", func(t *testing.T) {
-		r := run(t, llmtest.Options{Timeouts: llmtest.Schedule{First: 1}}, Options{Timeout: 200 * time.Millisecond})
+		// The timeout ends the hung attempt; the second must answer within
+		// it on a loaded machine too.
+		r := run(t, llmtest.Options{Timeouts: llmtest.Schedule{First: 1}}, Options{Timeout: 1500 * time.Millisecond})
 		ok(t, r, 2)
 	})
 	t.Run("a timed-out attempt is retried without backoff", func(t *testing.T) {
 		// A 10 s backoff would show; the timeout was the wait.
 		var delays []time.Duration
-		r := run(t, llmtest.Options{Timeouts: llmtest.Schedule{First: 1}}, Options{Timeout: 200 * time.Millisecond,
+		r := run(t, llmtest.Options{Timeouts: llmtest.Schedule{First: 1}}, Options{Timeout: 1500 * time.Millisecond,
 			RetryBaseDelay: 10 * time.Second, OnRetry: func(_ int, d time.Duration, _ error) { delays = append(delays, d) }})
 		ok(t, r, 2)
-		if len(delays) != 1 || delays[0] != 0 || r.elapsed > 5*time.Second {
+		if len(delays) != 1 || delays[0] != 0 || r.elapsed > 8*time.Second {
 			t.Fatalf("retry delays %v, elapsed %v", delays, r.elapsed)
 		}
 	})
