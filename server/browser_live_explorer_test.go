@@ -95,7 +95,13 @@ func TestBrowserExplorerLiveRefresh(t *testing.T) {
 	t.Parallel()
 	const tests = 12
 	g := newGatedModel()
-	e := newEngineEnv(t, engineConfig{files: slowDomain(tests), concurrency: 1, llm: llmtest.Options{Respond: g.respond}})
+	// The gate decides when a request answers, not a timeout: a held
+	// request that timed out (10 s by default, which opening the page can
+	// take at load 20) would be retried while its abandoned handler still
+	// waits at the gate and takes one of the answers released for the
+	// retry.
+	e := newEngineEnv(t, engineConfig{files: slowDomain(tests), concurrency: 1, timeout: 10 * time.Minute,
+		llm: llmtest.Options{Respond: g.respond}})
 	// Registered after the server's clean-ups, so run before them: a
 	// request still held is let go, and the run can stop.
 	t.Cleanup(func() { close(g.gate) })
