@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -681,7 +682,25 @@ func TestConcurrencyHonoured(t *testing.T) {
 	for _, n := range []int{1, 3, 16} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			d := newDefs().domain("d", "", true).sums("d", 1, 2*n, 0).sums("d", 2, 2*n, 0)
-			f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: n, llm: llmtest.Options{Latency: 100 * time.Millisecond}})
+			// The first n requests are held until all n are in flight, so
+			// the peak shows the bound however slowly a loaded machine
+			// starts them (a 100 ms latency alone did not, at load 25);
+			// a bound that is not reached fails after the wait.
+			var arrived atomic.Int64
+			all := make(chan struct{})
+			respond := func(*llmtest.Request) *llmtest.Reply {
+				switch k := arrived.Add(1); {
+				case k < int64(n):
+					select {
+					case <-all:
+					case <-time.After(20 * time.Second):
+					}
+				case k == int64(n):
+					close(all)
+				}
+				return nil
+			}
+			f := newFixture(t, fixtureOpts{snap: d.snap(), concurrency: n, llm: llmtest.Options{Latency: 10 * time.Millisecond, Respond: respond}})
 			id := f.start(t, engine.StartRequest{})
 			info, _ := f.wait(t, id)
 			if info.Status != runs.StatusCompleted {
