@@ -298,11 +298,17 @@ func (b *browser) text(sel string) string {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, uiWait)
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel), chromedp.NodeVisible))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
+	// An element the page replaced between the query and the read (a
+	// view that re-renders on its poll) is found again, as click does.
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel), chromedp.NodeVisible))
+		if err == nil {
+			return s
+		}
+		if !staleNode(err) || ctx.Err() != nil {
+			b.t.Fatalf("text of %s: %v", sel, err)
+		}
 	}
-	return s
 }
 
 // click clicks the first visible element matching a CSS selector, as a
@@ -330,7 +336,8 @@ func (b *browser) click(sel string) {
 // a node that left the document after it was found.
 func staleNode(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, "Could not find node with given id") || strings.Contains(msg, "Node is detached from document")
+	return strings.Contains(msg, "Could not find node with given id") || strings.Contains(msg, "No node with given id found") ||
+		strings.Contains(msg, "Node is detached from document")
 }
 
 // typeInto replaces the text of an input or textarea by typing.
