@@ -96,12 +96,19 @@ EXHAUSTIVE_RUN := ^Test($(subst $(space),|,$(strip $(EXHAUSTIVE_TESTS))))$$
 # make test runs every phase even when an earlier one fails (a failing
 # race pass must not hide what PostgreSQL would have said), then fails
 # naming the phases that failed. Each phase is a target of its own too.
+# The race pass, which keeps both cores busy, runs alone; the exhaustive
+# and PostgreSQL passes then run side by side, as both spend most of
+# their time waiting (on child processes, PostgreSQL, a browser,
+# deadlines), and each go test prints a package's output in one block.
 TEST_PHASES := test-vet test-race test-exhaustive test-pg
 
 test:
-	@failed=; for phase in $(TEST_PHASES); do \
-		$(MAKE) --no-print-directory $$phase || failed="$$failed $$phase"; \
-	done; \
+	@failed=; \
+	$(MAKE) --no-print-directory test-vet || failed="$$failed test-vet"; \
+	$(MAKE) --no-print-directory test-race || failed="$$failed test-race"; \
+	$(MAKE) --no-print-directory test-exhaustive & exhaustive=$$!; \
+	$(MAKE) --no-print-directory test-pg || failed="$$failed test-pg"; \
+	wait $$exhaustive || failed="$$failed test-exhaustive"; \
 	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi; \
 	echo "make test: every phase passed ($(TEST_PHASES))"
 
@@ -109,16 +116,20 @@ test-vet:
 	$(GO) vet ./...
 
 # ./server first: the longest package starts first, and the short ones
-# fill the other core beside it. -parallel 4: four parallel tests of a
-# package at once rather than one per core, as many of them wait on a
-# browser, a child process or a socket rather than compute.
+# fill the other cores beside it. -parallel 4: four parallel tests of a
+# package at once rather than one per core, and -p 3: three packages at
+# once rather than one per core, as many tests wait on a browser, a child
+# process, a socket or a deadline rather than compute (the plugin host's
+# and the run store's tests take minutes of wall for seconds of CPU).
 test-race:
-	$(GO) test $(RACE) -short -parallel 4 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./server ./...
+	$(GO) test $(RACE) -short -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./server ./...
 
+# On SQLite and on PostgreSQL side by side: mostly waiting, both.
 test-exhaustive:
 	@rc=0; \
+	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -parallel 4 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(EXHAUSTIVE_RUN)' $(EXHAUSTIVE_PG_PACKAGES)) & pg=$$!; \
 	(set -x; $(GO) test -parallel 4 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(EXHAUSTIVE_RUN)' $(EXHAUSTIVE_PACKAGES)) || rc=1; \
-	(set -x; GAUNTLET_TEST_DATABASE=postgres $(GO) test -parallel 4 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(EXHAUSTIVE_RUN)' $(EXHAUSTIVE_PG_PACKAGES)) || rc=1; \
+	wait $$pg || rc=1; \
 	exit $$rc
 
 test-pg:
