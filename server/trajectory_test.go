@@ -53,6 +53,26 @@ func TestExpectedTrajectoryWritten(t *testing.T) {
 	if exp, _ := got["expected"].(map[string]any); !reflect.DeepEqual(exp["trajectory"], want) {
 		t.Errorf("read back: trajectory %v, want %v", exp["trajectory"], want)
 	}
+	// The export carries it, and an import into another server gives the
+	// same export and the same definition files.
+	export := must(t, e.get("/api/settings/export"), http.StatusOK)
+	if !strings.Contains(string(export.body), `"trajectory":{"tools":["search","book"],"mode":"in_order"`) {
+		t.Errorf("export without the trajectory: %s", export.body)
+	}
+	var body map[string]any
+	export.decode(t, &body)
+	body["merge"] = false
+	dst := newEnv(t)
+	must(t, dst.post("/api/settings/import", body), http.StatusOK)
+	if got := must(t, dst.get("/api/settings/export"), http.StatusOK); string(got.body) != string(export.body) {
+		t.Errorf("export after import differs:\nsource %s\nimport %s", export.body, got.body)
+	}
+	for f := range e.files() {
+		if e.readFile(f) != dst.readFile(f) {
+			t.Errorf("%s:\nsource:\n%s\nimport:\n%s", f, e.readFile(f), dst.readFile(f))
+		}
+	}
+
 	mustProblem(t, e.put("/api/settings/tests/tr1", map[string]any{"expected": map[string]any{
 		"trajectory": map[string]any{"tools": []string{"x"}, "mode": "sometimes"}}}),
 		http.StatusUnprocessableEntity, "body.expected.trajectory.mode")
