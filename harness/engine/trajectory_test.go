@@ -133,6 +133,19 @@ func TestTrajectoryRun(t *testing.T) {
 		t.Fatalf("info = %+v", info)
 	}
 	res := resultByID(t, f, id)
+	checkTrajectoryResults(t, cases, res)
+
+	// A rescore rebuilds the calls from the stored results, malformed
+	// arguments included, and gives the same verdicts.
+	rid := f.start(t, engine.StartRequest{RescoreFrom: id})
+	if info, _ := f.wait(t, rid); info.Status != runs.StatusCompleted {
+		t.Fatalf("rescore: info = %+v", info)
+	}
+	t.Run("rescored", func(t *testing.T) { checkTrajectoryResults(t, cases, resultByID(t, f, rid)) })
+}
+
+func checkTrajectoryResults(t *testing.T, cases []trajectoryCase, res map[string]runs.Result) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
 			r, ok := res[c.id]
