@@ -222,6 +222,10 @@ func MatchTrajectory(tr Trajectory, calls []ToolCall) (*TrajectoryResult, error)
 	if m > MaxTrajectoryCalls {
 		res.Total = m
 		res.Reason = fmt.Sprintf("made %d tool calls; at most %d are compared", m, MaxTrajectoryCalls)
+		if tr.MaxSteps != nil {
+			res.DivergedAt = intRef(*tr.MaxSteps)
+			res.Reason = fmt.Sprintf("made %d tool calls; max_steps is %d", m, *tr.MaxSteps)
+		}
 		return res, nil
 	}
 

@@ -183,6 +183,10 @@ func TestMatchTrajectoryBounds(t *testing.T) {
 	if err != nil || res.Passed || res.Score != 0 || !strings.Contains(res.Reason, "at most 1000 are compared") {
 		t.Errorf("too many calls: %+v, %v", res, err)
 	}
+	res, err = harness.MatchTrajectory(harness.Trajectory{Tools: []string{"a"}, Mode: "in_order", MaxSteps: maxSteps(5)}, many)
+	if err != nil || res.Passed || res.DivergedAt == nil || *res.DivergedAt != 5 || !strings.Contains(res.Reason, "max_steps is 5") {
+		t.Errorf("too many calls, with max_steps: %+v, %v", res, err)
+	}
 	tools := make([]string, harness.MaxTrajectoryTools)
 	for i := range tools {
 		tools[i] = "a"

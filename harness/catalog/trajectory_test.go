@@ -43,10 +43,7 @@ func TestLoadExpectedTrajectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	five := 5
-	want := &harness.Trajectory{Tools: []string{"search", "book"}, Mode: harness.TrajectoryInOrder,
-		Arguments: []map[string]any{{"q": "Paris", "n": uint64(2)}}, MaxSteps: &five}
-	if tr := got.Expected.Trajectory; tr == nil || !reflect.DeepEqual(tr.Tools, want.Tools) || tr.Mode != want.Mode ||
+	if tr := got.Expected.Trajectory; tr == nil || !reflect.DeepEqual(tr.Tools, []string{"search", "book"}) || tr.Mode != harness.TrajectoryInOrder ||
 		len(tr.Arguments) != 1 || tr.Arguments[0]["q"] != "Paris" || tr.MaxSteps == nil || *tr.MaxSteps != 5 {
 		t.Fatalf("trip: trajectory %+v", got.Expected.Trajectory)
 	}
