@@ -28,6 +28,7 @@ func TestFirstPartyEvaluatorsAsPlugins(t *testing.T) {
 	for pkg, name := range map[string]string{
 		"./judge/cmd/gauntlet-evaluator-judge":            "gauntlet-evaluator-judge",
 		"./jsonschema/cmd/gauntlet-evaluator-json_schema": "gauntlet-evaluator-json_schema",
+		"./trajectory/cmd/gauntlet-evaluator-trajectory":  "gauntlet-evaluator-trajectory",
 	} {
 		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
@@ -74,4 +75,35 @@ func TestFirstPartyEvaluatorsAsPlugins(t *testing.T) {
 		},
 		Want: &harnesstest.Verdict{Score: 1, Passed: true},
 	})
+
+	// The trajectory reaches the plugin with the test, and the calls with
+	// the request: the plugin scores them as the evaluator in-process does.
+	tr, ok := reg.Evaluator("trajectory")
+	if !ok {
+		t.Fatal("trajectory plugin not registered")
+	}
+	plan := &harness.Trajectory{Tools: []string{"search", "book"}, Mode: harness.TrajectoryInOrder,
+		Arguments: []map[string]any{{"q": "Paris", "n": 2}}}
+	trip := func(calls ...harness.ToolCall) *harness.EvalRequest {
+		return &harness.EvalRequest{
+			Test:      harness.Test{ID: "trip", Expected: harness.Expected{Type: "trajectory", Trajectory: plan}},
+			Evaluator: harness.EvaluatorConfig{Type: "trajectory"},
+			Response:  "Booked.", ToolCalls: calls,
+		}
+	}
+	harnesstest.TestEvaluator(t, tr,
+		harnesstest.EvalCase{Name: "in order", Request: trip(harness.ToolCall{Name: "search", Arguments: `{"q":"Paris","n":2}`},
+			harness.ToolCall{Name: "log"}, harness.ToolCall{Name: "book"}), Want: &harnesstest.Verdict{Score: 1, Passed: true}},
+		harnesstest.EvalCase{Name: "wrong arguments", Request: trip(harness.ToolCall{Name: "search", Arguments: `{"q":"Paris","n":3}`},
+			harness.ToolCall{Name: "book"}), Want: &harnesstest.Verdict{Score: 0.5}},
+		harnesstest.EvalCase{Name: "malformed arguments", Request: trip(harness.ToolCall{Name: "search", Arguments: `{"q":`}),
+			Want: &harnesstest.Verdict{Score: 0}},
+	)
+	res, err := tr.Evaluate(context.Background(), trip(harness.ToolCall{Name: "book"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := res.Details["trajectory"].(map[string]any); d["diverged_at"] != 0.0 || d["mode"] != "in_order" {
+		t.Errorf("plugin details %v", res.Details)
+	}
 }

@@ -88,6 +88,10 @@ type Expected struct {
 	// prompt: the result then records the retrieval's recall and hit.
 	// They do not change how the answer is scored.
 	Sources []string `json:"sources,omitempty" yaml:"sources,omitempty"`
+	// Trajectory, when set, is the tool calls the model should make, for
+	// the trajectory evaluator (or a plugin that reads it). Any expected
+	// type may carry one; it is validated whenever it is present.
+	Trajectory *Trajectory `json:"trajectory,omitempty" yaml:"trajectory,omitempty"`
 }
 
 // Test is one prompt with its expected answer, at one level of one domain.

@@ -420,17 +420,27 @@ func sourceNameProblem(name string) string {
 	return ""
 }
 
-// Expected validates an expected answer against the checks of its type.
+// Expected validates an expected answer against the checks of its type,
+// and its trajectory when it has one (Trajectory.Validate).
 func (v Validator) Expected(e Expected) error {
+	var err error
 	check, ok := v.registry().ExpectedType(e.Type)
-	if !ok {
-		return Invalid("type", "unknown expected type %q (known: %s)", e.Type,
+	switch {
+	case !ok:
+		err = Invalid("type", "unknown expected type %q (known: %s)", e.Type,
 			strings.Join(v.registry().ExpectedTypes(), ", "))
+	case e.Tolerance != nil && !(*e.Tolerance >= 0 && *e.Tolerance <= math.MaxFloat64):
+		err = Invalid("tolerance", "must be a finite number, not negative")
+	default:
+		err = check(e)
 	}
-	if e.Tolerance != nil && !(*e.Tolerance >= 0 && *e.Tolerance <= math.MaxFloat64) {
-		return Invalid("tolerance", "must be a finite number, not negative")
+	if e.Trajectory == nil {
+		return err
 	}
-	return check(e)
+	ve := &ValidationError{}
+	ve.Merge("", err)
+	ve.Merge("trajectory", e.Trajectory.Validate())
+	return ve.Err()
 }
 
 // Evaluator validates an evaluator record; an empty type becomes "regex".

@@ -55,6 +55,7 @@ var schemaDocs = map[string]string{
 	"EvaluatorList":       "Every evaluator, ordered by id.",
 	"EvaluatorUpdate":     "Changes to an evaluator: the fields present change, the others stay.",
 	"Expected":            "A test's expected answer and how a response is compared to it.",
+	"Trajectory":          "The tool calls a test expects the model to make, scored by the trajectory evaluator.",
 	"Flip":                "A test that passed in one run and failed in the other.",
 	"ExpectedInput":       "An expected answer in a request. On update, the fields present replace the stored ones; null clears tolerance or arguments.",
 	"ImportResult":        "What an import stored, and the totals after it.",

@@ -34,10 +34,13 @@ type apiExpected struct {
 	Tolerance *float64       `json:"tolerance,omitempty" doc:"Relative tolerance of numeric comparisons; absent means the default, 1e-6."`
 	Arguments map[string]any `json:"arguments,omitempty" doc:"For tool_call: arguments the call must include."`
 	Sources   []string       `json:"sources,omitempty" doc:"Knowledge-base file names the agent's retrieval should find for the prompt, in a run that targets an agent: results then carry details.retrieval (recall@k, hit). They do not change the score."`
+
+	Trajectory *apiTrajectory `json:"trajectory,omitempty"`
 }
 
 func toAPIExpected(e harness.Expected) apiExpected {
-	return apiExpected{Answer: e.Answer, Type: e.Type, Tolerance: e.Tolerance, Arguments: e.Arguments, Sources: e.Sources}
+	return apiExpected{Answer: e.Answer, Type: e.Type, Tolerance: e.Tolerance, Arguments: e.Arguments, Sources: e.Sources,
+		Trajectory: toAPITrajectory(e.Trajectory)}
 }
 
 // apiTest is a test as the API returns it.
@@ -82,6 +85,8 @@ type apiExpectedInput struct {
 	Tolerance optional[float64]        `json:"tolerance,omitzero" doc:"Relative tolerance of numeric comparisons (default 1e-6). null clears it: back to the default."`
 	Arguments optional[map[string]any] `json:"arguments,omitzero" doc:"For tool_call: arguments the call must include. null clears them."`
 	Sources   optional[[]string]       `json:"sources,omitzero" doc:"Knowledge-base file names (at most 50, each once, plain names) the agent's retrieval should find, in a run that targets an agent. null clears them."`
+
+	Trajectory optionalTrajectory `json:"trajectory,omitzero" doc:"The tool calls the model should make, for the trajectory evaluator; replaces the stored one whole. null clears it."`
 }
 
 func (f *apiExpectedInput) apply(e *harness.Expected) {
@@ -92,6 +97,9 @@ func (f *apiExpectedInput) apply(e *harness.Expected) {
 	}
 	f.Arguments.apply(&e.Arguments)
 	f.Sources.apply(&e.Sources)
+	if f.Trajectory.Set {
+		e.Trajectory = f.Trajectory.Value.trajectory()
+	}
 }
 
 // apiTestCreate is the body of create-test, and a test of an import.

@@ -15,6 +15,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/channels/webhook"
 	"github.com/gauntlet-eval/gauntlet/evaluators/jsonschema"
 	"github.com/gauntlet-eval/gauntlet/evaluators/judge"
+	"github.com/gauntlet-eval/gauntlet/evaluators/trajectory"
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/agent"
 	"github.com/gauntlet-eval/gauntlet/harness/agent/kb"
@@ -256,6 +257,8 @@ func newRegistry(log *slog.Logger) (*harness.Registry, error) {
 		reg.RegisterEvaluator(jsonschema.Type, jsonschema.New(jsonschema.Options{})),
 		jsonschema.RegisterExpectedType(reg),
 		judge.RegisterExpectedType(reg),
+		reg.RegisterEvaluator(trajectory.Type, trajectory.New()),
+		trajectory.RegisterExpectedType(reg),
 		reg.RegisterChannel("telegram", telegram.New(telegram.Options{Logger: log})),
 		reg.RegisterChannel("webhook", webhook.New(webhook.Options{Logger: log})),
 	} {

@@ -23,6 +23,10 @@
 // agent. The protocol itself is in harness/plugin/proto (version 1);
 // Handshake and VersionedPlugins are its go-plugin side.
 //
+// An evaluator plugin gets the whole test, its expected.trajectory
+// included, and the tool calls the model made; harness.MatchTrajectory
+// scores those calls as the built-in trajectory evaluator does.
+//
 // harness/harnesstest has conformance kits (TestEvaluator, TestChannel,
 // TestTool) to run against an implementation before shipping it.
 // docs/plugins.md is the plugin author's guide.

@@ -245,14 +245,12 @@ func (t *target) judgeCalls(calls []harness.ToolCall) (string, verdict) {
 		if t.args == nil {
 			return c.Name, pass
 		}
-		var got any = map[string]any{}
-		if strings.TrimSpace(c.Arguments) != "" {
-			if err := json.Unmarshal([]byte(c.Arguments), &got); err != nil {
-				argErrs = append(argErrs, fmt.Sprintf("arguments are not JSON: %q", c.Arguments))
-				continue
-			}
+		got, err := harness.ParseArguments(c.Arguments)
+		if err != nil {
+			argErrs = append(argErrs, fmt.Sprintf("arguments are not JSON: %q", c.Arguments))
+			continue
 		}
-		if subset(any(t.args), got) {
+		if harness.JSONSubset(any(t.args), got) {
 			return c.Name, pass
 		}
 		argErrs = append(argErrs, fmt.Sprintf("arguments %s", compactJSON(c.Arguments)))
@@ -263,39 +261,6 @@ func (t *target) judgeCalls(calls []harness.ToolCall) (string, verdict) {
 			strings.Join(argErrs, "; "))
 	}
 	return "", fail("expected a call to %s; called: %s", t.answer, strings.Join(names, ", "))
-}
-
-// subset reports whether want is contained in got: objects may have extra
-// keys at any depth, arrays must have the same length with each element
-// contained, other values are equal (numbers as float64).
-func subset(want, got any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			gv, ok := g[k]
-			if !ok || !subset(wv, gv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !subset(w[i], g[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return reflect.DeepEqual(want, got)
-	}
 }
 
 func compactJSON(s string) string {

@@ -113,6 +113,37 @@ func TestEvaluatorSeesRetrieval(t *testing.T) {
 	}
 }
 
+// The plugin receives the test's expected trajectory whole, and the
+// calls made, and can score them with harness.MatchTrajectory.
+func TestEvaluatorSeesTrajectory(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "evaluator", "gauntlet-evaluator-testeval")
+	_, reg := newManager(t, Options{Dir: dir})
+	ev, _ := reg.Evaluator("testeval")
+	req := evalRequest("42", "42")
+	three := 3
+	req.Test.Expected.Trajectory = &harness.Trajectory{Tools: []string{"search", "book"}, Mode: harness.TrajectoryAnyOrder,
+		Arguments: []map[string]any{nil, {"seat": map[string]any{"row": 12}}}, MaxSteps: &three}
+	req.ToolCalls = []harness.ToolCall{{ID: "c1", Name: "book", Arguments: `{"seat":{"row":12,"letter":"A"}}`}, {ID: "c2", Name: "search", Arguments: `{"q":`}}
+	res, err := ev.Evaluate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(res.Details["expected_trajectory"])
+	if want := `{"arguments":[null,{"seat":{"row":12}}],"max_steps":3,"mode":"any_order","tools":["search","book"]}`; string(got) != want {
+		t.Errorf("the plugin saw %s\nwant %s", got, want)
+	}
+	tr, _ := res.Details["trajectory"].(map[string]any)
+	if tr["passed"] != true || tr["matched"] != 2.0 {
+		t.Errorf("the plugin's match: %v", tr)
+	}
+	// A test without a trajectory sends none.
+	res, err = ev.Evaluate(t.Context(), evalRequest("42", "42"))
+	if err != nil || res.Details["expected_trajectory"] != nil {
+		t.Errorf("no trajectory: %+v, %v", res.Details, err)
+	}
+}
+
 // A judge-like plugin calls the run's model, which the host serves over
 // the broker.
 func TestJudgeCallsHostModel(t *testing.T) {

@@ -32,9 +32,13 @@ type Expected struct {
 	ArgumentsJson []byte `protobuf:"bytes,4,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	// sources are the knowledge-base files the test expects an agent to
 	// retrieve.
-	Sources       []string `protobuf:"bytes,5,rep,name=sources,proto3" json:"sources,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Sources []string `protobuf:"bytes,5,rep,name=sources,proto3" json:"sources,omitempty"`
+	// trajectory_json is the JSON object of the tool calls the test expects
+	// (harness.Trajectory: tools, mode, arguments, max_steps); empty when
+	// the test has none.
+	TrajectoryJson []byte `protobuf:"bytes,6,opt,name=trajectory_json,json=trajectoryJson,proto3" json:"trajectory_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Expected) Reset() {
@@ -98,6 +102,13 @@ func (x *Expected) GetArgumentsJson() []byte {
 func (x *Expected) GetSources() []string {
 	if x != nil {
 		return x.Sources
+	}
+	return nil
+}
+
+func (x *Expected) GetTrajectoryJson() []byte {
+	if x != nil {
+		return x.TrajectoryJson
 	}
 	return nil
 }
@@ -634,13 +645,14 @@ var File_harness_plugin_proto_evaluator_proto protoreflect.FileDescriptor
 
 const file_harness_plugin_proto_evaluator_proto_rawDesc = "" +
 	"\n" +
-	"$harness/plugin/proto/evaluator.proto\x12\x12gauntlet.plugin.v1\x1a!harness/plugin/proto/common.proto\"\xa8\x01\n" +
+	"$harness/plugin/proto/evaluator.proto\x12\x12gauntlet.plugin.v1\x1a!harness/plugin/proto/common.proto\"\xd1\x01\n" +
 	"\bExpected\x12\x16\n" +
 	"\x06answer\x18\x01 \x01(\tR\x06answer\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12!\n" +
 	"\ttolerance\x18\x03 \x01(\x01H\x00R\ttolerance\x88\x01\x01\x12%\n" +
 	"\x0earguments_json\x18\x04 \x01(\fR\rargumentsJson\x12\x18\n" +
-	"\asources\x18\x05 \x03(\tR\asourcesB\f\n" +
+	"\asources\x18\x05 \x03(\tR\asources\x12'\n" +
+	"\x0ftrajectory_json\x18\x06 \x01(\fR\x0etrajectoryJsonB\f\n" +
 	"\n" +
 	"_tolerance\"\x85\x01\n" +
 	"\tRetrieval\x124\n" +

@@ -109,11 +109,15 @@ func testToPB(t harness.Test) (*pb.Test, error) {
 	if err != nil {
 		return nil, fmt.Errorf("test %s: expected.arguments: %w", t.ID, err)
 	}
+	trajectory, err := encodeTrajectory(t.Expected.Trajectory)
+	if err != nil {
+		return nil, fmt.Errorf("test %s: expected.trajectory: %w", t.ID, err)
+	}
 	return &pb.Test{
 		Id: t.ID, DomainId: t.DomainID, Level: int64(t.Level), Name: t.Name, Prompt: t.Prompt,
 		Expected: &pb.Expected{
 			Answer: t.Expected.Answer, Type: t.Expected.Type, Tolerance: t.Expected.Tolerance, ArgumentsJson: args,
-			Sources: t.Expected.Sources,
+			Sources: t.Expected.Sources, TrajectoryJson: trajectory,
 		},
 		EvaluatorId: t.EvaluatorID, Tools: t.Tools,
 	}, nil
@@ -124,14 +128,39 @@ func testFromPB(t *pb.Test) (harness.Test, error) {
 	if err != nil {
 		return harness.Test{}, fmt.Errorf("test %s: expected.arguments: %w", t.GetId(), err)
 	}
+	trajectory, err := decodeTrajectory(t.GetExpected().GetTrajectoryJson())
+	if err != nil {
+		return harness.Test{}, fmt.Errorf("test %s: expected.trajectory: %w", t.GetId(), err)
+	}
 	return harness.Test{
 		ID: t.GetId(), DomainID: t.GetDomainId(), Level: int(t.GetLevel()), Name: t.GetName(), Prompt: t.GetPrompt(),
 		Expected: harness.Expected{
 			Answer: t.GetExpected().GetAnswer(), Type: t.GetExpected().GetType(),
 			Tolerance: t.GetExpected().Tolerance, Arguments: args, Sources: t.GetExpected().GetSources(),
+			Trajectory: trajectory,
 		},
 		EvaluatorID: t.GetEvaluatorId(), Tools: t.GetTools(),
 	}, nil
+}
+
+// encodeTrajectory encodes an expected trajectory as JSON; nil stays
+// empty.
+func encodeTrajectory(tr *harness.Trajectory) ([]byte, error) {
+	if tr == nil {
+		return nil, nil
+	}
+	return json.Marshal(tr)
+}
+
+func decodeTrajectory(b []byte) (*harness.Trajectory, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var tr harness.Trajectory
+	if err := json.Unmarshal(b, &tr); err != nil {
+		return nil, err
+	}
+	return &tr, nil
 }
 
 func sourcesToPB(in []harness.Source) []*pb.Source {

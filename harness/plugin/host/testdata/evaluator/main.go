@@ -28,6 +28,15 @@ func (evaluator) Evaluate(ctx context.Context, req *harness.EvalRequest) (*harne
 	if len(req.Test.Expected.Sources) > 0 {
 		details["expected_sources"] = req.Test.Expected.Sources
 	}
+	if tr := req.Test.Expected.Trajectory; tr != nil {
+		// The kit's matching, as a plugin author calls it.
+		res, err := harness.MatchTrajectory(*tr, req.ToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		details["expected_trajectory"] = tr
+		details["trajectory"] = res.Details()
+	}
 	if r := req.Retrieval; r != nil {
 		var sources []string
 		for _, s := range r.Sources {
