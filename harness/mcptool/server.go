@@ -133,6 +133,13 @@ func (s *server) failed(ctx context.Context, sess *session, err error) (died boo
 		return false, fmt.Errorf("tool %s: the MCP server answered with an error: %v", s.id, err)
 	}
 	if sess.ended(deathWait) {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			// Its stream is not MCP: the connection was cut, which ends
+			// the program (a broken pipe); that is no news.
+			s.dropped(sess, "wrote what is not an MCP message")
+			return true, fmt.Errorf("tool %s: the MCP server wrote what is not an MCP message (%v): %w", s.id, err, ErrUnavailable)
+		}
 		how := sess.howItEnded()
 		s.dropped(sess, how+" during a call")
 		return true, fmt.Errorf("tool %s: the MCP server %s during the call: %v: %w", s.id, how, err, ErrUnavailable)
