@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -34,6 +35,15 @@ type ToolCallRequest struct {
 type ToolResult struct {
 	Output json.RawMessage
 }
+
+// ErrToolUnavailable is wrapped by the error of a Tool whose
+// implementation could not answer at all: its server did not start, died
+// under the call, broke its protocol, went over the answer limit or did
+// not answer within its timeout. Unlike a tool's own error (which the
+// model reads as {"error": "..."} and the loop goes on), it ends
+// RunToolLoop with an error: an evaluation's test is then an error, not a
+// score of the model, and an agent's chat fails saying which tool.
+var ErrToolUnavailable = errors.New("tool unavailable")
 
 // Tool is a function a model may call. A registered Tool answers calls
 // with real output instead of the tool record's mock_response.

@@ -97,7 +97,8 @@ func New(opts Options) *Manager {
 // ErrUnavailable is wrapped by the error of a call whose MCP server could
 // not be started, died under the call, or failed lately and waits out its
 // backoff before it starts again.
-var ErrUnavailable = errors.New("MCP server unavailable")
+// It wraps harness.ErrToolUnavailable, so that the tool loop ends with it.
+var ErrUnavailable = fmt.Errorf("MCP server unavailable: %w", harness.ErrToolUnavailable)
 
 // errClosed is the error of a call after Close.
 var errClosed = errors.New("the MCP client is closed")

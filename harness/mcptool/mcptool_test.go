@@ -131,8 +131,8 @@ func TestStdioCall(t *testing.T) {
 		t.Errorf("add = %v, %v; want sum 5", sum, err)
 	}
 	// A result marked as an error is the call's error.
-	if _, err := call(t, m, def, `{"fail": true}`); err == nil || !strings.Contains(err.Error(), "no such city") {
-		t.Errorf("fail: %v", err)
+	if _, err := call(t, m, def, `{"fail": true}`); err == nil || !strings.Contains(err.Error(), "no such city") || errors.Is(err, harness.ErrToolUnavailable) {
+		t.Errorf("fail: %v; want the tool's own error, for the model to read", err)
 	}
 	// An unknown server tool is the server's error answer.
 	missing := helperDef("nope", "serve", "no_such_tool", nil)
@@ -156,7 +156,7 @@ func TestExitAtStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited (exit status 2) at start") || !strings.Contains(err.Error(), "fatal: no configuration") {
 		t.Fatalf("err = %v; want the exit status and the last stderr line", err)
 	}
-	if !errors.Is(err, mcptool.ErrUnavailable) {
+	if !errors.Is(err, mcptool.ErrUnavailable) || !errors.Is(err, harness.ErrToolUnavailable) {
 		t.Errorf("err %v does not wrap ErrUnavailable", err)
 	}
 	// Other tools are not affected.
@@ -175,6 +175,9 @@ func TestHangTimesOut(t *testing.T) {
 	_, err = call(t, m, def, `{"hang": true}`)
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not answer within 2s") {
 		t.Fatalf("err = %v; want the tool timeout", err)
+	}
+	if !errors.Is(err, harness.ErrToolUnavailable) {
+		t.Errorf("err %v does not wrap harness.ErrToolUnavailable: the tool loop would go on", err)
 	}
 	// The server stays up: the next call goes to the same process.
 	after, err := call(t, m, def, `{}`)
@@ -250,6 +253,9 @@ func TestHugeAnswerBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if err == nil || !strings.Contains(err.Error(), "over 1 MiB, the answer limit") {
 		t.Fatalf("err = %v; want the answer limit", err)
+	}
+	if !errors.Is(err, harness.ErrToolUnavailable) {
+		t.Errorf("err %v does not wrap harness.ErrToolUnavailable", err)
 	}
 	// The 100 MiB answer was cut at the limit: what this process
 	// allocated meanwhile is far below it.

@@ -123,7 +123,7 @@ func (s *server) try(ctx context.Context, req *harness.ToolCallRequest) (_ *harn
 func (s *server) failed(ctx context.Context, sess *session, err error) (died bool, _ error) {
 	if sess.tooLarge.Load() {
 		s.dropped(sess, "it sent a message over the answer limit")
-		return false, fmt.Errorf("tool %s: the MCP server sent a message over %s, the answer limit; it was not read further", s.id, byteSize(s.m.opts.MaxAnswerBytes))
+		return false, fmt.Errorf("tool %s: the MCP server sent a message over %s, the answer limit; it was not read further: %w", s.id, byteSize(s.m.opts.MaxAnswerBytes), ErrUnavailable)
 	}
 	if ctx.Err() != nil {
 		return false, s.ctxErr(ctx, err)
@@ -154,7 +154,7 @@ func (s *server) ctxErr(ctx context.Context, err error) error {
 		return err
 	}
 	if errors.Is(context.Cause(ctx), errCallTimeout) {
-		return fmt.Errorf("tool %s: the MCP server did not answer within %s (the tool timeout): %w", s.id, s.m.opts.CallTimeout, context.DeadlineExceeded)
+		return fmt.Errorf("tool %s: the MCP server did not answer within %s (the tool timeout): %w: %w", s.id, s.m.opts.CallTimeout, ErrUnavailable, context.DeadlineExceeded)
 	}
 	return fmt.Errorf("tool %s: %w", s.id, context.Cause(ctx))
 }
