@@ -51,7 +51,7 @@ type settings struct {
 	pluginTimeout time.Duration
 	// toolTimeout bounds one call to a tool's MCP server (--tool-timeout).
 	toolTimeout time.Duration
-	debug         bool
+	debug       bool
 	// rescueAfter: with PostgreSQL, when a running job is taken for lost
 	// (serve, worker).
 	rescueAfter time.Duration
