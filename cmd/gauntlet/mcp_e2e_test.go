@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -149,5 +150,96 @@ func TestMCPToolEndToEnd(t *testing.T) {
 	p.stop(t)
 	if !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 		t.Errorf("the MCP server (pid %d) outlived serve", pid)
+	}
+}
+
+// TestMCPToolFaultsEndToEnd: tools whose MCP server exits at start, hangs
+// on a call or floods stdout with garbage make their tests `error`, the
+// reason named, within --tool-timeout; the healthy tool's test passes, the
+// hung server stays up (one process, until serve stops) and serve keeps
+// answering.
+func TestMCPToolFaultsEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	defs := exampleMCPDefinitions(t, dir)
+	fault := testbin.Build(t, "./testdata/mcpfault")
+	level := "tools:\n  - multiply\ntests:\n" +
+		"  - id: ok\n    prompt: Use multiply to compute 2 times 3.\n    expected:\n      answer: multiply\n      type: tool_call\n"
+	for _, mode := range []string{"exit", "hang", "flood"} {
+		tool := "id: " + mode + "_tool\nname: " + mode + "\nfunction:\n  name: " + mode + "_tool\n" +
+			"mcp:\n  command:\n    - " + strconv.Quote(fault) + "\n    - " + mode + "\n  tool: fault\n"
+		if err := os.WriteFile(filepath.Join(defs, "tools", mode+"_tool.yaml"), []byte(tool), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		level += "  - id: " + mode + "\n    prompt: Use " + mode + "_tool now.\n    tools:\n      - " + mode + "_tool\n" +
+			"    expected:\n      answer: " + mode + "_tool\n      type: tool_call\n"
+	}
+	if err := os.WriteFile(filepath.Join(defs, "domains", "calculator", "level-1.yaml"), []byte(level), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mock := llmtest.NewServer(llmtest.Options{})
+	t.Cleanup(mock.Close)
+	p := startServe(t, []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--definitions", defs,
+		"--plugins", filepath.Join(dir, "plugins"), "--llm-base-url", mock.URL, "--tool-timeout", "2s"})
+	var loaded struct {
+		Total int `json:"total"`
+	}
+	p.call(t, http.MethodGet, "/api/settings/tools", nil, http.StatusOK, &loaded)
+	if loaded.Total != 4 {
+		t.Fatalf("%d tools loaded, want 4\n%s", loaded.Total, p.logs)
+	}
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	p.call(t, http.MethodPost, "/api/start", map[string]any{"model_name": "faults"}, http.StatusOK, &started)
+	harnesstest.Eventually(t, 90*time.Second, "the run ends", func() bool {
+		var last struct {
+			Status string `json:"status"`
+		}
+		p.call(t, http.MethodGet, "/api/v1/history/last/id", nil, http.StatusOK, &last)
+		return last.Status != "running"
+	})
+	var cell struct {
+		Tests []struct {
+			TestID  string         `json:"test_id"`
+			Status  string         `json:"status"`
+			Details map[string]any `json:"details"`
+		} `json:"tests"`
+	}
+	p.call(t, http.MethodGet, "/api/run/"+started.RunID+"/tests/calculator/1", nil, http.StatusOK, &cell)
+	reasons := map[string]string{
+		"exit":  "exited (exit status 2) at start",
+		"hang":  "did not answer within 2s",
+		"flood": "not an MCP message",
+	}
+	if len(cell.Tests) != 4 {
+		t.Fatalf("tests = %+v", cell.Tests)
+	}
+	for _, tr := range cell.Tests {
+		reason := fmt.Sprint(tr.Details["error"])
+		switch want := reasons[tr.TestID]; {
+		case tr.TestID == "ok":
+			if tr.Status != "passed" {
+				t.Errorf("ok: %s %v; want passed", tr.Status, tr.Details)
+			}
+		case tr.Status != "error" || !strings.Contains(reason, want) || !strings.Contains(reason, tr.TestID+"_tool"):
+			t.Errorf("%s: %s, %q; want error saying %q", tr.TestID, tr.Status, reason, want)
+		}
+	}
+	if !strings.Contains(p.logs.String(), "tool exit_tool: mcpfault: no configuration, giving up") {
+		t.Errorf("the failed server's stderr is not in the log:\n%s", p.logs)
+	}
+	// The hung server stays up: started once, alive until serve stops.
+	m := regexp.MustCompile(`mcp: server started" tool=hang_tool restarts=0 pid=(\d+)`).FindAllStringSubmatch(p.logs.String(), -1)
+	if len(m) != 1 {
+		t.Fatalf("hang_tool's server started %d times, want once:\n%s", len(m), p.logs)
+	}
+	pid, _ := strconv.Atoi(m[0][1])
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		t.Error("the hung server was stopped: a call that times out leaves it up")
+	}
+	p.call(t, http.MethodGet, "/api/settings/tools", nil, http.StatusOK, nil)
+	p.stop(t)
+	if !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		t.Errorf("the hung server (pid %d) outlived serve", pid)
 	}
 }
