@@ -225,6 +225,16 @@ func TestMCPToolFaultsEndToEnd(t *testing.T) {
 			t.Errorf("%s: %s, %q; want error saying %q", tr.TestID, tr.Status, reason, want)
 		}
 	}
+	// An agent's chat whose tool cannot answer fails, naming the tool.
+	p.call(t, http.MethodPost, "/api/agents", map[string]any{"id": "broken_bot", "name": "Broken bot"}, http.StatusCreated, nil)
+	p.call(t, http.MethodPut, "/api/agents/broken_bot/tools", map[string]any{"tools": []string{"exit_tool"}}, http.StatusOK, nil)
+	var problem struct {
+		Detail string `json:"detail"`
+	}
+	p.call(t, http.MethodPost, "/api/agents/broken_bot/chat", map[string]any{"user_id": "u1", "message": "Use exit_tool now."}, http.StatusBadGateway, &problem)
+	if !strings.Contains(problem.Detail, "a tool of the agent failed") || !strings.Contains(problem.Detail, "exit_tool") {
+		t.Errorf("chat problem = %q; want the failed tool named", problem.Detail)
+	}
 	if !strings.Contains(p.logs.String(), "tool exit_tool: mcpfault: no configuration, giving up") {
 		t.Errorf("the failed server's stderr is not in the log:\n%s", p.logs)
 	}
