@@ -175,7 +175,7 @@ func (s *server) get(ctx context.Context) (*session, error) {
 				s.mu.Unlock()
 				return sess, nil
 			}
-			s.droppedLocked(sess, sess.howItEnded())
+			s.droppedLocked(sess, "ended its connection between calls")
 		}
 		wait := time.Until(s.retryAt)
 		dl, hasDeadline := ctx.Deadline()
