@@ -143,14 +143,18 @@ type FunctionDef struct {
 	Parameters map[string]any `json:"parameters,omitempty" yaml:"parameters,omitempty"`
 }
 
-// ToolDefinition is a tool record: a function definition and the output
-// returned when a model calls it and no registered Tool implements it.
+// ToolDefinition is a tool record: a function definition and what answers
+// a model's calls of it: the MCP server of MCP, else a registered Tool of
+// the function's name, else MockResponse.
 type ToolDefinition struct {
 	ID           string      `json:"id" yaml:"id"`
 	Name         string      `json:"name" yaml:"name"`
 	Description  string      `json:"description" yaml:"description,omitempty"`
 	Function     FunctionDef `json:"function" yaml:"function"`
 	MockResponse any         `json:"mock_response,omitempty" yaml:"mock_response,omitempty"`
+	// MCP, when set, sends the tool's calls to a real MCP server instead
+	// of answering them with MockResponse (the two exclude each other).
+	MCP *ToolMCP `json:"mcp,omitempty" yaml:"mcp,omitempty"`
 }
 
 // Snapshot is a whole set of definitions: what export returns, what import

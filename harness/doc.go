@@ -13,6 +13,9 @@
 // [NewRegistry] and hands it to the parts that need it.
 //
 // [RunToolLoop] is the one tool-call loop of evaluations and agent chats.
+// A tool record with an MCP block ([ToolMCP]) has its calls answered by
+// the Registry's [ToolConnector] (harness/mcptool, registered by the
+// binary), so that this package depends on no MCP client.
 //
 // Validation of every resource lives here too ([Validator]), so an embedding
 // program and the HTTP server reject the same inputs with the same messages.

@@ -20,6 +20,8 @@ type Registry struct {
 	tools      map[string]Tool
 	channels   map[string]Channel
 	expected   map[string]ExpectedChecker
+	// connector answers the calls of tool records with an MCP block.
+	connector ToolConnector
 }
 
 // NewRegistry returns a registry that knows the built-in expected answer

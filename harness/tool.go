@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -35,6 +36,15 @@ type ToolResult struct {
 	Output json.RawMessage
 }
 
+// ErrToolUnavailable is wrapped by the error of a Tool whose
+// implementation could not answer at all: its server did not start, died
+// under the call, broke its protocol, went over the answer limit or did
+// not answer within its timeout. Unlike a tool's own error (which the
+// model reads as {"error": "..."} and the loop goes on), it ends
+// RunToolLoop with an error: an evaluation's test is then an error, not a
+// score of the model, and an agent's chat fails saying which tool.
+var ErrToolUnavailable = errors.New("tool unavailable")
+
 // Tool is a function a model may call. A registered Tool answers calls
 // with real output instead of the tool record's mock_response.
 type Tool interface {
@@ -43,9 +53,10 @@ type Tool interface {
 }
 
 // AnswerToolCall answers a model's tool call against the tools it was
-// offered: a Tool registered under the call's function name gives its real
-// output, otherwise the tool record's mock_response ("{}" when it has
-// none). A function that was not offered, or a Tool that fails, gets
+// offered: a record with an MCP block has the call answered by its MCP
+// server (through the Registry's ToolConnector), otherwise a Tool
+// registered under the call's function name gives its real output,
+// otherwise the tool record's mock_response ("{}" when it has none). A function that was not offered, or a Tool that fails, gets
 // {"error": "..."}, which the model reads like any other output. AgentID
 // and UserID of req are passed to a registered Tool; its CallID and
 // Arguments are set from the call (call.ID, call.Arguments).
@@ -69,22 +80,41 @@ func answerToolCall(ctx context.Context, reg *Registry, offered []ToolDefinition
 		err := fmt.Errorf("unknown function %q", call.Name)
 		return toolError(err.Error()), err
 	}
-	if reg != nil {
-		if impl, ok := reg.Tool(call.Name); ok {
-			req.CallID = call.ID
-			req.Arguments = json.RawMessage(call.Arguments)
-			if len(req.Arguments) == 0 {
-				req.Arguments = json.RawMessage("{}")
-			}
-			out, err := impl.Call(ctx, &req)
-			if err != nil {
-				return toolError(err.Error()), err
-			}
-			if out == nil || len(out.Output) == 0 {
-				return "{}", nil
-			}
-			return string(out.Output), nil
+	var impl Tool
+	switch {
+	case def.MCP != nil:
+		// The record names its server: its calls go there, never to a
+		// mock or to a Tool registered under the same function name.
+		var conn ToolConnector
+		if reg != nil {
+			conn = reg.ToolConnector()
 		}
+		if conn == nil {
+			err := fmt.Errorf("tool %s: its calls go to an MCP server, and this program has no MCP client", def.ID)
+			return toolError(err.Error()), err
+		}
+		t, err := conn.ToolFor(def)
+		if err != nil {
+			return toolError(err.Error()), err
+		}
+		impl = t
+	case reg != nil:
+		impl, _ = reg.Tool(call.Name)
+	}
+	if impl != nil {
+		req.CallID = call.ID
+		req.Arguments = json.RawMessage(call.Arguments)
+		if len(req.Arguments) == 0 {
+			req.Arguments = json.RawMessage("{}")
+		}
+		out, err := impl.Call(ctx, &req)
+		if err != nil {
+			return toolError(err.Error()), err
+		}
+		if out == nil || len(out.Output) == 0 {
+			return "{}", nil
+		}
+		return string(out.Output), nil
 	}
 	if def.MockResponse == nil {
 		return "{}", nil

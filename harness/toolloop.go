@@ -151,7 +151,9 @@ func (r *ToolLoopResult) Calls() []ToolCall {
 //   - A call's answer is that of AnswerToolCall: a registered Tool's
 //     output, else the record's mock_response; a function that was not
 //     offered, or a Tool that fails, gets {"error": "..."}, which the model
-//     reads like any other output, and the loop goes on.
+//     reads like any other output, and the loop goes on. A Tool whose
+//     error wraps ErrToolUnavailable (its server could not answer at all)
+//     ends the loop with that error instead: the round is left out.
 //
 // A model error ends the loop with an error wrapping the model's; so does
 // ctx's end (checked before each request and after each tool call). On an
@@ -228,6 +230,9 @@ func RunToolLoop(ctx context.Context, req *ToolLoopRequest) (*ToolLoopResult, er
 			}
 			if err := ctx.Err(); err != nil {
 				return done(err)
+			}
+			if cerr != nil && errors.Is(cerr, ErrToolUnavailable) {
+				return done(fmt.Errorf("tool call %s: %w", call.Name, cerr))
 			}
 			calls = append(calls, rec)
 			msgs = append(msgs, Message{Role: RoleTool, Content: out, ToolCallID: call.ID})

@@ -494,6 +494,7 @@ func (v Validator) Tool(t *ToolDefinition) error {
 			ve.Add("mock_response", "is not JSON: %v", err)
 		}
 	}
+	checkMCP(ve, t)
 	return ve.Err()
 }
 

@@ -130,6 +130,9 @@ func (h *chatHandler) chatTurn(ctx context.Context, in *chatInput) (*chatOutput,
 		if errors.Is(err, harness.ErrInvalid) || errors.Is(err, harness.ErrNotFound) || errors.Is(err, harness.ErrConflict) {
 			return nil, h.problem(ctx, err)
 		}
+		if errors.Is(err, harness.ErrToolUnavailable) {
+			return nil, huma.NewError(http.StatusBadGateway, "a tool of the agent failed: "+err.Error())
+		}
 		return nil, huma.NewError(http.StatusBadGateway, "the model endpoint failed: "+err.Error())
 	}
 	return &chatOutput{Body: toAPIChatReply(res)}, nil

@@ -120,6 +120,8 @@ var schemaDocs = map[string]string{
 	"ToolFunction":        "A function definition, as in the OpenAI tools API.",
 	"ToolFunctionInput":   "A function definition in a request.",
 	"ToolList":            "Every tool, ordered by id.",
+	"ToolMCP":             "The MCP server that answers a tool's calls instead of a mock_response: a program started for the tool (command, env) or a streamable HTTP endpoint (url). Absent when the tool has none.",
+	"ToolMCPInput":        "The MCP server that answers a tool's calls, instead of a mock_response: command (with env) or url, not both.",
 	"ToolUpdate":          "Changes to a tool: the fields present change, the others stay; mock_response null clears it.",
 	"WebhookMessage":      "A message delivered to a webhook channel.",
 	"WebhookQueued":       "A webhook message accepted; the reply goes to the channel's callback_url.",

@@ -35,6 +35,42 @@ type apiToolFunction struct {
 	Parameters  map[string]any `json:"parameters,omitempty" doc:"A JSON Schema object: type object, properties, required."`
 }
 
+// apiToolMCP is the MCP server that answers a tool's calls, as the API
+// returns it.
+type apiToolMCP struct {
+	Transport string            `json:"transport" enum:"stdio,http" doc:"How the server is reached: stdio (command, a program started for the tool) or http (url). Not part of a request: command or url says it."`
+	Command   []string          `json:"command,omitempty" doc:"The program started for the tool, speaking MCP on its standard input and output, and its arguments."`
+	Env       map[string]string `json:"env,omitempty" doc:"Environment variables of the program, as written: ${VAR} references unresolved."`
+	URL       string            `json:"url,omitempty" doc:"The MCP server's streamable HTTP endpoint."`
+	Tool      string            `json:"tool,omitempty" doc:"The server's tool called; absent: the function's name."`
+}
+
+func toAPIToolMCP(m *harness.ToolMCP) *apiToolMCP {
+	if m == nil {
+		return nil
+	}
+	transport := "stdio"
+	if len(m.Command) == 0 {
+		transport = "http"
+	}
+	return &apiToolMCP{Transport: transport, Command: m.Command, Env: m.Env, URL: m.URL, Tool: m.Tool}
+}
+
+// apiToolMCPInput is a tool's MCP server in a request.
+type apiToolMCPInput struct {
+	Command []string          `json:"command,omitempty" doc:"A program speaking MCP on its standard input and output, and its arguments: started on the tool's first call. Exclusive with url."`
+	Env     map[string]string `json:"env,omitempty" doc:"Environment variables of the program (with command only). A value may name variables of the server's environment as ${VAR}: resolved when the program starts, never stored resolved; other values are stored and shown as written, so put secrets as ${VAR}."`
+	URL     string            `json:"url,omitempty" doc:"An MCP server's streamable HTTP endpoint, http or https. Exclusive with command."`
+	Tool    string            `json:"tool,omitempty" doc:"The server's tool to call; default the function's name."`
+}
+
+func (m *apiToolMCPInput) mcp() *harness.ToolMCP {
+	if m == nil {
+		return nil
+	}
+	return &harness.ToolMCP{Command: m.Command, Env: m.Env, URL: m.URL, Tool: m.Tool}
+}
+
 // apiTool is a tool as the API returns it.
 type apiTool struct {
 	ID           string          `json:"id"`
@@ -42,6 +78,7 @@ type apiTool struct {
 	Description  string          `json:"description"`
 	Function     apiToolFunction `json:"function"`
 	MockResponse any             `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's output when the model calls it; absent when the tool has none."`
+	MCP          *apiToolMCP     `json:"mcp,omitempty"`
 }
 
 func toAPITool(t harness.ToolDefinition) apiTool {
@@ -49,6 +86,7 @@ func toAPITool(t harness.ToolDefinition) apiTool {
 		ID: t.ID, Name: t.Name, Description: t.Description,
 		Function:     apiToolFunction{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters},
 		MockResponse: t.MockResponse,
+		MCP:          toAPIToolMCP(t.MCP),
 	}
 }
 
@@ -84,12 +122,14 @@ type apiToolCreate struct {
 	Description  string                `json:"description,omitempty"`
 	Function     *apiToolFunctionInput `json:"function,omitempty" api:"required"`
 	MockResponse any                   `json:"mock_response,omitempty" doc:"Free-form JSON returned as the tool's output when the model calls it."`
+	MCP          *apiToolMCPInput      `json:"mcp,omitempty"`
 }
 
 func (b *apiToolCreate) tool() harness.ToolDefinition {
 	t := harness.ToolDefinition{
 		ID: b.ID, Name: b.Name, Description: b.Description,
 		MockResponse: b.MockResponse,
+		MCP:          b.MCP.mcp(),
 	}
 	if b.Function != nil {
 		t.Function = b.Function.function()
@@ -99,11 +139,12 @@ func (b *apiToolCreate) tool() harness.ToolDefinition {
 
 // apiToolUpdate is the body of update-tool: the fields present change.
 type apiToolUpdate struct {
-	ID           *string               `json:"id,omitempty" doc:"If present, must equal the id in the path."`
-	Name         *string               `json:"name,omitempty"`
-	Description  *string               `json:"description,omitempty"`
-	Function     *apiToolFunctionInput `json:"function,omitempty"`
-	MockResponse optional[any]         `json:"mock_response,omitzero" doc:"Free-form JSON returned as the tool's output. null clears it: the tool has none."`
+	ID           *string                   `json:"id,omitempty" doc:"If present, must equal the id in the path."`
+	Name         *string                   `json:"name,omitempty"`
+	Description  *string                   `json:"description,omitempty"`
+	Function     *apiToolFunctionInput     `json:"function,omitempty"`
+	MockResponse optional[any]             `json:"mock_response,omitzero" doc:"Free-form JSON returned as the tool's output. null clears it: the tool has none."`
+	MCP          optional[apiToolMCPInput] `json:"mcp,omitzero" doc:"The MCP server that answers the tool's calls. null clears it: the tool has none."`
 }
 
 func (f *apiToolUpdate) apply(t *harness.ToolDefinition) {
@@ -114,6 +155,9 @@ func (f *apiToolUpdate) apply(t *harness.ToolDefinition) {
 		t.Function = f.Function.function()
 	}
 	f.MockResponse.apply(&t.MockResponse)
+	if f.MCP.Set {
+		t.MCP = f.MCP.Value.mcp()
+	}
 }
 
 type getToolInput struct {

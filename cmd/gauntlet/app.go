@@ -23,6 +23,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/engine/riverexec"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/mcptool"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
@@ -38,6 +39,8 @@ type app struct {
 	db       *store.DB
 	registry *harness.Registry
 	plugins  *host.Manager
+	// mcpTools answers the calls of tools with an MCP server.
+	mcpTools *mcptool.Manager
 	catalog  *catalog.Catalog
 	// loaded is the definitions' sync at start-up: counts and the files
 	// that did not load, which each command reports its own way.
@@ -104,6 +107,9 @@ func openApp(ctx context.Context, s settings, opts appOptions) (_ *app, err erro
 	}
 	a.onClose(func() { a.db.Close() })
 	if a.registry, err = newRegistry(a.log); err != nil {
+		return nil, err
+	}
+	if err := a.openMCPTools(); err != nil {
 		return nil, err
 	}
 	if a.plugins, err = openPlugins(s.plugins, s.pluginSums, s.pluginTimeout, a.registry, a.log); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness/engine"
 	"github.com/gauntlet-eval/gauntlet/harness/engine/riverexec"
 	"github.com/gauntlet-eval/gauntlet/harness/llm"
+	"github.com/gauntlet-eval/gauntlet/harness/mcptool"
 	"github.com/gauntlet-eval/gauntlet/harness/plugin/host"
 	"github.com/gauntlet-eval/gauntlet/server"
 )
@@ -48,7 +49,9 @@ type settings struct {
 	pluginSums       string
 	// pluginTimeout bounds one call to a plugin (--plugin-timeout).
 	pluginTimeout time.Duration
-	debug         bool
+	// toolTimeout bounds one call to a tool's MCP server (--tool-timeout).
+	toolTimeout time.Duration
+	debug       bool
 	// rescueAfter: with PostgreSQL, when a running job is taken for lost
 	// (serve, worker).
 	rescueAfter time.Duration
@@ -106,6 +109,10 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	if err != nil {
 		return err
 	}
+	toolTimeout, err := envDuration("GAUNTLET_TOOL_TIMEOUT", mcptool.DefaultCallTimeout)
+	if err != nil {
+		return err
+	}
 	debug, err := envBool("GAUNTLET_DEBUG", debugFromOtherTools())
 	if err != nil {
 		return err
@@ -127,6 +134,7 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.DurationVar(&s.llmRateLimitWait, "llm-rate-limit-wait", rateLimitWait, "bound of the time one model request waits out rate limits (429, 529, 503), which are not counted as retries; a provider asking for longer makes the test an error, e.g. 10m (GAUNTLET_LLM_RATE_LIMIT_WAIT)")
 	fs.Int64Var(&s.llmMaxBytes, "llm-max-response-bytes", int64(maxBytes), "largest model answer read; a larger one is an error (LLM_MAX_RESPONSE_BYTES)")
 	fs.DurationVar(&s.pluginTimeout, "plugin-timeout", pluginTimeout, "bound of one call to a plugin (an evaluation, a tool call, a config check), e.g. 30s (GAUNTLET_PLUGIN_TIMEOUT)")
+	fs.DurationVar(&s.toolTimeout, "tool-timeout", toolTimeout, "bound of one call to a tool's MCP server, starting it included, e.g. 30s; its answer is bounded by --llm-max-response-bytes (GAUNTLET_TOOL_TIMEOUT)")
 	fs.StringVar(&s.pluginSums, "plugin-sha256", env("GAUNTLET_PLUGIN_SHA256", ""), "pin plugin executables: name=hex,name=hex; a pinned plugin whose file differs is not started (GAUNTLET_PLUGIN_SHA256)")
 	fs.IntVar(&s.concurrency, "concurrency", concurrency, "tests in flight at once within one run (GAUNTLET_CONCURRENCY)")
 	rescue, err := envDuration("GAUNTLET_RESCUE_AFTER", riverexec.DefaultRescueAfter)
@@ -173,6 +181,9 @@ func (s *settings) check() error {
 	}
 	if s.pluginTimeout <= 0 {
 		return fmt.Errorf("--plugin-timeout must be above 0, not %v", s.pluginTimeout)
+	}
+	if s.toolTimeout <= 0 || s.toolTimeout > engine.MaxTimeout {
+		return fmt.Errorf("--tool-timeout must be above 0 and at most %v, not %v", engine.MaxTimeout, s.toolTimeout)
 	}
 	if s.llmMaxBytes < 1024 {
 		return fmt.Errorf("--llm-max-response-bytes must be at least 1024, not %d", s.llmMaxBytes)

@@ -44,6 +44,11 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	mcpTools, err := newMCPTools(s, reg, log)
+	if err != nil {
+		return err
+	}
+	defer mcpTools.Close()
 	plugins, err := openPlugins(s.plugins, s.pluginSums, s.pluginTimeout, reg, log)
 	if err != nil {
 		return err

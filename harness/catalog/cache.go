@@ -75,6 +75,8 @@ type toolRow struct {
 	Description   string              `bun:"description,notnull"`
 	Function      harness.FunctionDef `bun:"function,type:text"`
 	MockResponse  string              `bun:"mock_response,notnull"`
+	// MCP is the tool's MCP block as JSON; NULL for a tool without one.
+	MCP *harness.ToolMCP `bun:"mcp,type:text"`
 }
 
 // fileRow is a definitions file the cache holds: the hash of the content
@@ -120,7 +122,17 @@ var migrations = []sqldb.Migration{
 	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
 		return perDirectory(ctx, tx, "TEXT")
 	}},
+	// Version 5 is another change's; it holds its place here.
+	{Version: 5, Name: "reserved", Up: noChange, Postgres: noChange},
+	{Version: 6, Name: "a tool's MCP server", Up: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx, `ALTER TABLE "def_tools" ADD COLUMN "mcp" text`)
+	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
+		return sqldb.ExecAll(ctx, tx, `ALTER TABLE "def_tools" ADD COLUMN "mcp" TEXT`)
+	}},
 }
+
+// noChange is a migration that changes nothing.
+func noChange(context.Context, bun.Tx) error { return nil }
 
 // perDirectory is catalog migration 4: every cache table gains the
 // definitions directory its rows mirror, first in its primary key, so
@@ -213,7 +225,7 @@ func (r *evaluatorRow) evaluator() harness.EvaluatorConfig {
 }
 
 func toToolRow(dir string, t harness.ToolDefinition) (*toolRow, error) {
-	r := &toolRow{Dir: dir, ID: t.ID, Name: t.Name, Description: t.Description, Function: t.Function}
+	r := &toolRow{Dir: dir, ID: t.ID, Name: t.Name, Description: t.Description, Function: t.Function, MCP: t.MCP}
 	if t.MockResponse != nil {
 		b, err := json.Marshal(t.MockResponse)
 		if err != nil {
@@ -225,7 +237,7 @@ func toToolRow(dir string, t harness.ToolDefinition) (*toolRow, error) {
 }
 
 func (r *toolRow) tool() (harness.ToolDefinition, error) {
-	t := harness.ToolDefinition{ID: r.ID, Name: r.Name, Description: r.Description, Function: r.Function}
+	t := harness.ToolDefinition{ID: r.ID, Name: r.Name, Description: r.Description, Function: r.Function, MCP: r.MCP}
 	if r.MockResponse != "" {
 		if err := json.Unmarshal([]byte(r.MockResponse), &t.MockResponse); err != nil {
 			return t, fmt.Errorf("tool %s: mock_response: %w", r.ID, err)
