@@ -120,6 +120,11 @@ var migrations = []sqldb.Migration{
 	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
 		return perDirectory(ctx, tx, "TEXT")
 	}},
+	// Versions 5 and 6 are taken by changes made on other branches at the
+	// same time; these stand-ins do nothing and give way to them.
+	{Version: 5, Name: "reserved", Up: sqldb.AlreadyInBaseline, Postgres: sqldb.AlreadyInBaseline},
+	{Version: 6, Name: "reserved", Up: sqldb.AlreadyInBaseline, Postgres: sqldb.AlreadyInBaseline},
+	{Version: 7, Name: "black-box targets", Up: targetsTable("VARCHAR"), Postgres: targetsTable("TEXT")},
 }
 
 // perDirectory is catalog migration 4: every cache table gains the

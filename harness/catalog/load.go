@@ -58,7 +58,7 @@ func Load(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Catalog, *SyncRes
 		return nil, nil, err
 	}
 	found := false
-	for _, dir := range []string{evaluatorsDir, toolsDir, domainsDir} {
+	for _, dir := range []string{evaluatorsDir, toolsDir, targetsDir, domainsDir} {
 		if fi, err := fs.Stat(fsys, dir); err == nil && fi.IsDir() {
 			found = true
 		}
@@ -125,7 +125,7 @@ func (c *Catalog) syncMem(ctx context.Context) (*SyncResult, error) {
 // float64, lists are never nil) and nothing a caller changes in it reaches
 // the catalog. A memDefs is never changed: Sync replaces it.
 type memDefs struct {
-	domains, levels, tests, evaluators, tools []byte
+	domains, levels, tests, evaluators, tools, targets []byte
 }
 
 func newMemDefs(s *harness.Snapshot) (*memDefs, error) {
@@ -165,12 +165,16 @@ func newMemDefs(s *harness.Snapshot) (*memDefs, error) {
 		tools[i] = r
 	}
 	slices.SortFunc(tools, func(a, b *toolRow) int { return cmp.Compare(a.ID, b.ID) })
+	targets, err := targetRows(s.Targets)
+	if err != nil {
+		return nil, err
+	}
 
 	m := &memDefs{}
 	for _, kind := range []struct {
 		dst *[]byte
 		v   any
-	}{{&m.domains, domains}, {&m.levels, levels}, {&m.tests, tests}, {&m.evaluators, evaluators}, {&m.tools, tools}} {
+	}{{&m.domains, domains}, {&m.levels, levels}, {&m.tests, tests}, {&m.evaluators, evaluators}, {&m.tools, tools}, {&m.targets, targets}} {
 		b, err := json.Marshal(kind.v)
 		if err != nil {
 			return nil, err

@@ -88,5 +88,6 @@ func TestFixtureDatabase050(t *testing.T) {
 	if after.Tokens != want || after.CostUSD == nil || *after.CostUSD != 0.5 || *after.JudgeCostUSD != 0.125 {
 		t.Errorf("resumed: tokens %+v, cost %v; want %+v and 0.5", after.Tokens, after.CostUSD, want)
 	}
+	migrateCatalog(t, db)
 	checkCurrentVersions(t, db)
 }

@@ -114,6 +114,7 @@ func TestFixtureDatabase060(t *testing.T) {
 	if got := after[domain][itoaLevel(level)]; !same(got.LatencyP50MS, &p50) || !same(got.LatencyP95MS, &p95) || !same(got.TTFTP50MS, &ttft) {
 		t.Errorf("resumed cell %+v; want the figures saved", got)
 	}
+	migrateCatalog(t, db)
 	checkCurrentVersions(t, db)
 }
 
