@@ -63,8 +63,8 @@ func TestTargetsLoad(t *testing.T) {
 	}
 	want := harness.TargetDefinition{
 		ID: "support", Description: "The support agent's chat API", URL: "https://support.example.com/api/chat", Method: "POST",
-		Headers: map[string]string{"Authorization": "Bearer ${SUPPORT_TOKEN}", "X-Client": "gauntlet"},
-		Body:    map[string]any{"messages": "{{messages}}", "session": "{{conversation_id}}", "trace": "turn of {{conversation_id}}"},
+		Headers:  map[string]string{"Authorization": "Bearer ${SUPPORT_TOKEN}", "X-Client": "gauntlet"},
+		Body:     map[string]any{"messages": "{{messages}}", "session": "{{conversation_id}}", "trace": "turn of {{conversation_id}}"},
 		Response: harness.TargetResponse{Answer: "/reply/text", Sources: "/reply/citations", ToolCalls: "/reply/tool_calls"},
 	}
 	got, err := c.Target(ctx, "support")
