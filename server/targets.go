@@ -75,14 +75,20 @@ func toAPITargets(ts []harness.TargetDefinition) []apiTarget {
 // apiTargetImport is a target of an import: the export's shape; response
 // may also be a single pointer (the answer's), as in a file.
 type apiTargetImport struct {
-	ID          string              `json:"id,omitempty" api:"required"`
-	Description string              `json:"description,omitempty"`
-	URL         string              `json:"url,omitempty" api:"required"`
-	Method      string              `json:"method,omitempty" doc:"Default POST."`
-	Headers     map[string]string   `json:"headers,omitempty"`
-	Body        any                 `json:"body,omitempty" api:"required"`
-	Response    any                 `json:"response,omitempty" api:"required" doc:"A JSON pointer to the answer, or {answer, tool_calls, sources} pointers."`
-	Signature   *apiTargetSignature `json:"signature,omitempty"`
+	ID          string                   `json:"id,omitempty" api:"required"`
+	Description string                   `json:"description,omitempty"`
+	URL         string                   `json:"url,omitempty" api:"required"`
+	Method      string                   `json:"method,omitempty" doc:"Default POST."`
+	Headers     map[string]string        `json:"headers,omitempty"`
+	Body        any                      `json:"body,omitempty" api:"required"`
+	Response    any                      `json:"response,omitempty" api:"required" doc:"A JSON pointer to the answer, or {answer, tool_calls, sources} pointers."`
+	Signature   *apiTargetSignatureInput `json:"signature,omitempty"`
+}
+
+// apiTargetSignatureInput is a target's signature in an import.
+type apiTargetSignatureInput struct {
+	Header string `json:"header,omitempty" api:"required" doc:"The header that carries sha256=<hex HMAC-SHA256 of the body>."`
+	Secret string `json:"secret,omitempty" api:"required" doc:"The environment variable holding the key, as ${VAR}: a value is refused."`
 }
 
 // target returns the definition; a response that is neither form is an
@@ -178,4 +184,18 @@ func importTargets(ve *harness.ValidationError, in []apiTargetImport) []harness.
 		out[i] = t
 	}
 	return out
+}
+
+func init() {
+	// The schema descriptions of this file's types (see schemaDocs).
+	for name, doc := range map[string]string{
+		"Target":               "A black-box target: an HTTP endpoint a run sends each user turn to, as its file holds it (${VAR} references unresolved).",
+		"TargetList":           "Every black-box target, ordered by id.",
+		"TargetResponse":       "Where a target's JSON reply holds the answer, the tool calls and the sources (JSON pointers).",
+		"TargetSignature":      "How a target's request bodies are signed: HMAC-SHA256 in a header, with a key from an environment variable.",
+		"TargetImport":         "A black-box target of an import.",
+		"TargetSignatureInput": "How a target's request bodies are signed, in an import.",
+	} {
+		schemaDocs[name] = doc
+	}
 }
