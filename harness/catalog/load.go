@@ -38,12 +38,12 @@ type LoadOptions struct {
 // definitions directory at its root, into a read-only Catalog that needs
 // no database: the definitions are kept in memory. fsys may be an
 // embed.FS (use fs.Sub to start at the folder that holds evaluators/,
-// tools/ and domains/), os.DirFS, or a testing/fstest.MapFS.
+// tools/, targets/ and domains/), os.DirFS, or a testing/fstest.MapFS.
 //
 // The files are read exactly as Open and Sync read a directory: strict
 // keys, validation, a file that fails reported in the SyncResult (its
 // line, its key) and loading nothing, the others loading. A file system
-// with none of the three folders at its root is an error wrapping
+// with none of these folders at its root is an error wrapping
 // fs.ErrNotExist, since it is most likely the wrong root.
 //
 // Reads work as on any Catalog; Export makes it an engine's
@@ -64,8 +64,8 @@ func Load(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Catalog, *SyncRes
 		}
 	}
 	if !found {
-		return nil, nil, fmt.Errorf("catalog: no definitions at the root of the file system (no %s/, %s/ or %s/ folder; fs.Sub starts it at a subfolder): %w",
-			evaluatorsDir, toolsDir, domainsDir, fs.ErrNotExist)
+		return nil, nil, fmt.Errorf("catalog: no definitions at the root of the file system (no %s/, %s/, %s/ or %s/ folder; fs.Sub starts it at a subfolder): %w",
+			evaluatorsDir, toolsDir, targetsDir, domainsDir, fs.ErrNotExist)
 	}
 	reg := opts.Registry
 	if reg == nil {
