@@ -159,12 +159,14 @@ func New(def harness.TargetDefinition, opts Options) (*Client, error) {
 	if c.hc == nil {
 		c.hc = shared()
 	}
-	resolve := func(field, s string) (string, error) {
+	// resolve reads the variables of one field; those of headers and of
+	// the signing secret are secrets, scrubbed from every message.
+	resolve := func(field, s string, secret bool) (string, error) {
 		out, err := harness.ResolveEnv(s, opts.Getenv)
 		if err != nil {
 			return "", fmt.Errorf("target %s: %s: %w", def.ID, field, err)
 		}
-		if out != s {
+		if secret {
 			for _, name := range mustRefs(s) {
 				if v := opts.Getenv(name); len(v) >= 4 {
 					c.secrets = append(c.secrets, v)
@@ -174,7 +176,7 @@ func New(def harness.TargetDefinition, opts Options) (*Client, error) {
 		return out, nil
 	}
 	var err error
-	if c.url, err = resolve("url", def.URL); err != nil {
+	if c.url, err = resolve("url", def.URL, false); err != nil {
 		return nil, err
 	}
 	ve := &harness.ValidationError{}
@@ -185,7 +187,7 @@ func New(def harness.TargetDefinition, opts Options) (*Client, error) {
 	c.header.Set("Content-Type", "application/json")
 	c.header.Set("Accept", "application/json")
 	for name, v := range def.Headers {
-		if v, err = resolve("headers."+name, v); err != nil {
+		if v, err = resolve("headers."+name, v, true); err != nil {
 			return nil, err
 		}
 		if strings.ContainsAny(v, "\r\n\x00") {
@@ -195,7 +197,7 @@ func New(def harness.TargetDefinition, opts Options) (*Client, error) {
 		c.header.Set(name, v)
 	}
 	if s := def.Signature; s != nil {
-		secret, err := resolve("signature.secret", s.Secret)
+		secret, err := resolve("signature.secret", s.Secret, true)
 		if err != nil {
 			return nil, err
 		}
