@@ -348,8 +348,10 @@ func TestFaults(t *testing.T) {
 			if !errors.As(err, &te) || te.Attempts != tc.attempts || len(statuses) != tc.attempts {
 				t.Errorf("attempts: error %+v, reported %v; want %d", te, statuses, tc.attempts)
 			}
-			if tc.handler != nil && int(hits.Load()) != tc.attempts {
-				t.Errorf("the target got %d requests; want %d", hits.Load(), tc.attempts)
+			// An attempt that timed out may have ended before its request
+			// reached the handler, on a busy machine.
+			if got := int(hits.Load()); tc.handler != nil && (got > tc.attempts || got < 1 || tc.timeout == 0 && got != tc.attempts) {
+				t.Errorf("the target got %d requests; want %d", got, tc.attempts)
 			}
 		})
 	}
