@@ -401,8 +401,10 @@ func TestRetryThenAnswer(t *testing.T) {
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
 		select {
 		case <-r.Context().Done():
 		case <-release:
@@ -412,7 +414,7 @@ func TestCancel(t *testing.T) {
 	defer close(release)
 	c := newClient(t, harness.TargetDefinition{ID: "a", URL: srv.URL, Body: "{{prompt}}", Response: harness.TargetResponse{Answer: "/answer"}}, target.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { <-arrived; cancel() }() // the request is in flight
 	_, err := c.Send(ctx, turn("hi"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send = %v; want cancelled", err)
