@@ -165,6 +165,10 @@ type Snapshot struct {
 	Tests      []Test            `json:"tests"`
 	Evaluators []EvaluatorConfig `json:"evaluators"`
 	Tools      []ToolDefinition  `json:"tools"`
+	// Targets are the black-box targets (targets/<id>.yaml). In an
+	// import, nil keeps the targets there are, as for evaluators and
+	// tools.
+	Targets []TargetDefinition `json:"targets,omitempty"`
 	// Pricing is the price list of pricing.yaml; nil without one. An
 	// import without it keeps the prices there are.
 	Pricing *Pricing `json:"pricing,omitempty"`

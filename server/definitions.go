@@ -44,6 +44,7 @@ type apiDefinitions struct {
 	Tests      []apiTest      `json:"tests"`
 	Evaluators []apiEvaluator `json:"evaluators"`
 	Tools      []apiTool      `json:"tools"`
+	Targets    []apiTarget    `json:"targets"`
 	Pricing    *apiPricing    `json:"pricing,omitempty"`
 }
 
@@ -89,7 +90,7 @@ func toAPIDefinitions(s *harness.Snapshot) apiDefinitions {
 	out := apiDefinitions{
 		Domains: make([]apiDomain, len(s.Domains)), Levels: make([]apiLevel, len(s.Levels)),
 		Tests: toAPITests(s.Tests), Evaluators: toAPIEvaluators(s.Evaluators), Tools: toAPITools(s.Tools),
-		Pricing: toAPIPricing(s.Pricing),
+		Targets: toAPITargets(s.Targets), Pricing: toAPIPricing(s.Pricing),
 	}
 	for i, d := range s.Domains {
 		out.Domains[i] = toAPIDomain(d)
@@ -111,6 +112,7 @@ type apiDefinitionsImport struct {
 	Tests      []apiTestCreate      `json:"tests,omitempty"`
 	Evaluators []apiEvaluatorCreate `json:"evaluators,omitempty" doc:"Absent: the current evaluators stay, even with merge false."`
 	Tools      []apiToolCreate      `json:"tools,omitempty" doc:"Absent: the current tools stay, even with merge false."`
+	Targets    []apiTargetImport    `json:"targets,omitempty" doc:"Black-box targets. Absent: the current targets stay, even with merge false."`
 	Pricing    *apiPricingImport    `json:"pricing,omitempty"`
 }
 
@@ -157,10 +159,11 @@ type apiDefinitionCounts struct {
 	Tests      int `json:"tests"`
 	Evaluators int `json:"evaluators"`
 	Tools      int `json:"tools"`
+	Targets    int `json:"targets"`
 }
 
 func toAPICounts(c catalog.Counts) apiDefinitionCounts {
-	return apiDefinitionCounts{Domains: c.Domains, Levels: c.Levels, Tests: c.Tests, Evaluators: c.Evaluators, Tools: c.Tools}
+	return apiDefinitionCounts{Domains: c.Domains, Levels: c.Levels, Tests: c.Tests, Evaluators: c.Evaluators, Tools: c.Tools, Targets: c.Targets}
 }
 
 // apiImportResult is the answer of import-definitions.
@@ -223,14 +226,14 @@ func registerDefinitions(api huma.API, store definitionsStore, log *slog.Logger)
 	register(api, huma.Operation{
 		OperationID: "export-definitions", Method: http.MethodGet, Path: "/api/settings/export",
 		Summary: "Export every definition", Tags: tags,
-		Description: "Top-level keys: domains, levels, tests, evaluators, tools. Importing it with merge false reproduces the same definitions. " +
+		Description: "Top-level keys: domains, levels, tests, evaluators, tools, targets (and pricing when there is a price list). Importing it with merge false reproduces the same definitions. " +
 			"Credentials in the URLs of evaluator configs are masked (https://user:********@host/...); " +
 			"imported here again, a masked URL keeps the stored one, so the round trip keeps them.",
 	}, h.export)
 	register(api, huma.Operation{
 		OperationID: "import-definitions", Method: http.MethodPost, Path: "/api/settings/import",
 		Summary: "Import definitions", Tags: tags, MaxBodyBytes: MaxImportBytes,
-		Description: "Takes the export's shape plus merge. A replace (merge false) keeps the evaluators and tools " +
+		Description: "Takes the export's shape plus merge. A replace (merge false) keeps the evaluators, tools and targets " +
 			"unless the body has those keys, and switches the definition files as one: a crash leaves the old files or the new. " +
 			"The whole import is validated first; " +
 			"on any error nothing changes and the 422 names each field (e.g. body.tests[3].expected.type). Bodies up to 64 MiB unless the server sets another limit. " +
@@ -286,6 +289,7 @@ func (h *definitionsHandler) importDefs(ctx context.Context, in *importInput) (*
 	}
 	slices.SortFunc(creds, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	snap := in.Body.snapshot()
+	snap.Targets = importTargets(missing, in.Body.Targets)
 	// A level is required: a test or level without one would otherwise
 	// land in level 0 unnoticed.
 	for i, t := range in.Body.Tests {

@@ -47,7 +47,7 @@ func TestExport(t *testing.T) {
 	t.Run("empty", func(t *testing.T) {
 		e := newEnv(t)
 		r := must(t, e.get("/api/settings/export"), http.StatusOK)
-		if got := strings.TrimSpace(string(r.body)); got != `{"domains":[],"levels":[],"tests":[],"evaluators":[],"tools":[]}` {
+		if got := strings.TrimSpace(string(r.body)); got != `{"domains":[],"levels":[],"tests":[],"evaluators":[],"tools":[],"targets":[]}` {
 			t.Fatalf("body %s", got)
 		}
 	})
@@ -55,12 +55,12 @@ func TestExport(t *testing.T) {
 		e := newEnv(t)
 		e.fixture()
 		r := must(t, e.get("/api/settings/export"), http.StatusOK)
-		if got := topKeys(t, r); !slices.Equal(got, []string{"domains", "evaluators", "levels", "tests", "tools"}) {
+		if got := topKeys(t, r); !slices.Equal(got, []string{"domains", "evaluators", "levels", "targets", "tests", "tools"}) {
 			t.Fatalf("keys %v", got)
 		}
 		var snap map[string][]map[string]any
 		r.decode(t, &snap)
-		want := map[string]int{"domains": 2, "levels": 3, "tests": 4, "evaluators": 1, "tools": 1}
+		want := map[string]int{"domains": 2, "levels": 3, "tests": 4, "evaluators": 1, "tools": 1, "targets": 0}
 		for k, n := range want {
 			if len(snap[k]) != n {
 				t.Errorf("%s: %d items, want %d", k, len(snap[k]), n)
@@ -148,7 +148,7 @@ func TestImportRoundTrip(t *testing.T) {
 		if total, _ := r.object(t)["total"].(map[string]any); total["domains"] != 0.0 || total["tests"] != 0.0 || total["evaluators"] != 0.0 {
 			t.Fatalf("result %s", r.body)
 		}
-		if got := must(t, dst.get("/api/settings/export"), http.StatusOK); strings.TrimSpace(string(got.body)) != `{"domains":[],"levels":[],"tests":[],"evaluators":[],"tools":[]}` {
+		if got := must(t, dst.get("/api/settings/export"), http.StatusOK); strings.TrimSpace(string(got.body)) != `{"domains":[],"levels":[],"tests":[],"evaluators":[],"tools":[],"targets":[]}` {
 			t.Fatalf("export %s", got.body)
 		}
 		if files := dst.files(); len(files) != 0 {
@@ -382,7 +382,7 @@ func TestSync(t *testing.T) {
 		if !res.Success || res.Errors == nil || len(res.Errors) != 0 {
 			t.Fatalf("result %s", r.body)
 		}
-		want := map[string]int{"domains": 2, "levels": 3, "tests": 4, "evaluators": 1, "tools": 1}
+		want := map[string]int{"domains": 2, "levels": 3, "tests": 4, "evaluators": 1, "tools": 1, "targets": 0}
 		if !maps.Equal(res.Loaded, want) {
 			t.Errorf("loaded %v, want %v", res.Loaded, want)
 		}
@@ -528,7 +528,7 @@ func TestSyncBrokenFiles(t *testing.T) {
 	if len(res.Errors) != 6 {
 		t.Errorf("%d errors, want 6: %s", len(res.Errors), r.body)
 	}
-	want := map[string]int{"domains": 3, "levels": 4, "tests": 5, "evaluators": 1, "tools": 1}
+	want := map[string]int{"domains": 3, "levels": 4, "tests": 5, "evaluators": 1, "tools": 1, "targets": 0}
 	if !maps.Equal(res.Loaded, want) {
 		t.Errorf("loaded %v, want %v", res.Loaded, want)
 	}

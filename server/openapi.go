@@ -51,6 +51,7 @@ const (
 	tagTests       = "Tests"
 	tagEvaluators  = "Evaluators"
 	tagTools       = "Tools"
+	tagTargets     = "Targets"
 	tagDefinitions = "Definitions"
 	tagEvaluation  = "Evaluation"
 	tagResults     = "Results and history"
@@ -68,6 +69,7 @@ var apiTags = []*huma.Tag{
 	{Name: tagTests, Description: "Prompts with their expected answers, at one level of one domain."},
 	{Name: tagEvaluators, Description: "How a response is scored: the built-in regex extraction or a registered or plugin evaluator type."},
 	{Name: tagTools, Description: "Functions offered to the model, with the mock output returned when one is called."},
+	{Name: tagTargets, Description: "Black-box targets: HTTP endpoints a run sends each user turn to (targets/<id>.yaml), read-only; their secrets stay ${VAR} names."},
 	{Name: tagDefinitions, Description: "Every definition at once: export, import, and the sync of the definition files into the cache."},
 	{Name: tagEvaluation, Description: "Running an evaluation: start, stop, reset, resume, and its live status, matrix and log."},
 	{Name: tagResults, Description: "Stored runs: their details, matrices, per-cell results and the definitions they used."},

@@ -45,6 +45,8 @@ var specEndpoints = []string{
 	"POST /api/settings/tools",
 	"PUT /api/settings/tools/{tool_id}",
 	"DELETE /api/settings/tools/{tool_id}",
+	"GET /api/settings/targets",
+	"GET /api/settings/targets/{target_id}",
 
 	"GET /api/settings/export",
 	"POST /api/settings/import",

@@ -93,6 +93,7 @@ func New(opts Options) (*Server, error) {
 	registerDatasets(s.api, opts.Catalog, s.log)
 	registerEvaluators(s.api, opts.Catalog, s.log)
 	registerTools(s.api, opts.Catalog, s.log)
+	registerTargets(s.api, opts.Catalog, s.log)
 	registerDefinitions(s.api, opts.Catalog, s.log)
 	registerPlugins(s.api, opts.Plugins, s.log)
 	if opts.Engine != nil && opts.Runs != nil {

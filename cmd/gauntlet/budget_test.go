@@ -61,7 +61,7 @@ func TestValidatePricing(t *testing.T) {
 		t.Fatalf("err = %v, want errInvalidDefinitions", err)
 	}
 	want := filepath.Join(dir, "pricing.yaml") + `:4: unknown key "ouput" (did you mean "output"?)`
-	if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "of 17 files") {
-		t.Errorf("output %q; want %q first, 17 files", out.String(), want)
+	if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "of 18 files") {
+		t.Errorf("output %q; want %q first, 18 files", out.String(), want)
 	}
 }

@@ -49,7 +49,7 @@ func TestMigrateCommand(t *testing.T) {
 	if err := run(ctx, []string{"migrate", "--database", url}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"catalog 0 → 6 migrated (6 steps)", "runs 0 → 15 migrated (15 steps)", "agent 0 → 3 migrated (3 steps)"}
+	want := []string{"catalog 0 → 7 migrated (7 steps)", "runs 0 → 15 migrated (15 steps)", "agent 0 → 3 migrated (3 steps)"}
 	// On PostgreSQL the job queue's tables too.
 	queue := []string{}
 	if dbtest.Postgres() {
@@ -63,7 +63,7 @@ func TestMigrateCommand(t *testing.T) {
 	if err := run(ctx, []string{"migrate", "--database", url}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	want = append([]string{"catalog 6 → 6 up to date", "runs 15 → 15 up to date", "agent 3 → 3 up to date"}, queue...)
+	want = append([]string{"catalog 7 → 7 up to date", "runs 15 → 15 up to date", "agent 3 → 3 up to date"}, queue...)
 	if got := versionLines(out.String()); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("second migrate:\n%s\nwant the lines %q", out.String(), want)
 	}
@@ -86,7 +86,7 @@ func TestMigrateOldSQLiteDatabase(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate", "--data", data}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"catalog 0 → 6 migrated (6 steps)", "runs 0 → 15 migrated (15 steps)", "agent 0 → 3 migrated (3 steps)"}
+	want := []string{"catalog 0 → 7 migrated (7 steps)", "runs 0 → 15 migrated (15 steps)", "agent 0 → 3 migrated (3 steps)"}
 	if got := versionLines(out.String()); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("migrate 0.1.0:\n%s\nwant the lines %q", out.String(), want)
 	}

@@ -44,7 +44,7 @@ func TestValidate(t *testing.T) {
 		if err := run(ctx, append([]string{"validate", "--definitions", dir}, noPlugins...), &out, io.Discard); err != nil {
 			t.Fatalf("validate: %v", err)
 		}
-		if out.String() != "16 files OK\n" {
+		if out.String() != "17 files OK\n" {
 			t.Fatalf("output %q", out.String())
 		}
 	})
@@ -71,7 +71,7 @@ func TestValidate(t *testing.T) {
 				t.Errorf("line %d = %q, want it to start with %q", i, lines[i], w)
 			}
 		}
-		if last := lines[len(lines)-1]; last != "5 errors in 5 of 16 files" {
+		if last := lines[len(lines)-1]; last != "5 errors in 5 of 17 files" {
 			t.Errorf("summary %q", last)
 		}
 	})

@@ -129,6 +129,7 @@ var migrations = []sqldb.Migration{
 	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
 		return sqldb.ExecAll(ctx, tx, `ALTER TABLE "def_tools" ADD COLUMN "mcp" TEXT`)
 	}},
+	{Version: 7, Name: "black-box targets", Up: targetsTable("VARCHAR"), Postgres: targetsTable("TEXT")},
 }
 
 // noChange is a migration that changes nothing.

@@ -419,6 +419,9 @@ func snapshot(ctx context.Context, c *Catalog) (*harness.Snapshot, error) {
 	if s.Tools, err = c.Tools(ctx); err != nil {
 		return nil, err
 	}
+	if s.Targets, err = c.Targets(ctx); err != nil {
+		return nil, err
+	}
 	s.Pricing = c.Pricing()
 	return &s, nil
 }

@@ -1,10 +1,11 @@
 // Package catalog keeps Gauntlet's definitions: domains, level
-// configurations, tests, evaluators and tools.
+// configurations, tests, evaluators, tools and black-box targets.
 //
 // The definitions directory is the source of truth, in the YAML layout
 //
 //	evaluators/<evaluator_id>.yaml
 //	tools/<tool_id>.yaml
+//	targets/<target_id>.yaml             (black-box targets, read-only here)
 //	domains/<domain_id>/domain.yaml
 //	domains/<domain_id>/level-<n>.yaml   (level settings and its tests)
 //

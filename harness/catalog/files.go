@@ -398,6 +398,11 @@ func readOutline(root fs.FS, reg *harness.Registry) (*outline, error) {
 		out.hashes[rel] = hashOf(data)
 	}
 
+	// Targets: nothing else refers to one.
+	if err := readTargets(root, out, fail); err != nil {
+		return nil, err
+	}
+
 	// Prices: a file of their own, which nothing else depends on.
 	if p, data, errs := readPricing(root); errs != nil {
 		out.errs = append(out.errs, errs...)
@@ -834,6 +839,12 @@ func render(s *harness.Snapshot) (map[string][]byte, error) {
 			return nil, err
 		}
 	}
+	for _, t := range s.Targets {
+		b, err := encodeTarget(t)
+		if err := put(targetPath(t.ID), b, err); err != nil {
+			return nil, err
+		}
+	}
 	if s.Pricing != nil {
 		b, err := encodePricing(s.Pricing)
 		if err := put(pricingFile, b, err); err != nil {
@@ -874,7 +885,7 @@ func render(s *harness.Snapshot) (map[string][]byte, error) {
 // layoutFiles lists every file of the layout present under root.
 func layoutFiles(root fs.FS) ([]string, error) {
 	var out []string
-	for _, dir := range []string{evaluatorsDir, toolsDir} {
+	for _, dir := range []string{evaluatorsDir, toolsDir, targetsDir} {
 		files, err := yamlFiles(root, dir)
 		if err != nil {
 			return nil, err

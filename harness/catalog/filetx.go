@@ -365,7 +365,7 @@ func recoverDir(root string) ([]string, error) {
 		return nil, err
 	}
 	var removed []string
-	dirs := []string{".", evaluatorsDir, toolsDir, domainsDir}
+	dirs := []string{".", evaluatorsDir, toolsDir, targetsDir, domainsDir}
 	if entries, err := os.ReadDir(filepath.Join(root, domainsDir)); err == nil {
 		for _, e := range entries {
 			if e.IsDir() && !strings.HasPrefix(e.Name(), tmpPrefix) {

@@ -38,12 +38,12 @@ type LoadOptions struct {
 // definitions directory at its root, into a read-only Catalog that needs
 // no database: the definitions are kept in memory. fsys may be an
 // embed.FS (use fs.Sub to start at the folder that holds evaluators/,
-// tools/ and domains/), os.DirFS, or a testing/fstest.MapFS.
+// tools/, targets/ and domains/), os.DirFS, or a testing/fstest.MapFS.
 //
 // The files are read exactly as Open and Sync read a directory: strict
 // keys, validation, a file that fails reported in the SyncResult (its
 // line, its key) and loading nothing, the others loading. A file system
-// with none of the three folders at its root is an error wrapping
+// with none of these folders at its root is an error wrapping
 // fs.ErrNotExist, since it is most likely the wrong root.
 //
 // Reads work as on any Catalog; Export makes it an engine's
@@ -58,14 +58,14 @@ func Load(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Catalog, *SyncRes
 		return nil, nil, err
 	}
 	found := false
-	for _, dir := range []string{evaluatorsDir, toolsDir, domainsDir} {
+	for _, dir := range []string{evaluatorsDir, toolsDir, targetsDir, domainsDir} {
 		if fi, err := fs.Stat(fsys, dir); err == nil && fi.IsDir() {
 			found = true
 		}
 	}
 	if !found {
-		return nil, nil, fmt.Errorf("catalog: no definitions at the root of the file system (no %s/, %s/ or %s/ folder; fs.Sub starts it at a subfolder): %w",
-			evaluatorsDir, toolsDir, domainsDir, fs.ErrNotExist)
+		return nil, nil, fmt.Errorf("catalog: no definitions at the root of the file system (no %s/, %s/, %s/ or %s/ folder; fs.Sub starts it at a subfolder): %w",
+			evaluatorsDir, toolsDir, targetsDir, domainsDir, fs.ErrNotExist)
 	}
 	reg := opts.Registry
 	if reg == nil {
@@ -125,7 +125,7 @@ func (c *Catalog) syncMem(ctx context.Context) (*SyncResult, error) {
 // float64, lists are never nil) and nothing a caller changes in it reaches
 // the catalog. A memDefs is never changed: Sync replaces it.
 type memDefs struct {
-	domains, levels, tests, evaluators, tools []byte
+	domains, levels, tests, evaluators, tools, targets []byte
 }
 
 func newMemDefs(s *harness.Snapshot) (*memDefs, error) {
@@ -165,12 +165,16 @@ func newMemDefs(s *harness.Snapshot) (*memDefs, error) {
 		tools[i] = r
 	}
 	slices.SortFunc(tools, func(a, b *toolRow) int { return cmp.Compare(a.ID, b.ID) })
+	targets, err := targetRows(s.Targets)
+	if err != nil {
+		return nil, err
+	}
 
 	m := &memDefs{}
 	for _, kind := range []struct {
 		dst *[]byte
 		v   any
-	}{{&m.domains, domains}, {&m.levels, levels}, {&m.tests, tests}, {&m.evaluators, evaluators}, {&m.tools, tools}} {
+	}{{&m.domains, domains}, {&m.levels, levels}, {&m.tests, tests}, {&m.evaluators, evaluators}, {&m.tools, tools}, {&m.targets, targets}} {
 		b, err := json.Marshal(kind.v)
 		if err != nil {
 			return nil, err

@@ -29,6 +29,9 @@ func (c *Catalog) Outline(ctx context.Context) (*harness.Snapshot, error) {
 	if s.Tools, err = c.Tools(ctx); err != nil {
 		return nil, err
 	}
+	if s.Targets, err = c.Targets(ctx); err != nil {
+		return nil, err
+	}
 	s.Pricing = c.Pricing()
 	return &s, nil
 }

@@ -20,11 +20,12 @@ type Counts struct {
 	Tests      int `json:"tests"`
 	Evaluators int `json:"evaluators"`
 	Tools      int `json:"tools"`
+	Targets    int `json:"targets"`
 }
 
 func countsOf(s *harness.Snapshot) Counts {
 	return Counts{Domains: len(s.Domains), Levels: len(s.Levels), Tests: len(s.Tests),
-		Evaluators: len(s.Evaluators), Tools: len(s.Tools)}
+		Evaluators: len(s.Evaluators), Tools: len(s.Tools), Targets: len(s.Targets)}
 }
 
 // SyncResult reports what a sync loaded and which files it refused.
@@ -111,7 +112,7 @@ func Check(dir string, reg *harness.Registry) (*CheckResult, error) {
 			Error: "a change of several files was interrupted; it is finished when gauntlet serve or run next opens this directory"})
 	}
 	loaded := Counts{Domains: len(o.snap.Domains), Levels: sink.nLevels, Tests: sink.nTests,
-		Evaluators: len(o.snap.Evaluators), Tools: len(o.snap.Tools)}
+		Evaluators: len(o.snap.Evaluators), Tools: len(o.snap.Tools), Targets: len(o.snap.Targets)}
 	res := &CheckResult{Files: len(files), Loaded: loaded, Errors: errs}
 	if res.Errors == nil {
 		res.Errors = []FileError{}
@@ -132,9 +133,10 @@ type ImportResult struct {
 // the one with the same id (a level: the same domain and level) and the
 // others stay. Without merge, the import replaces the kinds it carries:
 // domains, levels and tests always; evaluators only when in.Evaluators is
-// not nil, tools only when in.Tools is not nil (an empty, non-nil list
-// removes them all), so that an import of domains and tests keeps the
-// evaluators and tools they refer to. The files of a replace are switched
+// not nil, tools only when in.Tools is not nil, targets only when
+// in.Targets is not nil (an empty, non-nil list removes them all), so
+// that an import of domains and tests keeps the evaluators and tools they
+// refer to. The files of a replace are switched
 // as one: after a crash at any point the directory holds the old tree or
 // the new one, never a mix (see Open). The whole
 // import is validated first: on any error nothing is written and the error
@@ -171,6 +173,7 @@ func (c *Catalog) Import(ctx context.Context, in *harness.Snapshot, merge bool) 
 			// did not load.
 			kept := (strings.HasPrefix(rel, evaluatorsDir+"/") && in.Evaluators == nil) ||
 				(strings.HasPrefix(rel, toolsDir+"/") && in.Tools == nil) ||
+				(strings.HasPrefix(rel, targetsDir+"/") && in.Targets == nil) ||
 				(rel == pricingFile && in.Pricing == nil)
 			if _, keep := files[rel]; !keep && !kept {
 				changes = append(changes, change{rel: rel, remove: true})
@@ -228,6 +231,9 @@ func (c *Catalog) imported(ctx context.Context, in *harness.Snapshot, merge bool
 		if in.Tools != nil {
 			base.Tools = nil
 		}
+		if in.Targets != nil {
+			base.Targets = nil
+		}
 		if in.Pricing != nil {
 			base.Pricing = nil
 		}
@@ -256,6 +262,9 @@ func (c *Catalog) mergeSnapshot(base, in *harness.Snapshot) (*harness.Snapshot, 
 	for _, t := range out.Tools {
 		refs.tools[t.ID] = true
 	}
+	out.Targets = upsertByKey(ve, "targets", base.Targets, in.Targets,
+		func(t harness.TargetDefinition) string { return t.ID },
+		func(t *harness.TargetDefinition) error { return v.Target(t) })
 	out.Domains = upsertByKey(ve, "domains", base.Domains, in.Domains,
 		func(d harness.Domain) string { return d.ID },
 		func(d *harness.Domain) error { return v.Domain(d) })

@@ -94,7 +94,7 @@ func (c *Catalog) syncDB(ctx context.Context) (*SyncResult, error) {
 		errs = []FileError{}
 	}
 	loaded := Counts{Domains: len(o.snap.Domains), Levels: len(s.files), Tests: s.tests,
-		Evaluators: len(o.snap.Evaluators), Tools: len(o.snap.Tools)}
+		Evaluators: len(o.snap.Evaluators), Tools: len(o.snap.Tools), Targets: len(o.snap.Targets)}
 	res := &SyncResult{Loaded: loaded, Errors: errs}
 	c.lastSync = res
 	return res.clone(), nil
@@ -180,7 +180,10 @@ func replaceOutline(ctx context.Context, tx bun.IDB, dir string, s *harness.Snap
 	if err := insertBatches(ctx, tx, evaluators); err != nil {
 		return err
 	}
-	return insertBatches(ctx, tx, tools)
+	if err := insertBatches(ctx, tx, tools); err != nil {
+		return err
+	}
+	return replaceTargets(ctx, tx, dir, s.Targets)
 }
 
 // saveFiles replaces the list of the files the cache of the definitions

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -89,10 +88,6 @@ func TestFixtureDatabase050(t *testing.T) {
 	if after.Tokens != want || after.CostUSD == nil || *after.CostUSD != 0.5 || *after.JudgeCostUSD != 0.125 {
 		t.Errorf("resumed: tokens %+v, cost %v; want %+v and 0.5", after.Tokens, after.CostUSD, want)
 	}
-	// The catalog's cache is migrated by the catalog, which this test
-	// does not otherwise open.
-	if err := catalog.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	migrateCatalog(t, db)
 	checkCurrentVersions(t, db)
 }

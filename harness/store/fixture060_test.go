@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -115,11 +114,7 @@ func TestFixtureDatabase060(t *testing.T) {
 	if got := after[domain][itoaLevel(level)]; !same(got.LatencyP50MS, &p50) || !same(got.LatencyP95MS, &p95) || !same(got.TTFTP50MS, &ttft) {
 		t.Errorf("resumed cell %+v; want the figures saved", got)
 	}
-	// The catalog's cache is migrated by the catalog, which this test
-	// does not otherwise open.
-	if err := catalog.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	migrateCatalog(t, db)
 	checkCurrentVersions(t, db)
 }
 
