@@ -41,8 +41,8 @@ func TestFixtureToolMCP(t *testing.T) {
 	if err != nil || len(res.Errors) > 0 {
 		t.Fatalf("catalog on the 0.7.0 database: %v %+v", err, res)
 	}
-	if v, err := store.Version(ctx, db, "catalog"); v != 6 || err != nil {
-		t.Errorf("catalog schema version after opening = %d, %v; want 6", v, err)
+	if v, err := store.Version(ctx, db, "catalog"); v != currentVersions["catalog"] || err != nil {
+		t.Errorf("catalog schema version after opening = %d, %v; want %d", v, err, currentVersions["catalog"])
 	}
 	var before int
 	if err := sqldb.Bun(db).QueryRowContext(ctx, `SELECT COUNT(*) FROM def_tools WHERE mcp IS NULL AND id IN ('get_weather', 'convert_currency')`).Scan(&before); err != nil || before == 0 {
