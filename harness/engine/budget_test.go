@@ -176,6 +176,18 @@ func TestWorkersStopAtTheBudget(t *testing.T) {
 		q.jobs = nil
 		q.mu.Unlock()
 	}
+	// The test's queue hands jobs out as they are enqueued, inside the
+	// transaction that records the run's plan, where a real queue makes
+	// them visible when it commits: wait for the plan, which a worker
+	// reads first.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if info, err := f.runs.Run(ctx, id); err == nil && info.Config != nil && info.Config.DefinitionsHash != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run's plan was not recorded")
+		}
+	}
 	next := make(chan engine.QueuedJob, len(jobs))
 	for _, j := range jobs {
 		next <- j

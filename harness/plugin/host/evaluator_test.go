@@ -264,7 +264,10 @@ func TestContextCrosses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ms, _ := res.Details["deadline_ms"].(float64); ms < 3000 || ms > 5000 {
+	// About 5000, less the call's way to the plugin: 2.3 s of it at load
+	// 20, so only a deadline lost on the way (none, or CallTimeout's 30 s)
+	// fails.
+	if ms, _ := res.Details["deadline_ms"].(float64); ms < 500 || ms > 5000 {
 		t.Errorf("the plugin saw %v ms left, want about 5000", res.Details["deadline_ms"])
 	}
 	// No caller deadline: CallTimeout (30 s) applies.
