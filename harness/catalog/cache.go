@@ -53,6 +53,10 @@ type testRow struct {
 	Expected      harness.Expected `bun:"expected,type:text"`
 	EvaluatorID   string           `bun:"evaluator_id,notnull"`
 	Tools         []string         `bun:"tools,type:text"`
+	// Turns and SimulatedUser hold a conversation test's (as JSON); NULL
+	// for a test with a prompt.
+	Turns         []harness.Turn         `bun:"turns,type:text"`
+	SimulatedUser *harness.SimulatedUser `bun:"simulated_user,type:text"`
 }
 
 type evaluatorRow struct {
@@ -120,6 +124,17 @@ var migrations = []sqldb.Migration{
 	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
 		return perDirectory(ctx, tx, "TEXT")
 	}},
+	{Version: 5, Name: "conversation tests: turns and simulated users", Up: conversationColumns, Postgres: conversationColumns},
+}
+
+// conversationColumns is catalog migration 5: a test's scripted turns
+// and its simulated user, each a JSON column, NULL for the tests cached
+// before (they all have a prompt). The level files the cache holds are
+// kept: none of them could hold a conversation test.
+func conversationColumns(ctx context.Context, tx bun.Tx) error {
+	return sqldb.ExecAll(ctx, tx,
+		`ALTER TABLE "def_tests" ADD COLUMN "turns" TEXT`,
+		`ALTER TABLE "def_tests" ADD COLUMN "simulated_user" TEXT`)
 }
 
 // perDirectory is catalog migration 4: every cache table gains the
@@ -194,12 +209,14 @@ func (r *levelRow) level() harness.LevelConfig {
 
 func toTestRow(dir string, t harness.Test, pos int) *testRow {
 	return &testRow{Dir: dir, ID: t.ID, DomainID: t.DomainID, Level: t.Level, Position: pos, Name: t.Name,
-		Prompt: t.Prompt, Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools}
+		Prompt: t.Prompt, Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools,
+		Turns: t.Turns, SimulatedUser: t.SimulatedUser}
 }
 
 func (r *testRow) test() harness.Test {
 	return harness.Test{ID: r.ID, DomainID: r.DomainID, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
-		Expected: r.Expected, EvaluatorID: r.EvaluatorID, Tools: nonNil(r.Tools)}
+		Expected: r.Expected, EvaluatorID: r.EvaluatorID, Tools: nonNil(r.Tools),
+		Turns: r.Turns, SimulatedUser: r.SimulatedUser}
 }
 
 func toEvaluatorRow(dir string, e harness.EvaluatorConfig) *evaluatorRow {

@@ -58,8 +58,15 @@ func (r *run) targetOf() target {
 	return modelTarget{}
 }
 
-// dialogueOf is a test's dialogue.
-func dialogueOf(*harness.Test) dialogue {
+// dialogueOf is a test's dialogue: its turns, its simulated user, else
+// its prompt.
+func dialogueOf(t *harness.Test) dialogue {
+	switch {
+	case len(t.Turns) > 0:
+		return scripted{}
+	case t.SimulatedUser != nil:
+		return simulated{}
+	}
 	return onePrompt{}
 }
 
@@ -164,8 +171,8 @@ func (x *exchange) say(ctx context.Context, user string, first bool) (*harness.T
 
 // evaluate scores an answer with the test's evaluator: test (the test,
 // or what of it one turn is scored by), the answer (the target's last
-// turn) and the conversation up to it.
-func (x *exchange) evaluate(ctx context.Context, test *harness.Test, loop *harness.ToolLoopResult) (*harness.EvalResult, error) {
+// turn), the tool calls to score (calls) and the conversation up to it.
+func (x *exchange) evaluate(ctx context.Context, test *harness.Test, loop *harness.ToolLoopResult, calls []harness.ToolCall) (*harness.EvalResult, error) {
 	ev, ok := x.r.e.evaluatorFor(x.j.evaluator.Type)
 	if !ok {
 		return nil, fmt.Errorf("evaluator type %q is not available", x.j.evaluator.Type)
@@ -173,7 +180,7 @@ func (x *exchange) evaluate(ctx context.Context, test *harness.Test, loop *harne
 	x.evalM = evalModel{rec: &x.rec, own: x.model, judge: x.r.e.opts.Client, transcript: x.conv}
 	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
 		Test: *test, Evaluator: x.j.evaluator, SystemPrompt: x.p.system, Response: loop.Response,
-		Messages: contentOnly(x.conv), ToolCalls: loop.Calls(), Model: x.p.model, Retrieval: x.p.retrieval,
+		Messages: contentOnly(x.conv), ToolCalls: calls, Model: x.p.model, Retrieval: x.p.retrieval,
 		Client: &x.evalM,
 	})
 	if err != nil {
@@ -229,7 +236,7 @@ func (onePrompt) play(ctx context.Context, x *exchange) (*harness.EvalResult, er
 	if err != nil {
 		return nil, err
 	}
-	return x.evaluate(ctx, &x.j.test, loop)
+	return x.evaluate(ctx, &x.j.test, loop, loop.Calls())
 }
 
 // modelTarget is the run's model, asked through the tool loop.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -87,6 +88,9 @@ func TestFixtureDatabase050(t *testing.T) {
 	want.Prompt, want.Completion, want.Cached, want.Reasoning = want.Prompt+100, want.Completion+20, 40, 5
 	if after.Tokens != want || after.CostUSD == nil || *after.CostUSD != 0.5 || *after.JudgeCostUSD != 0.125 {
 		t.Errorf("resumed: tokens %+v, cost %v; want %+v and 0.5", after.Tokens, after.CostUSD, want)
+	}
+	if err := catalog.Migrate(ctx, db); err != nil { // as a server opening it would
+		t.Fatal(err)
 	}
 	checkCurrentVersions(t, db)
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gauntlet-eval/gauntlet/harness/catalog"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/store"
 )
@@ -113,6 +114,9 @@ func TestFixtureDatabase060(t *testing.T) {
 	after, _ := rs.Matrix(ctx, stopped)
 	if got := after[domain][itoaLevel(level)]; !same(got.LatencyP50MS, &p50) || !same(got.LatencyP95MS, &p95) || !same(got.TTFTP50MS, &ttft) {
 		t.Errorf("resumed cell %+v; want the figures saved", got)
+	}
+	if err := catalog.Migrate(ctx, db); err != nil { // as a server opening it would
+		t.Fatal(err)
 	}
 	checkCurrentVersions(t, db)
 }
