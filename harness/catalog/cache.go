@@ -53,10 +53,11 @@ type testRow struct {
 	Expected      harness.Expected `bun:"expected,type:text"`
 	EvaluatorID   string           `bun:"evaluator_id,notnull"`
 	Tools         []string         `bun:"tools,type:text"`
-	// Turns and SimulatedUser hold a conversation test's (as JSON); NULL
-	// for a test with a prompt.
-	Turns         []harness.Turn         `bun:"turns,type:text"`
-	SimulatedUser *harness.SimulatedUser `bun:"simulated_user,type:text"`
+	// Turns and SimulatedUser hold a conversation test's, as JSON; NULL
+	// for a test with a prompt. They are read as text and decoded only
+	// when there: a JSON column costs allocations on every row read.
+	Turns         *string `bun:"turns"`
+	SimulatedUser *string `bun:"simulated_user"`
 }
 
 type evaluatorRow struct {
@@ -210,13 +211,34 @@ func (r *levelRow) level() harness.LevelConfig {
 func toTestRow(dir string, t harness.Test, pos int) *testRow {
 	return &testRow{Dir: dir, ID: t.ID, DomainID: t.DomainID, Level: t.Level, Position: pos, Name: t.Name,
 		Prompt: t.Prompt, Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools,
-		Turns: t.Turns, SimulatedUser: t.SimulatedUser}
+		Turns: jsonColumn(t.Turns != nil, t.Turns), SimulatedUser: jsonColumn(t.SimulatedUser != nil, t.SimulatedUser)}
+}
+
+// jsonColumn is v as a JSON column's text, nil (NULL) unless set.
+func jsonColumn(set bool, v any) *string {
+	if !set {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 func (r *testRow) test() harness.Test {
-	return harness.Test{ID: r.ID, DomainID: r.DomainID, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
-		Expected: r.Expected, EvaluatorID: r.EvaluatorID, Tools: nonNil(r.Tools),
-		Turns: r.Turns, SimulatedUser: r.SimulatedUser}
+	t := harness.Test{ID: r.ID, DomainID: r.DomainID, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
+		Expected: r.Expected, EvaluatorID: r.EvaluatorID, Tools: nonNil(r.Tools)}
+	// Written by toTestRow: text that does not decode is left out, and
+	// validation then refuses the test when it is used.
+	if r.Turns != nil {
+		json.Unmarshal([]byte(*r.Turns), &t.Turns)
+	}
+	if r.SimulatedUser != nil {
+		json.Unmarshal([]byte(*r.SimulatedUser), &t.SimulatedUser)
+	}
+	return t
 }
 
 func toEvaluatorRow(dir string, e harness.EvaluatorConfig) *evaluatorRow {
