@@ -95,13 +95,19 @@ type Expected struct {
 }
 
 // Test is one prompt with its expected answer, at one level of one domain.
+// Instead of a prompt, a test may give scripted user turns (Turns) or a
+// simulated user (SimulatedUser): see conversation.go.
 type Test struct {
 	ID       string   `json:"id" yaml:"id"`
 	DomainID string   `json:"domain_id" yaml:"-"`
 	Level    int      `json:"level" yaml:"-"`
 	Name     string   `json:"name" yaml:"name,omitempty"`
-	Prompt   string   `json:"prompt" yaml:"prompt"`
+	Prompt   string   `json:"prompt" yaml:"prompt,omitempty"`
 	Expected Expected `json:"expected" yaml:"expected"`
+	// Turns, instead of Prompt, make a multi-turn test.
+	Turns []Turn `json:"turns,omitempty" yaml:"turns,omitempty"`
+	// SimulatedUser, instead of Prompt, makes a model play the user.
+	SimulatedUser *SimulatedUser `json:"simulated_user,omitempty" yaml:"simulated_user,omitempty"`
 	// EvaluatorID overrides the domain's evaluator for this test.
 	EvaluatorID string `json:"evaluator_id" yaml:"evaluator_id,omitempty"`
 	// Tools lists tool ids offered to the model for this test, in addition

@@ -343,13 +343,16 @@ func (v Validator) Test(t *Test) error {
 	if t.Level < 0 || t.Level > MaxLevel {
 		ve.Add("level", "must be between 0 and %d", MaxLevel)
 	}
-	if strings.TrimSpace(t.Prompt) == "" {
-		ve.Add("prompt", "is required")
-	}
+	v.checkConversation(ve, t)
 	if t.Expected.Type == "" {
 		t.Expected.Type = "exact"
 	}
-	ve.Merge("expected", v.Expected(t.Expected))
+	if t.Kind() == "prompt" || t.Expected.Answer != "" {
+		// A conversation test's own expected answer is optional: a
+		// multi-turn test's are on its turns, a simulated user's goal is
+		// its criteria.
+		ve.Merge("expected", v.Expected(t.Expected))
+	}
 	checkSources(ve, "expected.sources", t.Expected.Sources)
 	if t.EvaluatorID != "" && v.Refs != nil && !v.Refs.HasEvaluator(t.EvaluatorID) {
 		ve.Add("evaluator_id", "unknown evaluator %q", t.EvaluatorID)

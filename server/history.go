@@ -241,7 +241,7 @@ type apiTranscriptToolCall struct {
 
 // apiModelCall is one attempt of one model request.
 type apiModelCall struct {
-	Purpose          string `json:"purpose" enum:"test,tool_round,pass2,judge" doc:"test: the test's first request; tool_round: a later request of its tool loop (round); pass2: the evaluator's second pass; judge: a judge's request."`
+	Purpose          string `json:"purpose" enum:"test,tool_round,pass2,judge,simulator" doc:"test: the first request of the test (of each turn, in a multi-turn test); tool_round: a later request of its tool loop (round); pass2: the evaluator's second pass; judge: a judge's request; simulator: a request to the model playing a simulated user (counted as a judge's)."`
 	Round            int    `json:"round" doc:"The tool-loop request, from 0 (the test's first); 0 for pass2 and judge."`
 	Attempt          int    `json:"attempt" minimum:"1" doc:"1 for a request's first attempt, then one more for each retry."`
 	StartMS          int64  `json:"start_ms" doc:"When the attempt began, in milliseconds from the start of the test."`

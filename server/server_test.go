@@ -574,6 +574,8 @@ type engineConfig struct {
 	llm llmtest.Options
 	// concurrency bounds the tests in flight within a run (default 4).
 	concurrency int
+	// simulatorModel is the engine's simulator model (--simulator-model).
+	simulatorModel string
 	// timeout bounds each model request (default 10 s).
 	timeout time.Duration
 	// noExamples leaves out examples/definitions, which are otherwise
@@ -679,7 +681,7 @@ func (e *testEnv) wireEngine(ctx context.Context, ec *engineConfig, db *store.DB
 		Definitions: cat, Runs: rs, Client: router, Model: llmtest.DefaultModel, BaseURL: e.mock.URL,
 		Concurrency: concurrency, LogDir: e.logDir, Logger: o.Logger, Timeout: timeout, Version: server.Version,
 		Agents:   e.agents,
-		Registry: ec.registry,
+		Registry: ec.registry, SimulatorModel: ec.simulatorModel,
 	}
 	work := e.queueRuns(db, &eo) // on PostgreSQL, River's queue as cmd/gauntlet wires it
 	eng, err := engine.New(ctx, eo)

@@ -49,16 +49,20 @@ type apiTest struct {
 	DomainID    string      `json:"domain_id"`
 	Level       int         `json:"level"`
 	Name        string      `json:"name"`
-	Prompt      string      `json:"prompt" doc:"Text sent to the model."`
+	Prompt      string      `json:"prompt" doc:"Text sent to the model; empty for a test with turns or a simulated user."`
 	Expected    apiExpected `json:"expected"`
 	EvaluatorID string      `json:"evaluator_id" doc:"Evaluator override; empty means the domain's."`
 	Tools       []string    `json:"tools" doc:"Tool ids offered to the model for this test, besides the level's."`
+	// A multi-turn test, or one with a simulated user, instead of a prompt.
+	Turns         []apiTurn         `json:"turns,omitempty" doc:"A multi-turn test's user turns, instead of a prompt."`
+	SimulatedUser *apiSimulatedUser `json:"simulated_user,omitempty"`
 }
 
 func toAPITest(t harness.Test) apiTest {
 	return apiTest{
 		ID: t.ID, DomainID: t.DomainID, Level: t.Level, Name: t.Name, Prompt: t.Prompt,
 		Expected: toAPIExpected(t.Expected), EvaluatorID: t.EvaluatorID, Tools: nonNil(t.Tools),
+		Turns: toAPITurns(t.Turns), SimulatedUser: toAPISimulatedUser(t.SimulatedUser),
 	}
 }
 
@@ -108,16 +112,20 @@ type apiTestCreate struct {
 	DomainID    string            `json:"domain_id,omitempty" api:"required" doc:"Owning domain; it must exist."`
 	Level       *int              `json:"level,omitempty" api:"required" doc:"0 to 1000."`
 	Name        string            `json:"name,omitempty"`
-	Prompt      string            `json:"prompt,omitempty" api:"required" doc:"Text sent to the model; not blank."`
+	Prompt      string            `json:"prompt,omitempty" api:"required" doc:"Text sent to the model; not blank. Not given with turns or simulated_user."`
 	Expected    *apiExpectedInput `json:"expected,omitempty"`
 	EvaluatorID string            `json:"evaluator_id,omitempty" doc:"Evaluator override; empty or absent means the domain's."`
 	Tools       []string          `json:"tools,omitempty" doc:"Tool ids offered to the model for this test."`
+	// Instead of a prompt.
+	Turns         []apiTurnInput         `json:"turns,omitempty" doc:"A multi-turn test: user turns sent one after another with the conversation so far, instead of a prompt."`
+	SimulatedUser *apiSimulatedUserInput `json:"simulated_user,omitempty"`
 }
 
 func (b *apiTestCreate) test() harness.Test {
 	t := harness.Test{
 		ID: b.ID, DomainID: b.DomainID, Name: b.Name, Prompt: b.Prompt,
 		EvaluatorID: b.EvaluatorID, Tools: b.Tools,
+		Turns: harnessTurns(b.Turns), SimulatedUser: harnessSimulatedUser(b.SimulatedUser),
 	}
 	if b.Level != nil {
 		t.Level = *b.Level
@@ -138,6 +146,10 @@ type apiTestUpdate struct {
 	Expected    *apiExpectedInput `json:"expected,omitempty"`
 	EvaluatorID *string           `json:"evaluator_id,omitempty" doc:"Evaluator override; empty means the domain's."`
 	Tools       []string          `json:"tools,omitempty" doc:"The list replaces the current one."`
+	// Switching kinds: send the new one and clear the old (prompt "",
+	// turns or simulated_user null).
+	Turns         optional[[]apiTurnInput]        `json:"turns,omitzero" doc:"The list replaces the current turns; null removes them."`
+	SimulatedUser optional[apiSimulatedUserInput] `json:"simulated_user,omitzero" doc:"Replaces the simulated user; null removes it."`
 }
 
 func (f *apiTestUpdate) apply(t *harness.Test) {
@@ -152,6 +164,15 @@ func (f *apiTestUpdate) apply(t *harness.Test) {
 	set(&t.EvaluatorID, f.EvaluatorID)
 	if f.Tools != nil {
 		t.Tools = f.Tools
+	}
+	if f.Turns.Set {
+		t.Turns = nil
+		if f.Turns.Value != nil {
+			t.Turns = harnessTurns(*f.Turns.Value)
+		}
+	}
+	if f.SimulatedUser.Set {
+		t.SimulatedUser = harnessSimulatedUser(f.SimulatedUser.Value)
 	}
 }
 

@@ -32,6 +32,9 @@ type settings struct {
 	llmBaseURL  string
 	llmModel    string
 	llmAPIKey   string
+	// simulatorModel plays the simulated users of tests that name no
+	// model; empty: the run's model.
+	simulatorModel string
 	// providers are --provider's entries (GAUNTLET_PROVIDERS), in their
 	// command-line form.
 	providers []string
@@ -123,6 +126,7 @@ func (s *settings) register(fs *flag.FlagSet, scope settingsScope) error {
 	fs.StringVar(&s.database, "database", env("GAUNTLET_DATABASE", ""), "database URL: sqlite://FILE, or postgres://user:password@host:port/database to store everything in PostgreSQL (GAUNTLET_DATABASE; default sqlite://<data>/gauntlet.db)")
 	fs.StringVar(&s.llmBaseURL, "llm-base-url", env("LLM_BASE_URL", "http://127.0.0.1:11434/v1"), "OpenAI-compatible endpoint (LLM_BASE_URL)")
 	fs.StringVar(&s.llmModel, "llm-model", env("LLM_MODEL", "llama3.2"), "model reference: a model of --llm-base-url, or PROVIDER/model (LLM_MODEL)")
+	fs.StringVar(&s.simulatorModel, "simulator-model", env("GAUNTLET_SIMULATOR_MODEL", ""), "model reference that plays the simulated users of tests that name no model, as --llm-model takes it (GAUNTLET_SIMULATOR_MODEL; default the run's model)")
 	s.providers = splitProviders(env("GAUNTLET_PROVIDERS", ""))
 	fs.Var(&providerList{list: &s.providers}, "provider", "a model provider, NAME=KIND[,base_url=URL][,api_key_env=VAR][,rpm=N][,tpm=N]; repeatable; KIND is openai, anthropic or gemini (GAUNTLET_PROVIDERS; several, ';'-separated)")
 	s.llmAPIKey = env("LLM_API_KEY", "")
@@ -277,7 +281,8 @@ func (s *settings) embedder() (*llm.Client, error) {
 // the parts.
 func (s *settings) engineOptions() engine.Options {
 	return engine.Options{Model: s.llmModel, BaseURL: s.llmBaseURL, Concurrency: s.concurrency,
-		Timeout: s.llmTimeout, Retries: s.retries(), Version: server.Version, LogDir: logDir(s.data)}
+		Timeout: s.llmTimeout, Retries: s.retries(), Version: server.Version, LogDir: logDir(s.data),
+		SimulatorModel: s.simulatorModel}
 }
 
 // retries is --llm-retries as the engine and the client read it: there 0

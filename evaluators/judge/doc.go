@@ -119,6 +119,15 @@
 // regex evaluator's, with cascade "regex_passed". Usage counts the judge's
 // tokens, and those of the regex evaluator's second pass.
 //
+// # Conversations
+//
+// For a test with a simulated user, the judge is given the user's persona,
+// the user's goal as the criteria to grade by (besides the rubric) and the
+// whole conversation, and grades whether the conversation met the goal.
+// For a later turn of a multi-turn test, it is given the conversation
+// before the turn and the turn's message as the task. Both use
+// ConversationSystemPrompt.
+//
 // The prompts are SystemPrompt, a user message built from the settings and
 // the request, and RetryPrompt. Test material is wrapped in tags that the
 // judge is told to treat as material to grade, not as instructions; this

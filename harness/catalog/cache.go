@@ -53,6 +53,11 @@ type testRow struct {
 	Expected      harness.Expected `bun:"expected,type:text"`
 	EvaluatorID   string           `bun:"evaluator_id,notnull"`
 	Tools         []string         `bun:"tools,type:text"`
+	// Turns and SimulatedUser hold a conversation test's, as JSON; NULL
+	// for a test with a prompt. They are read as text and decoded only
+	// when there: a JSON column costs allocations on every row read.
+	Turns         *string `bun:"turns"`
+	SimulatedUser *string `bun:"simulated_user"`
 }
 
 type evaluatorRow struct {
@@ -122,8 +127,7 @@ var migrations = []sqldb.Migration{
 	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
 		return perDirectory(ctx, tx, "TEXT")
 	}},
-	// Version 5 is another change's; it holds its place here.
-	{Version: 5, Name: "reserved", Up: noChange, Postgres: noChange},
+	{Version: 5, Name: "conversation tests: turns and simulated users", Up: conversationColumns, Postgres: conversationColumns},
 	{Version: 6, Name: "a tool's MCP server", Up: func(ctx context.Context, tx bun.Tx) error {
 		return sqldb.ExecAll(ctx, tx, `ALTER TABLE "def_tools" ADD COLUMN "mcp" text`)
 	}, Postgres: func(ctx context.Context, tx bun.Tx) error {
@@ -132,8 +136,15 @@ var migrations = []sqldb.Migration{
 	{Version: 7, Name: "black-box targets", Up: targetsTable("VARCHAR"), Postgres: targetsTable("TEXT")},
 }
 
-// noChange is a migration that changes nothing.
-func noChange(context.Context, bun.Tx) error { return nil }
+// conversationColumns is catalog migration 5: a test's scripted turns
+// and its simulated user, each a JSON column, NULL for the tests cached
+// before (they all have a prompt). The level files the cache holds are
+// kept: none of them could hold a conversation test.
+func conversationColumns(ctx context.Context, tx bun.Tx) error {
+	return sqldb.ExecAll(ctx, tx,
+		`ALTER TABLE "def_tests" ADD COLUMN "turns" TEXT`,
+		`ALTER TABLE "def_tests" ADD COLUMN "simulated_user" TEXT`)
+}
 
 // perDirectory is catalog migration 4: every cache table gains the
 // definitions directory its rows mirror, first in its primary key, so
@@ -207,12 +218,35 @@ func (r *levelRow) level() harness.LevelConfig {
 
 func toTestRow(dir string, t harness.Test, pos int) *testRow {
 	return &testRow{Dir: dir, ID: t.ID, DomainID: t.DomainID, Level: t.Level, Position: pos, Name: t.Name,
-		Prompt: t.Prompt, Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools}
+		Prompt: t.Prompt, Expected: t.Expected, EvaluatorID: t.EvaluatorID, Tools: t.Tools,
+		Turns: jsonColumn(t.Turns != nil, t.Turns), SimulatedUser: jsonColumn(t.SimulatedUser != nil, t.SimulatedUser)}
+}
+
+// jsonColumn is v as a JSON column's text, nil (NULL) unless set.
+func jsonColumn(set bool, v any) *string {
+	if !set {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 func (r *testRow) test() harness.Test {
-	return harness.Test{ID: r.ID, DomainID: r.DomainID, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
+	t := harness.Test{ID: r.ID, DomainID: r.DomainID, Level: r.Level, Name: r.Name, Prompt: r.Prompt,
 		Expected: r.Expected, EvaluatorID: r.EvaluatorID, Tools: nonNil(r.Tools)}
+	// Written by toTestRow: text that does not decode is left out, and
+	// validation then refuses the test when it is used.
+	if r.Turns != nil {
+		json.Unmarshal([]byte(*r.Turns), &t.Turns)
+	}
+	if r.SimulatedUser != nil {
+		json.Unmarshal([]byte(*r.SimulatedUser), &t.SimulatedUser)
+	}
+	return t
 }
 
 func toEvaluatorRow(dir string, e harness.EvaluatorConfig) *evaluatorRow {

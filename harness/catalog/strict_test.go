@@ -41,6 +41,20 @@ func TestStrictFiles(t *testing.T) {
 			gone: []string{"add-small"},
 		},
 		{
+			name: "typo in a turn of a multi-turn test",
+			rel:  "domains/math/level-1.yaml",
+			body: "tests:\n  - id: add-small\n    turns:\n      - usr: Hi\n        expected: {answer: '4'}\n",
+			errs: []want{{4, "usr", `unknown key "usr" (did you mean "user"?)`}},
+			gone: []string{"add-small"},
+		},
+		{
+			name: "typo in a simulated user",
+			rel:  "domains/math/level-1.yaml",
+			body: "tests:\n  - id: add-small\n    simulated_user:\n      persona: p\n      goal: g\n      max_turn: 3\n",
+			errs: []want{{6, "max_turn", `unknown key "max_turn" (did you mean "max_turns"?)`}},
+			gone: []string{"add-small"},
+		},
+		{
 			name: "every unknown key is reported, in flow style too",
 			rel:  "domains/math/level-1.yaml",
 			body: "system_promt: x\ntests:\n  - id: ok\n    prompt: p\n    expected: {answer: '4'}\n" +

@@ -3,6 +3,7 @@ package dataset
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,6 +83,13 @@ func (p *parser) csv(data []byte) error {
 				}
 				return fields[i], true, nil
 			},
+			raw: func(col string) (json.RawMessage, bool) {
+				i, ok := header[col]
+				if !ok || i >= len(fields) || strings.TrimSpace(fields[i]) == "" {
+					return nil, false
+				}
+				return json.RawMessage(fields[i]), true
+			},
 			choices: func() ([]string, error) {
 				if len(fields) < len(mmluColumns) {
 					return nil, fmt.Errorf("the record has %d fields, want 6: question,A,B,C,D,answer", len(fields))
@@ -131,8 +139,22 @@ func (p *parser) header(rec []string) (map[string]int, error) {
 			ve.Add(field, "the CSV header has no column %s (columns: %s)", orList(cols), strings.Join(quoteAll(rec), ", "))
 		}
 	}
-	need("mapping.prompt", p.prompt)
-	need("mapping.answer", p.answer)
+	conv := false
+	if p.opts.Preset == "" {
+		for _, c := range conversationColumns {
+			conv = find(c) || conv
+		}
+	}
+	if conv {
+		// A row may be a conversation: the prompt and answer columns
+		// are read when there.
+		for _, c := range append(append([]string{}, p.prompt...), p.answer...) {
+			find(c)
+		}
+	} else {
+		need("mapping.prompt", p.prompt)
+		need("mapping.answer", p.answer)
+	}
 	for _, c := range append(append([]string{}, p.typ...), p.id...) {
 		find(c)
 	}

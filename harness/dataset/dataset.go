@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -133,6 +134,10 @@ func (r *Result) Tests() []harness.Test {
 type record struct {
 	row, line int
 	get       func(col string) (string, bool, error) // value, present, error
+	// raw is a column's value as JSON (a JSON row's value, a CSV
+	// field's text), for the conversation columns; present is false when
+	// the column is absent or null.
+	raw func(col string) (json.RawMessage, bool)
 	// choices is the MMLU choices of a JSON row, when the key is there.
 	choices func() ([]string, error)
 }
@@ -304,6 +309,20 @@ func (p *parser) row(rec *record) {
 	fail := func(col, format string, args ...any) {
 		p.res.Errors = append(p.res.Errors, RowError{Row: rec.row, Line: rec.line, Column: col, Message: fmt.Sprintf(format, args...)})
 	}
+	if p.opts.Preset == "" {
+		typ, _, _, _ := first(rec, p.typ)
+		if typ = strings.TrimSpace(typ); typ == "" {
+			typ = p.opts.Type
+		}
+		if turns, col, ok, err := p.conversation(rec, typ); ok {
+			if err != nil {
+				fail(col, "%v", err)
+				return
+			}
+			p.conversationRow(rec, turns, col, fail)
+			return
+		}
+	}
 	prompt, promptCol, ok, err := first(rec, p.prompt)
 	switch {
 	case err != nil:
@@ -447,6 +466,10 @@ func contentID(t harness.Test) string {
 	h := sha256.New()
 	for _, s := range []string{t.DomainID, strconv.Itoa(t.Level), t.Prompt, t.Expected.Answer, t.Expected.Type} {
 		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	if t.Turns != nil {
+		b, _ := json.Marshal(t.Turns)
+		fmt.Fprintf(h, "%d:%s", len(b), b)
 	}
 	return "d-" + hex.EncodeToString(h.Sum(nil)[:8])
 }

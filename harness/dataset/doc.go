@@ -20,6 +20,19 @@
 // instead of ','. A UTF-8 byte order mark at the start is ignored in both
 // formats.
 //
+// # Conversations
+//
+// A row with a "turns" or "messages" column is a multi-turn test
+// (harness.Test.Turns) instead: "turns" holds a JSON list of {"user",
+// "expected"?} (expected the answer alone, or an object {answer, type…}),
+// "messages" an OpenAI-shaped JSON list of {"role", "content"} in which
+// each user message is a turn and an assistant message the expected answer
+// of the user turn before it (a system message is refused: the level's
+// system prompt applies). In CSV the cell holds the JSON text, and a
+// header with such a column needs no prompt or answer column. Turns
+// without a type take the row's type, else Options.Type. A row with both
+// a prompt and a conversation is refused.
+//
 // # Presets
 //
 //   - "gsm8k": JSON Lines {"question", "answer"} as GSM8K publishes it;

@@ -37,6 +37,10 @@ func (p *parser) jsonl(data []byte) error {
 		p.row(&record{
 			row: row, line: line,
 			get: func(col string) (string, bool, error) { return jsonText(obj[col]) },
+			raw: func(col string) (json.RawMessage, bool) {
+				v, ok := obj[col]
+				return v, ok && string(bytes.TrimSpace(v)) != "null"
+			},
 			choices: func() ([]string, error) {
 				raw, ok := obj["choices"]
 				if !ok || string(raw) == "null" {

@@ -15,13 +15,14 @@ import (
 // costs nothing.
 
 // runPricing returns the prices of the models a run uses, from the
-// definitions' price list: its model's and each judge's (an evaluator's
-// config "model"); nil when none has a price.
-func runPricing(defs *harness.Snapshot, model string) map[string]harness.Price {
+// definitions' price list: its model's, more's (its simulator model) and
+// each judge's (an evaluator's config "model"); nil when none has a
+// price.
+func runPricing(defs *harness.Snapshot, model string, more ...string) map[string]harness.Price {
 	if defs == nil || defs.Pricing == nil {
 		return nil
 	}
-	refs := []string{model}
+	refs := append([]string{model}, more...)
 	for _, e := range defs.Evaluators {
 		if m, ok := e.Config["model"].(string); ok && m != "" {
 			refs = append(refs, m)
@@ -49,7 +50,7 @@ func priceResult(res *runs.Result, prices map[string]harness.Price, model string
 		usd := p.Cost(harness.Usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens,
 			CachedTokens: c.CachedTokens, ReasoningTokens: c.ReasoningTokens}, false)
 		cost += usd
-		if c.Purpose == runs.CallJudge {
+		if c.Purpose == runs.CallJudge || c.Purpose == runs.CallSimulator {
 			judge += usd
 			judged = true
 		} else {

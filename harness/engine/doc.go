@@ -41,6 +41,34 @@
 // agent.Service implements; the run's runs.Config records the agent and
 // its definition.
 //
+// # How a test runs
+//
+// Each sample of a test (a test, or one of its repeats) is an exchange
+// between a target and a dialogue, then the test's evaluator:
+//
+//   - The target is what the run evaluates. It opens the sample's
+//     conversation (the system message, the model, the tools offered) and
+//     answers each user turn. The run's model (its tool calls answered in
+//     a bounded loop) and an agent's pipeline are the targets there are; a
+//     run has one, chosen once by run.targetOf.
+//   - The dialogue is the user's side, given by the test: one prompt,
+//     scripted turns (Test.Turns) or a simulated user
+//     (Test.SimulatedUser). It writes the user's turns, has the target
+//     answer each (exchange.say), and asks the test's evaluator to score
+//     what it must (exchange.evaluate); its verdict is the sample's. A
+//     test's dialogue is chosen by dialogueOf.
+//
+// Whatever the pair, the exchange records every model call and the
+// transcript, goes through the response cache, the budget and the rate
+// limits, prices the result and stores it; the scheduling, storing and
+// counting code calls testIn and knows nothing of either. A new kind of
+// target (an HTTP endpoint under test, say) is a type implementing the
+// target interface (open and reply: its reply returns what the target
+// said as a harness.ToolLoopResult) and a case in run.targetOf; a new kind
+// of conversation is a type implementing dialogue (play) and a case in
+// dialogueOf, with its fields validated by harness.Validator.Test.
+// Rescores (job.stored) score stored answers again and ask no target.
+//
 // # Watching a run
 //
 // Status, Matrix and PollLogs/ReadLogs report progress on demand. Events

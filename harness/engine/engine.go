@@ -122,6 +122,10 @@ type Options struct {
 	// runs that evaluate an agent, whose jobs only the process that
 	// started them executes (QueuedJob.Local), are then refused.
 	NoLocalWork bool
+	// SimulatorModel is the model reference that plays simulated users
+	// in runs that name none (StartRequest.SimulatorModel); empty: the
+	// run's model.
+	SimulatorModel string
 	// Worker makes an engine that only executes the queued jobs of runs
 	// another process started (Work): New leaves runs marked running as
 	// they are, since their server is alive.
@@ -192,6 +196,12 @@ type StartRequest struct {
 	// stopped with runs.Info.Error naming the budget. Only priced calls
 	// count (see runs.Config.Pricing). Negative: harness.ErrInvalid.
 	MaxCostUSD float64
+	// SimulatorModel is the model reference that plays the simulated
+	// users (harness.Test.SimulatedUser) of tests that name none
+	// (default Options.SimulatorModel, else the run's model). It is
+	// recorded in the run's config, so that a resume and the workers use
+	// it too.
+	SimulatorModel string
 	// OnEvent, when set, receives this run's events, from EventRunStarted
 	// to EventRunFinished, in order, on a goroutine of its own: a slow
 	// OnEvent never holds up the run. When it falls more than
@@ -701,6 +711,10 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 			return nil, harness.Invalid("model", "%v", err)
 		}
 	}
+	simulator, err := e.simulatorModel(req.SimulatorModel)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	info := runs.Info{
 		RunID: newRunID(now), StartedAt: now.UTC().Format(harness.TimeLayout), ModelName: label, Model: model,
@@ -709,6 +723,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 			Model: model, BaseURL: baseURL, Provider: provider, ProviderKind: kind, Concurrency: e.opts.Concurrency,
 			TimeoutS: timeout.Seconds(), Retries: retries, Repeats: repeats, Params: req.Params.Map(),
 			GauntletVersion: e.opts.Version, Cache: req.Cache, Stream: req.Stream, MaxCostUSD: req.MaxCostUSD,
+			SimulatorModel: simulator,
 		},
 	}
 	if target != nil {
@@ -731,6 +746,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	r.stream = req.Stream
 	r.budget.max = req.MaxCostUSD
 	r.agent = target
+	r.simulator = simulator
 	if req.Cache {
 		r.cache = &responseCache{}
 	}
@@ -941,6 +957,9 @@ func (e *Engine) ResumeWith(ctx context.Context, runID string, opts ResumeOption
 	r.params = params
 	r.agent = target
 	r.stream = info.Config != nil && info.Config.Stream
+	if c := info.Config; c != nil {
+		r.simulator = c.SimulatorModel
+	}
 	r.budget.max = opts.MaxCostUSD
 	if c := info.Config; c != nil && c.Cache {
 		r.cache = &responseCache{}

@@ -177,7 +177,7 @@ func (e *Engine) prepareStart(ctx context.Context, r *run, a *accepted, repeats 
 	if defs == nil {
 		defs = a.outline
 	}
-	cfg.Pricing = runPricing(defs, r.info.Model)
+	cfg.Pricing = runPricing(defs, r.info.Model, r.simulator)
 	jobs := p.produce(e.opts.Runs, hash, nil)
 	if err := e.recordPlan(ctx, r.info.RunID, p.samples, &cfg, keys, jobs); err != nil {
 		return err

@@ -559,6 +559,7 @@ func (e *Engine) workRun(ctx context.Context, runID string) (*workRun, error) {
 	r := e.newRun(context.Background(), info, time.Now(), p.cells, nil, timeout, cfg.Retries)
 	r.params = params
 	r.stream = cfg.Stream
+	r.simulator = cfg.SimulatorModel
 	if cfg.Cache {
 		r.cache = &responseCache{} // shared through the database
 	}

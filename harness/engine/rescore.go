@@ -320,6 +320,9 @@ var errNoSecondPass = errors.New("a rescore asks no model but a judge, and the s
 
 // rescoreTest scores a stored response again (job.stored).
 func (r *run) rescoreTest(j *job) (runs.Result, bool) {
+	if j.test.Kind() != "prompt" {
+		return r.rescoreConversation(j)
+	}
 	ctx := r.ctx
 	src := j.stored
 	start := time.Now()

@@ -173,8 +173,11 @@ type run struct {
 	stream  bool                 // answers are asked for as streams
 	params  harness.Params       // the run's sampling parameters, over each level's
 	agent   *harness.AgentTarget // the agent under test; nil: the bare model
-	cache   *responseCache       // the response cache's state; nil when the run does not use it
-	first   cellKey              // the first cell: run-level log lines name it
+	// simulator is the model reference that plays simulated users of
+	// tests that name none; "": the run's model.
+	simulator string
+	cache     *responseCache // the response cache's state; nil when the run does not use it
+	first     cellKey        // the first cell: run-level log lines name it
 	// stopWatch stops the watch of the model's rate limits (ratelimit.go);
 	// nil until the run executes.
 	stopWatch func()
@@ -747,108 +750,10 @@ func (r *run) noteModel(err error) {
 	}
 }
 
-// runTest asks the model, answers its tool calls, and scores the final
-// response. finished is false when the run was cancelled before the test
-// finished: such a test leaves no result.
+// runTest runs a sample (testIn) and prices its result. finished is
+// false when the run was cancelled before the test finished: such a test
+// leaves no result.
 func (r *run) runTest(j *job) (runs.Result, bool) { return r.runTestIn(r.ctx, j) }
-
-// testIn is runTestIn before the result is priced.
-func (r *run) testIn(ctx context.Context, j *job) (runs.Result, bool) {
-	if j.stored != nil {
-		return r.rescoreTest(j)
-	}
-	e := r.e
-	start := time.Now()
-	p := r.prompt(ctx, j)
-	res := runs.Result{
-		RunID: r.info.RunID, TestID: j.test.ID, Repeat: j.repeat, Domain: j.test.DomainID, Level: j.test.Level, Name: j.test.Name,
-		Prompt: j.test.Prompt, Expected: j.test.Expected, ModelName: r.info.ModelName, SystemPrompt: p.system,
-		Details: map[string]any{},
-	}
-	// The retrieval is measured as soon as it ran: a result that ends in
-	// error later still says what was retrieved (its cell does not count
-	// it).
-	measured := r.measure(j, p)
-	if measured != nil {
-		res.Details["retrieval"] = measured
-	}
-	var usage harness.Usage
-	rec := newRecorder(start, p.model)
-	rec.over = r.overBudget
-	conv := p.msgs // the conversation so far
-	fail := func(err error) (runs.Result, bool) {
-		if ctx.Err() != nil || errors.Is(err, ErrBudgetSpent) {
-			return res, false
-		}
-		res.Transcript, res.Calls = rec.result(conv)
-		res.Status = runs.TestError
-		res.Details["error"] = err.Error()
-		res.DurationMS = time.Since(start).Milliseconds()
-		res.PromptTokens, res.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
-		res.CreatedAt = runs.Now()
-		return res, true
-	}
-	retries := r.retries
-	chat := harness.ChatRequest{Model: p.model, Messages: p.msgs, Timeout: r.timeout, MaxRetries: &retries}
-	j.params.Merge(r.params).Apply(&chat)
-	chat.Stream = r.stream
-	model, cached := r.modelFor(j)
-	loop, err := harness.RunToolLoop(ctx, &harness.ToolLoopRequest{
-		Client:    &loopModel{rec: rec, next: model},
-		Chat:      chat,
-		Tools:     p.tools,
-		Registry:  e.opts.Registry,
-		MaxRounds: e.opts.MaxToolRounds,
-		Call:      p.call,
-	})
-	if loop != nil {
-		usage, conv = loop.Usage, loop.Transcript
-		if slices.ContainsFunc(loop.Requests, func(q harness.ModelRequest) bool { return q.Err == nil }) {
-			r.noteModel(nil)
-		}
-	}
-	if err != nil {
-		// The result is made before the endpoint's health is noted: the
-		// error that stops the run is still this test's result.
-		out, finished := fail(err)
-		if finished {
-			r.noteModel(err)
-		}
-		return out, finished
-	}
-	if loop.RoundsExceeded {
-		res.Details["tool_rounds_exceeded"] = true
-	}
-	res.Response = loop.Response
-	ev, ok := e.evaluatorFor(j.evaluator.Type)
-	if !ok {
-		return fail(fmt.Errorf("evaluator type %q is not available", j.evaluator.Type))
-	}
-	verdict, err := ev.Evaluate(ctx, &harness.EvalRequest{
-		Test: j.test, Evaluator: j.evaluator, SystemPrompt: p.system, Response: loop.Response,
-		Messages: contentOnly(loop.Transcript), ToolCalls: loop.Calls(), Model: p.model, Retrieval: p.retrieval,
-		Client: &evalModel{rec: rec, own: model, judge: e.opts.Client, transcript: loop.Transcript},
-	})
-	if err != nil {
-		return fail(fmt.Errorf("evaluator: %w", err))
-	}
-	usage = usage.Add(verdict.Usage)
-	for k, v := range verdict.Details {
-		res.Details[k] = v
-	}
-	if measured != nil {
-		res.Details["retrieval"] = measured // the engine's, whatever an evaluator said
-	}
-	if len(loop.ToolCalls) > 0 {
-		res.Details["tool_calls"] = loop.DetailsOfCalls()
-	}
-	if cached != nil && cached.hits > 0 {
-		res.Details["cache_hits"] = cached.hits
-	}
-	scored(&res, verdict, usage, start)
-	res.Transcript, res.Calls = rec.result(conv)
-	return res, true
-}
 
 // scored completes a result from its evaluator's verdict: the details
 // every result carries (extracted_answer, pass2_used), the score clamped
@@ -871,7 +776,7 @@ func scored(res *runs.Result, verdict *harness.EvalResult, usage harness.Usage, 
 	res.CreatedAt = runs.Now()
 }
 
-// prompt is what one job sends the model.
+// prompt is what a target is asked with (target.open).
 type prompt struct {
 	system string // the system message, "" for none
 	model  string
@@ -881,42 +786,6 @@ type prompt struct {
 	// retrieval is what the agent's knowledge base gave, for an agent;
 	// nil otherwise.
 	retrieval *harness.Retrieval
-}
-
-// prompt builds a job's request. For the bare model: the level's
-// effective system prompt, the test's prompt and the level's and test's
-// tools. For an agent (r.agent): the system message of the agent's
-// pipeline for the test's prompt (its system prompt and the
-// knowledge-base text retrieved for it; the domain's and level's prompts
-// are not used), the agent's model, the agent's tools and then the test's
-// own (a tool of the same id or function name is offered once, the
-// agent's), and tool calls made on the agent's behalf, each test a user
-// of its own: a fresh conversation.
-func (r *run) prompt(ctx context.Context, j *job) prompt {
-	p := prompt{system: j.systemPrompt, model: r.info.Model, tools: j.tools}
-	if a := r.agent; a != nil {
-		p.model, p.system = a.Model, ""
-		if a.System != nil {
-			var got harness.Retrieval
-			p.system, got = a.System(ctx, j.test.Prompt)
-			p.retrieval = &got
-		}
-		p.tools = slices.Clone(a.Tools)
-		for _, t := range j.tools {
-			if !slices.ContainsFunc(p.tools, func(x harness.ToolDefinition) bool {
-				return x.ID == t.ID || x.Function.Name == t.Function.Name
-			}) {
-				p.tools = append(p.tools, t)
-			}
-		}
-		p.call = harness.ToolCallRequest{AgentID: a.Definition.ID,
-			UserID: "eval/" + r.info.RunID + "/" + j.test.ID + "/" + strconv.Itoa(j.repeat)}
-	}
-	if p.system != "" {
-		p.msgs = append(p.msgs, harness.Message{Role: harness.RoleSystem, Content: p.system})
-	}
-	p.msgs = append(p.msgs, harness.Message{Role: harness.RoleUser, Content: j.test.Prompt})
-	return p
 }
 
 // measure is details.retrieval of a job (see runs.Retrieval): for a run

@@ -34,6 +34,25 @@ type recorder struct {
 	mu    sync.Mutex
 	calls []runs.Call
 	pass2 []runs.Message
+	// done is the transcript of the turns a multi-turn conversation
+	// finished (turnDone), each followed by its second passes; they are
+	// the first shown messages of the conversation.
+	done  []runs.Message
+	shown int
+}
+
+// turnDone closes a turn of a multi-turn conversation, conv being the
+// conversation so far: the transcript holds conv, then the second passes
+// of the turn, before the next turn's messages.
+func (rec *recorder) turnDone(conv []harness.Message) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, m := range conv[min(rec.shown, len(conv)):] {
+		rec.done = append(rec.done, runs.Message{Message: m})
+	}
+	rec.shown = max(rec.shown, len(conv))
+	rec.done = append(rec.done, rec.pass2...)
+	rec.pass2 = nil
 }
 
 func newRecorder(start time.Time, model string) *recorder {
@@ -94,7 +113,8 @@ func (rec *recorder) add(purpose string, round int, model string, a harness.Atte
 }
 
 // result returns the calls recorded, in the order they started, and the
-// transcript: conv, then the second pass's messages.
+// transcript: the turns done (turnDone), the rest of conv, then the
+// second pass's messages.
 func (rec *recorder) result(conv []harness.Message) ([]runs.Message, []runs.Call) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -103,8 +123,10 @@ func (rec *recorder) result(conv []harness.Message) ([]runs.Message, []runs.Call
 	if calls == nil {
 		calls = []runs.Call{}
 	}
-	msgs := make([]runs.Message, 0, len(conv)+len(rec.pass2))
-	for _, m := range conv {
+	rest := conv[min(rec.shown, len(conv)):]
+	msgs := make([]runs.Message, 0, len(rec.done)+len(rest)+len(rec.pass2))
+	msgs = append(msgs, rec.done...)
+	for _, m := range rest {
 		msgs = append(msgs, runs.Message{Message: m})
 	}
 	return append(msgs, rec.pass2...), calls

@@ -37,6 +37,10 @@ const (
 	// CallJudge is a request an evaluator made to a judge model through
 	// the run's client.
 	CallJudge = "judge"
+	// CallSimulator is a request to the model that plays a test's
+	// simulated user. It is accounted as a judge's call is: its cost
+	// counts in the result's judge cost.
+	CallSimulator = "simulator"
 )
 
 // Call is one attempt of one model request made for a result: a request

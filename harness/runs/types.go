@@ -132,6 +132,9 @@ type Config struct {
 	// for a run without a budget. The workers that execute a queued
 	// run's tests read it here (Store.Budget).
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// SimulatorModel is the model reference that plays the simulated
+	// users of tests that name none; absent: the run's model.
+	SimulatorModel string `json:"simulator_model,omitempty"`
 }
 
 // Result is one answer to one test: a run's per-cell result entry. A run
