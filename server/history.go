@@ -69,6 +69,7 @@ type apiRunConfig struct {
 	Stream          bool                `json:"stream,omitempty" doc:"Answers were streamed; each call records ttft_ms. Absent when false."`
 	Pricing         map[string]apiPrice `json:"pricing,omitempty" doc:"The prices the run's costs were computed with, by model reference: those of pricing.yaml for the models the run used (its model, its judges'), when it started. Absent when none of them had a price."`
 	MaxCostUSD      float64             `json:"max_cost_usd,omitempty" minimum:"0" doc:"The run's budget in US dollars, as its latest start or resume gave it (a resume without one leaves none). Absent for a run without a budget."`
+	SimulatorModel  string              `json:"simulator_model,omitempty" doc:"The model reference that plays simulated users whose test names no model of its own (--simulator-model). Absent when the run's model plays them."`
 	AgentID         string              `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
 	// Agent is described by its schema, RunAgent: a reference takes no
 	// description of its own.
@@ -164,7 +165,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 			Model: c.Model, BaseURL: c.BaseURL, Provider: c.Provider, ProviderKind: c.ProviderKind, Concurrency: c.Concurrency, TimeoutS: c.TimeoutS,
 			Retries: c.Retries, Repeats: c.Repeats, Params: params,
 			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion, Cache: c.Cache, Stream: c.Stream,
-			AgentID: c.AgentID, Agent: toAPIRunAgent(c.Agent), MaxCostUSD: c.MaxCostUSD,
+			AgentID: c.AgentID, Agent: toAPIRunAgent(c.Agent), MaxCostUSD: c.MaxCostUSD, SimulatorModel: c.SimulatorModel,
 		}
 		if len(c.Pricing) > 0 {
 			out.Config.V.Pricing = make(map[string]apiPrice, len(c.Pricing))
