@@ -73,7 +73,10 @@ type apiRunConfig struct {
 	AgentID         string              `json:"agent_id,omitempty" doc:"The agent the run evaluated; absent for a run of the bare model."`
 	// Agent is described by its schema, RunAgent: a reference takes no
 	// description of its own.
-	Agent *apiRunAgent `json:"agent,omitempty"`
+	Agent    *apiRunAgent `json:"agent,omitempty"`
+	TargetID string       `json:"target_id,omitempty" doc:"The black-box target the run evaluated; absent for a run of a model or an agent."`
+	// Target is described by its schema, Target.
+	Target *apiTarget `json:"target,omitempty"`
 }
 
 // apiRunAgent is the definition of the agent a run evaluated, when it
@@ -166,6 +169,7 @@ func toAPIRunInfo(i runs.Info) apiRunInfo {
 			Retries: c.Retries, Repeats: c.Repeats, Params: params,
 			DefinitionsHash: c.DefinitionsHash, GauntletVersion: c.GauntletVersion, Cache: c.Cache, Stream: c.Stream,
 			AgentID: c.AgentID, Agent: toAPIRunAgent(c.Agent), MaxCostUSD: c.MaxCostUSD, SimulatorModel: c.SimulatorModel,
+			TargetID: c.TargetID, Target: toAPIRunTarget(c.Target),
 		}
 		if len(c.Pricing) > 0 {
 			out.Config.V.Pricing = make(map[string]apiPrice, len(c.Pricing))

@@ -199,3 +199,12 @@ func init() {
 		schemaDocs[name] = doc
 	}
 }
+
+// toAPIRunTarget is the target a run evaluated, nil for none.
+func toAPIRunTarget(t *harness.TargetDefinition) *apiTarget {
+	if t == nil {
+		return nil
+	}
+	out := toAPITarget(*t)
+	return &out
+}

@@ -28,6 +28,7 @@ type runFlags struct {
 	output    string
 	resume    string
 	agent     string
+	target    string
 }
 
 // runCmd is "gauntlet run": one evaluation without the HTTP server, with
@@ -43,6 +44,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.modelName, "model-name", "default", "label of the run")
 	var sweep sweepFlags
 	sweep.register(fs)
+	fs.StringVar(&f.target, "target", "", "evaluate this black-box target (targets/<id>.yaml of the definitions) instead of a model: every user turn goes to its URL with the conversation so far; the label defaults to its id")
 	fs.StringVar(&f.agent, "agent", "", "evaluate this agent (of the data directory's database) instead of the bare model: each test goes through its system prompt, knowledge base and tools, with its model; the label defaults to its name")
 	fs.Float64Var(&f.minScore, "min-score", 0, "exit with status 1 when the overall score is below this (0-1); a run that is not complete or has tests in error exits 1 too")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or junit")
@@ -181,7 +183,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.resume != "" {
 		err = a.engine.ResumeWith(context.WithoutCancel(ctx), f.resume, engine.ResumeOptions{MaxCostUSD: *maxCost})
 	} else {
-		req.ModelName, req.Model, req.Domains, req.AgentID = f.modelName, f.model, domains, f.agent
+		req.ModelName, req.Model, req.Domains, req.AgentID, req.TargetID = f.modelName, f.model, domains, f.agent, f.target
 		_, err = a.engine.Start(context.WithoutCancel(ctx), req)
 	}
 	if err != nil {

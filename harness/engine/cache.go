@@ -15,6 +15,7 @@ import (
 
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
+	httptarget "github.com/gauntlet-eval/gauntlet/harness/target"
 )
 
 // The response cache (StartRequest.Cache) answers a model request of a
@@ -210,6 +211,10 @@ func (m *cachedModel) Chat(ctx context.Context, req *harness.ChatRequest) (*harn
 // modelFor returns the model that answers a test's tool loop: the run's
 // client, or with the cache on a cachedModel over it.
 func (r *run) modelFor(j *job) (harness.ChatModel, *cachedModel) {
+	if r.box != nil {
+		// A second pass continues the conversation with the target.
+		return &targetCall{c: r.box, conv: httptarget.ConversationID(r.info.RunID, j.test.ID, j.repeat)}, nil
+	}
 	if r.cache == nil {
 		return r.e.opts.Client, nil
 	}

@@ -52,6 +52,9 @@ type dialogue interface {
 
 // targetOf is the run's target: its agent's pipeline, else its model.
 func (r *run) targetOf() target {
+	if r.box != nil {
+		return blackBox{r.box}
+	}
 	if r.agent != nil {
 		return agentTarget{r.agent}
 	}

@@ -151,6 +151,19 @@ type StartRequest struct {
 	// decides its model), is an error wrapping harness.ErrInvalid naming
 	// agent_id or model.
 	AgentID string
+	// TargetID, when set, makes the run evaluate that black-box target
+	// (a definition of Options.Definitions, which must implement
+	// TargetSource) instead of a model: every user turn of every test
+	// (multi-turn and simulated ones included) is sent to its URL with
+	// the conversation so far, and its reply's answer is scored. The
+	// level's system prompts and tools are not used; the run's model
+	// still plays judges and simulated users. The label defaults to the
+	// target's id, and the run's config records the target's id and its
+	// definition (${VAR} references as written). An unknown target, one
+	// whose environment variables are not set, or AgentID, Model or
+	// Cache set too, is an error wrapping harness.ErrInvalid naming the
+	// field.
+	TargetID string
 	// Domains to run; nil means every enabled domain.
 	Domains []string
 	// Timeout bounds each model request of this run (0: Options.Timeout).
@@ -675,6 +688,13 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	boxDef, box, err := e.startTarget(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if box != nil && req.Cache {
+		return nil, harness.Invalid("cache", "a black-box target's answers are not cached: it may answer the same request differently")
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current != nil {
@@ -699,16 +719,26 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 			label = target.Definition.ID
 		}
 	}
+	if boxDef != nil && label == "" {
+		label = boxDef.ID
+	}
 	if label == "" {
 		label = "default"
 	}
 	if model == "" {
 		model = e.opts.Model
 	}
-	provider, kind, baseURL := e.endpoint(model)
-	if mr, ok := e.opts.Client.(harness.ModelRouter); ok {
-		if err := mr.Check(model); err != nil {
-			return nil, harness.Invalid("model", "%v", err)
+	var provider, kind, baseURL string
+	if boxDef != nil {
+		// The target is what answers; the run's model (judges, simulated
+		// users) is the engine's.
+		baseURL = boxDef.URL
+	} else {
+		provider, kind, baseURL = e.endpoint(model)
+		if mr, ok := e.opts.Client.(harness.ModelRouter); ok {
+			if err := mr.Check(model); err != nil {
+				return nil, harness.Invalid("model", "%v", err)
+			}
 		}
 	}
 	simulator, err := e.simulatorModel(req.SimulatorModel)
@@ -730,6 +760,9 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 		def := target.Definition
 		info.Config.AgentID, info.Config.Agent = def.ID, &def
 	}
+	if boxDef != nil {
+		info.Config.TargetID, info.Config.Target = boxDef.ID, boxDef
+	}
 	// Recorded with no tests and no cells until it is prepared.
 	if err := e.opts.Runs.CreateRun(ctx, info, nil); err != nil {
 		return nil, err
@@ -746,6 +779,7 @@ func (e *Engine) start(ctx context.Context, req StartRequest) (*run, error) {
 	r.stream = req.Stream
 	r.budget.max = req.MaxCostUSD
 	r.agent = target
+	r.box = box
 	r.simulator = simulator
 	if req.Cache {
 		r.cache = &responseCache{}
@@ -929,6 +963,10 @@ func (e *Engine) ResumeWith(ctx context.Context, runID string, opts ResumeOption
 	if err != nil {
 		return err
 	}
+	box, err := e.resumeBox(info)
+	if err != nil {
+		return err
+	}
 	// Jobs a stop left running would write into the reopened run.
 	if err := e.quietJobs(ctx, runID); err != nil {
 		return err
@@ -956,6 +994,7 @@ func (e *Engine) ResumeWith(ctx context.Context, runID string, opts ResumeOption
 	r := e.newRun(ctx, reopened, now, p.cells, p.produce(e.opts.Runs, hash, done), timeout, retries)
 	r.params = params
 	r.agent = target
+	r.box = box
 	r.stream = info.Config != nil && info.Config.Stream
 	if c := info.Config; c != nil {
 		r.simulator = c.SimulatorModel

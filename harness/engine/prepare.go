@@ -243,7 +243,9 @@ func (e *Engine) recordPlan(ctx context.Context, runID string, total int, cfg *r
 		return e.opts.Runs.PrepareRunThen(ctx, runID, total, cfg, keys, nil)
 	}
 	schema := runs.SchemaVersion()
-	local := cfg.AgentID != ""
+	// An agent's knowledge base and tools, and a target's ${VAR}
+	// secrets, are this process's.
+	local := cfg.AgentID != "" || cfg.TargetID != ""
 	return e.opts.Runs.PrepareRunThen(ctx, runID, total, cfg, keys, func(ctx context.Context, tx bun.Tx) error {
 		page := make([]QueuedJob, 0, enqueuePage)
 		var err error

@@ -563,6 +563,11 @@ func (e *Engine) workRun(ctx context.Context, runID string) (*workRun, error) {
 	if cfg.Cache {
 		r.cache = &responseCache{} // shared through the database
 	}
+	if cfg.Target != nil {
+		if r.box, err = e.targetClient(*cfg.Target); err != nil {
+			return nil, fmt.Errorf("run %s: %w", runID, err)
+		}
+	}
 	if cfg.AgentID != "" {
 		if e.opts.Agents == nil {
 			return nil, fmt.Errorf("run %s evaluates agent %s, and this worker has no agents", runID, cfg.AgentID)

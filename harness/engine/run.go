@@ -15,6 +15,7 @@ import (
 	"github.com/gauntlet-eval/gauntlet/harness"
 	"github.com/gauntlet-eval/gauntlet/harness/runs"
 	"github.com/gauntlet-eval/gauntlet/harness/stats"
+	httptarget "github.com/gauntlet-eval/gauntlet/harness/target"
 )
 
 // counts are the finished tests of a cell or a run: done = passed +
@@ -173,6 +174,7 @@ type run struct {
 	stream  bool                 // answers are asked for as streams
 	params  harness.Params       // the run's sampling parameters, over each level's
 	agent   *harness.AgentTarget // the agent under test; nil: the bare model
+	box     *httptarget.Client   // the black-box target under test; nil: none
 	// simulator is the model reference that plays simulated users of
 	// tests that name none; "": the run's model.
 	simulator string
@@ -793,7 +795,7 @@ type prompt struct {
 // agent's retrieval ran; nil otherwise. In a run of the bare model,
 // expected sources are ignored.
 func (r *run) measure(j *job, p prompt) map[string]any {
-	if r.agent == nil || p.retrieval == nil {
+	if p.retrieval == nil {
 		return nil
 	}
 	if m := runs.MeasureRetrieval(j.test.Expected.Sources, p.retrieval); m != nil {

@@ -117,6 +117,12 @@ type Config struct {
 	// agents could be evaluated.
 	AgentID string                   `json:"agent_id,omitempty"`
 	Agent   *harness.AgentDefinition `json:"agent,omitempty"`
+	// TargetID names the black-box target the run evaluated, "" for a
+	// run of a model or an agent; Target is its definition when the run
+	// started, with its ${VAR} references as written (never their
+	// values), which a resume sends to again.
+	TargetID string                    `json:"target_id,omitempty"`
+	Target   *harness.TargetDefinition `json:"target,omitempty"`
 	// Cache: identical model requests were answered from the response
 	// cache, and new answers stored in it.
 	Cache bool `json:"cache"`
