@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gauntlet-eval/gauntlet/harness"
@@ -159,5 +160,40 @@ func TestConversationRun(t *testing.T) {
 	defs := string(must(t, e.get("/api/run/"+id+"/definitions"), http.StatusOK).body)
 	if !strings.Contains(defs, `"turns"`) || !strings.Contains(defs, `"What is my name?"`) {
 		t.Errorf("the run's definitions lack the turns:\n%.2000s", defs)
+	}
+}
+
+// TestStartSimulatorModel: the start body's simulator_model plays the
+// simulated users of that run, over the server's --simulator-model, and
+// the run's config records it.
+func TestStartSimulatorModel(t *testing.T) {
+	t.Parallel()
+	var byBody atomic.Int64
+	e := newEngineEnv(t, engineConfig{noExamples: true, simulatorModel: "sim-model", files: map[string]string{
+		"evaluators/whole.yaml":    "id: whole\nname: Whole answer\ntype: regex\n",
+		"domains/chat/domain.yaml": "id: chat\nname: Chat\nenabled: true\nevaluator_id: whole\n",
+		"domains/chat/level-1.yaml": "tests:\n  - id: pupil\n    expected: {answer: \"4\", type: contains}\n" +
+			"    simulated_user:\n      persona: A pupil.\n      goal: Learn what 2 + 2 is.\n      max_turns: 1\n",
+	}, llm: llmtest.Options{Respond: func(req *llmtest.Request) *llmtest.Reply {
+		switch req.Model {
+		case "sim-from-body":
+			byBody.Add(1)
+			return &llmtest.Reply{Content: "What is 2 + 2?"}
+		case "sim-model":
+			return &llmtest.Reply{Content: "What is 2 + 2?"}
+		}
+		return nil
+	}}})
+	id := e.runToEnd(map[string]any{"simulator_model": "sim-from-body"})
+	var out struct {
+		RunInfo struct {
+			Config struct {
+				SimulatorModel string `json:"simulator_model"`
+			} `json:"config"`
+		} `json:"run_info"`
+	}
+	must(t, e.get("/api/run/"+id), http.StatusOK).decode(t, &out)
+	if got := out.RunInfo.Config.SimulatorModel; got != "sim-from-body" || byBody.Load() != 1 {
+		t.Errorf("config simulator_model %q, the body's model asked %d times; want it recorded and asked once", got, byBody.Load())
 	}
 }

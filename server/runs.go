@@ -41,18 +41,19 @@ type runHandler struct {
 
 // apiRunStart is the body of start-run; every field is optional.
 type apiRunStart struct {
-	ModelName  string          `json:"model_name,omitempty" doc:"Label of the run (default \"default\", or the agent's name with agent_id)."`
-	Domains    []string        `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
-	Model      string          `json:"model,omitempty" doc:"Model reference for this run, [provider/]model: a reference whose first segment names a configured provider (--provider, or the built-in anthropic and gemini) goes to that provider without the prefix; any other goes unchanged to the server's endpoint. Default the configured one. A provider whose key variable is not set is a 422 naming the variable. Not with agent_id (422): the agent decides its model."`
-	AgentID    string          `json:"agent_id,omitempty" doc:"Evaluate this agent instead of the bare model: each test's prompt goes through the agent's pipeline, as a chat would (its system prompt with the knowledge-base text retrieved for the prompt, its tools before the test's own, its model), in a fresh conversation that is not stored. The domains' and levels' system prompts are not used. The run's config records the agent id and its definition. An unknown agent is a 422."`
-	TargetID   string          `json:"target_id,omitempty" doc:"Evaluate this black-box target (a file targets/<id>.yaml of the definitions) instead of a model: every user turn of every test, multi-turn and simulated ones included, is sent to its URL with the conversation so far, and its answer is scored. The levels' system prompts and tools are not used; the run's model still plays judges and simulated users. The run's config records the target id and its definition (${VAR} references as written). An unknown target, one whose environment variables are not set on the server, or target_id with agent_id, model or cache, is a 422."`
-	TimeoutS   *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
-	Retries    *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
-	Repeats    *int            `json:"repeats,omitempty" minimum:"1" maximum:"100" doc:"How many times each test is asked, 1 to 100 (default 1). Each asking is a result of its own, numbered by repeat from 0; the run's and the cells' counts are then of samples, tests × repeats."`
-	Params     *apiParamsInput `json:"params,omitempty"`
-	MaxCostUSD *float64        `json:"max_cost_usd,omitempty" minimum:"0" doc:"Budget of the run in US dollars: once what its results cost (run_info.cost_usd, judges' calls included, at the prices of pricing.yaml) reaches it, no new model request is sent, the tests in flight finish, and the run ends stopped with run_info.error naming the budget. Resume it with a new one. Absent or 0: no budget."`
-	Stream     bool            `json:"stream,omitempty" doc:"Ask for every answer as a stream, so that each call records the time to its first token (ttft_ms). The answers are the same. Default false."`
-	Cache      bool            `json:"cache,omitempty" doc:"Answer each model request identical to one made before (same endpoint, model, messages, tools, sampling parameters and repeat) from the response cache, and store new answers there; run_info.cache_hits counts the requests so answered. A judge is never cached. Default false."`
+	ModelName      string          `json:"model_name,omitempty" doc:"Label of the run (default \"default\", or the agent's name with agent_id)."`
+	Domains        []string        `json:"domains,omitempty" nullable:"true" doc:"Domain ids to run; null or absent means every enabled domain."`
+	Model          string          `json:"model,omitempty" doc:"Model reference for this run, [provider/]model: a reference whose first segment names a configured provider (--provider, or the built-in anthropic and gemini) goes to that provider without the prefix; any other goes unchanged to the server's endpoint. Default the configured one. A provider whose key variable is not set is a 422 naming the variable. Not with agent_id (422): the agent decides its model."`
+	AgentID        string          `json:"agent_id,omitempty" doc:"Evaluate this agent instead of the bare model: each test's prompt goes through the agent's pipeline, as a chat would (its system prompt with the knowledge-base text retrieved for the prompt, its tools before the test's own, its model), in a fresh conversation that is not stored. The domains' and levels' system prompts are not used. The run's config records the agent id and its definition. An unknown agent is a 422."`
+	TargetID       string          `json:"target_id,omitempty" doc:"Evaluate this black-box target (a file targets/<id>.yaml of the definitions) instead of a model: every user turn of every test, multi-turn and simulated ones included, is sent to its URL with the conversation so far, and its answer is scored. The levels' system prompts and tools are not used; the run's model still plays judges and simulated users. The run's config records the target id and its definition (${VAR} references as written). An unknown target, one whose environment variables are not set on the server, or target_id with agent_id, model or cache, is a 422."`
+	SimulatorModel string          `json:"simulator_model,omitempty" doc:"The model reference that plays the simulated users of tests that name no model of their own (default: the server's --simulator-model, else the run's model). A reference the server cannot serve is a 422."`
+	TimeoutS       *float64        `json:"timeout_s,omitempty" minimum:"0" maximum:"3600" doc:"Bound of each model request of this run, in seconds; default the server's --llm-timeout."`
+	Retries        *int            `json:"retries,omitempty" minimum:"0" maximum:"10" doc:"Retries of a failed model request in this run; default the server's --llm-retries."`
+	Repeats        *int            `json:"repeats,omitempty" minimum:"1" maximum:"100" doc:"How many times each test is asked, 1 to 100 (default 1). Each asking is a result of its own, numbered by repeat from 0; the run's and the cells' counts are then of samples, tests × repeats."`
+	Params         *apiParamsInput `json:"params,omitempty"`
+	MaxCostUSD     *float64        `json:"max_cost_usd,omitempty" minimum:"0" doc:"Budget of the run in US dollars: once what its results cost (run_info.cost_usd, judges' calls included, at the prices of pricing.yaml) reaches it, no new model request is sent, the tests in flight finish, and the run ends stopped with run_info.error naming the budget. Resume it with a new one. Absent or 0: no budget."`
+	Stream         bool            `json:"stream,omitempty" doc:"Ask for every answer as a stream, so that each call records the time to its first token (ttft_ms). The answers are the same. Default false."`
+	Cache          bool            `json:"cache,omitempty" doc:"Answer each model request identical to one made before (same endpoint, model, messages, tools, sampling parameters and repeat) from the response cache, and store new answers there; run_info.cache_hits counts the requests so answered. A judge is never cached. Default false."`
 }
 
 // apiParamsInput are sampling parameters in a request body: each key is
@@ -307,6 +308,7 @@ func (b *apiRunStart) startRequest() engine.StartRequest {
 	}
 	req.Domains, req.ModelName, req.Model, req.Retries = b.Domains, b.ModelName, b.Model, b.Retries
 	req.AgentID, req.TargetID, req.Cache, req.Stream = b.AgentID, b.TargetID, b.Cache, b.Stream
+	req.SimulatorModel = b.SimulatorModel
 	if b.Params != nil {
 		req.Params = harness.Params(*b.Params)
 	}
