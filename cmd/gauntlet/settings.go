@@ -282,7 +282,7 @@ func (s *settings) embedder() (*llm.Client, error) {
 func (s *settings) engineOptions() engine.Options {
 	return engine.Options{Model: s.llmModel, BaseURL: s.llmBaseURL, Concurrency: s.concurrency,
 		Timeout: s.llmTimeout, Retries: s.retries(), Version: server.Version, LogDir: logDir(s.data),
-		SimulatorModel: s.simulatorModel}
+		SimulatorModel: s.simulatorModel, MaxResponseBytes: s.llmMaxBytes}
 }
 
 // retries is --llm-retries as the engine and the client read it: there 0

@@ -55,7 +55,8 @@ func (e *Engine) startTarget(ctx context.Context, req StartRequest) (*harness.Ta
 // environment variables it names now: one not set, or a definition that
 // is not valid, is an error wrapping harness.ErrInvalid naming target_id.
 func (e *Engine) targetClient(def harness.TargetDefinition) (*httptarget.Client, error) {
-	c, err := httptarget.New(def, httptarget.Options{Timeout: e.opts.Timeout, MaxRetries: e.opts.Retries})
+	c, err := httptarget.New(def, httptarget.Options{Timeout: e.opts.Timeout, MaxRetries: e.opts.Retries,
+		MaxResponseBytes: e.opts.MaxResponseBytes})
 	if err != nil {
 		if errors.Is(err, harness.ErrEnvNotSet) || errors.Is(err, harness.ErrInvalid) {
 			return nil, harness.Invalid("target_id", "%v", err)

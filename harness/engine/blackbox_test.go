@@ -47,6 +47,10 @@ func newBlackBox(t *testing.T) *blackBoxServer {
 		b.turns[in.Conv]++
 		b.hist[in.Conv] = len(in.History)
 		b.mu.Unlock()
+		if strings.Contains(in.Q, "huge") {
+			json.NewEncoder(w).Encode(map[string]any{"reply": map[string]any{"text": strings.Repeat("x", 64<<10)}})
+			return
+		}
 		if strings.Contains(in.Q, "broken") {
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, "<html><body>Bad gateway</body></html>")
@@ -89,9 +93,12 @@ func TestBlackBoxTarget(t *testing.T) {
 	}})
 	d.test(harness.Test{ID: "broken", DomainID: "d", Level: 1, Prompt: "this is broken",
 		Expected: harness.Expected{Answer: "1", Type: "numeric"}})
+	d.test(harness.Test{ID: "huge", DomainID: "d", Level: 1, Prompt: "a huge answer, please",
+		Expected: harness.Expected{Answer: "1", Type: "numeric"}})
 	snap := d.snap()
 	snap.Targets = []harness.TargetDefinition{bb.target("bb")}
-	f := newFixture(t, fixtureOpts{snap: snap, concurrency: 2, anyDB: true})
+	// The reply limit is the engine's, as a model answer's is.
+	f := newFixture(t, fixtureOpts{snap: snap, concurrency: 2, anyDB: true, maxResponseBytes: 16 << 10})
 
 	for _, bad := range []struct {
 		req   engine.StartRequest
@@ -114,8 +121,8 @@ func TestBlackBoxTarget(t *testing.T) {
 	if info.Config == nil || info.Config.TargetID != "bb" || info.Config.Target == nil || info.Config.Target.URL != bb.URL+"/chat" {
 		t.Fatalf("config %+v; want the target recorded", info.Config)
 	}
-	if info.ModelName != "bb" || info.Passed != 4 || info.Errors != 1 {
-		t.Errorf("run %+v; want label bb, 4 passed and the broken one an error", info)
+	if info.ModelName != "bb" || info.Passed != 4 || info.Errors != 2 {
+		t.Errorf("run %+v; want label bb, 4 passed, the broken and huge ones errors", info)
 	}
 	if n := f.mock.Stats().ChatCompletions; n != 0 {
 		t.Errorf("the model endpoint got %d requests; the target answers", n)
@@ -126,6 +133,10 @@ func TestBlackBoxTarget(t *testing.T) {
 	}
 	for _, r := range results {
 		switch r.TestID {
+		case "huge":
+			if msg, _ := r.Details["error"].(string); r.Status != runs.TestError || !strings.Contains(msg, "too large") {
+				t.Errorf("huge: %s %q; want an error naming the reply too large", r.Status, msg)
+			}
 		case "broken":
 			if msg, _ := r.Details["error"].(string); r.Status != runs.TestError || !strings.Contains(msg, "HTML") {
 				t.Errorf("broken: %s %q; want an error naming the HTML answer", r.Status, msg)
@@ -149,7 +160,7 @@ func TestBlackBoxTarget(t *testing.T) {
 				t.Errorf("%s: %s %v", r.TestID, r.Status, r.Details)
 			}
 		}
-		if r.TestID == "broken" {
+		if r.TestID == "broken" || r.TestID == "huge" {
 			continue
 		}
 		if calls, _ := r.Details["tool_calls"].([]any); len(calls) == 0 {

@@ -101,6 +101,10 @@ type Options struct {
 	LogDir string
 	// MaxToolRounds bounds the tool-call rounds of one test (default 5).
 	MaxToolRounds int
+	// MaxResponseBytes is the largest reply a black-box target may send
+	// (StartRequest.TargetID): that of a model's answer, for the same
+	// reasons (default: the target client's, 4 MiB; negative: none).
+	MaxResponseBytes int64
 	// LogQueue is how many log lines wait for a poll before the oldest are
 	// dropped (default 10,000).
 	LogQueue int

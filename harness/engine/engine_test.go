@@ -70,6 +70,8 @@ type fixtureOpts struct {
 	queue engine.Queue
 	// client, when set, completes the llm client's options.
 	client func(*llm.Options)
+	// maxResponseBytes is the engine's (a black-box target's reply limit).
+	maxResponseBytes int64
 }
 
 // openStores opens a database in dir with a catalog over dir/definitions
@@ -162,7 +164,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		Definitions: f.cat, Runs: f.runs, Client: model, Model: "test-model",
 		Timeout: o.timeout, Retries: o.maxRetries, BaseURL: f.mock.URL, Version: "test",
 		Concurrency: o.concurrency, LogDir: f.logDir, Registry: o.registry,
-		LogQueue: o.logQueue, MaxToolRounds: o.maxToolRounds, Queue: o.queue,
+		LogQueue: o.logQueue, MaxToolRounds: o.maxToolRounds, Queue: o.queue, MaxResponseBytes: o.maxResponseBytes,
 		OnEvent: func(ev engine.Event) { f.events <- ev },
 	}
 	if o.onEvent != nil {
