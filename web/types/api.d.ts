@@ -499,6 +499,19 @@ export interface Snapshot {
   tools: Tool[];
 }
 
+// ---- Black-box targets ----
+
+export interface Target {
+  id: string;
+  description?: string;
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body: unknown;
+  response: { answer: string; tool_calls?: string; sources?: string };
+  signature?: { header: string; secret: string };
+}
+
 // ---- Agents ----
 
 export interface Agent {

@@ -507,13 +507,15 @@ async function start() {
     return;
   }
   const enabled = st.domains.filter((d) => d.enabled).map((d) => d.id).sort();
-  /** @type {{model_name?: string, model?: string, agent_id?: string, domains?: string[] | null, cache?: boolean, max_cost_usd?: number}} */
+  /** @type {{model_name?: string, model?: string, agent_id?: string, target_id?: string, domains?: string[] | null, cache?: boolean, max_cost_usd?: number}} */
   const body = { model_name: v.model_name || 'default' };
   if (v.model) body.model = v.model;
   if (typeof v.max_cost_usd === 'number' && v.max_cost_usd > 0) body.max_cost_usd = v.max_cost_usd;
   if (v.cache) body.cache = true;
   try { Object.assign(body, targetBody()); } catch (err) { showErrors(form, err); return; }
-  if (body.agent_id && body.model_name === 'default') delete body.model_name; // labelled with the agent's name
+  // Labelled with the agent's name, or the target's id.
+  if ((body.agent_id || body.target_id) && body.model_name === 'default') delete body.model_name;
+  if (body.target_id) delete body.cache; // a target's answers are not cached
   // Exactly the enabled domains: send null, as "all enabled domains".
   body.domains = JSON.stringify([...picked].sort()) === JSON.stringify(enabled) ? null : picked;
   if (v.sweep) { await startSweep(form, body, v.models || ''); return; }
