@@ -432,7 +432,10 @@ func TestChannelSecretsStayPut(t *testing.T) {
 
 func TestChannelFailureBackoffAndRedaction(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	// The error status lasts as long as a backoff: long enough to be seen
+	// by a poll on a loaded machine reading PostgreSQL (the default 20,
+	// 40 and 80 ms were all missed once).
+	e := newEnv(t, withOptions(func(o *agent.Options) { o.RetryBaseDelay = 400 * time.Millisecond; o.RetryMaxDelay = 2 * time.Second }))
 	fake := registerFake(t, e)
 	fake.failNext = 3
 	e.createAgent("a", "")
