@@ -116,44 +116,11 @@ func (p *parser) conversationRow(rec *record, turns []harness.Turn, col string, 
 		return
 	}
 	t := harness.Test{DomainID: p.opts.DomainID, Level: p.opts.Level, Turns: turns}
-	id, idCol, ok, err := first(rec, p.id)
-	switch {
-	case err != nil:
-		fail(idCol, "%v", err)
-		return
-	case ok && strings.TrimSpace(id) != "":
-		t.ID = strings.TrimSpace(id)
-		if !harness.ValidID(t.ID) {
-			fail(idCol, "%q is not a valid test id (^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$)", truncate(t.ID))
-			return
+	p.addTest(rec, t, "same conversation", fail, func(f harness.FieldError, idCol string) {
+		c := col
+		if f.Field == "id" {
+			c = idCol
 		}
-	default:
-		idCol = ""
-		t.ID = contentID(t)
-	}
-	if err := p.opts.Validator.Test(&t); err != nil {
-		var ve *harness.ValidationError
-		if !errors.As(err, &ve) {
-			fail("", "%v", err)
-			return
-		}
-		for _, f := range ve.Fields {
-			c := col
-			if f.Field == "id" {
-				c = idCol
-			}
-			fail(c, "%s: %s", f.Field, f.Message)
-		}
-		return
-	}
-	if prev, dup := p.seen[t.ID]; dup {
-		if idCol != "" {
-			fail(idCol, "id %q repeats row %d", t.ID, prev)
-		} else {
-			fail("", "same conversation as row %d", prev)
-		}
-		return
-	}
-	p.seen[t.ID] = rec.row
-	p.res.Rows = append(p.res.Rows, Row{Row: rec.row, Line: rec.line, Test: t})
+		fail(c, "%s: %s", f.Field, f.Message)
+	})
 }

@@ -392,6 +392,34 @@ func (p *parser) row(rec *record) {
 	}
 	t := harness.Test{DomainID: p.opts.DomainID, Level: p.opts.Level, Prompt: prompt,
 		Expected: harness.Expected{Answer: answer, Type: typ}}
+	p.addTest(rec, t, "same prompt and answer", fail, func(f harness.FieldError, idCol string) {
+		col := ""
+		switch {
+		case f.Field == "prompt":
+			col = promptCol
+		case f.Field == "id":
+			col = idCol
+		case f.Field == "expected.type":
+			col = typeCol
+		case strings.HasPrefix(f.Field, "expected"):
+			col = answerCol
+		}
+		msg := f.Message
+		if col == "" && f.Field != "" {
+			msg = f.Field + ": " + msg
+		}
+		fail(col, "%s", msg)
+	})
+}
+
+// addTest adds a row's test t, every row kind alike: its id is the row's
+// id column, else one made from its content (same names what a made id
+// repeating an earlier row's means, "same prompt and answer"); it is
+// checked by the validator, each field's error reported by field with
+// the id column ("" for a made id); and a test whose id an earlier row
+// took is refused. fail reports a row error.
+func (p *parser) addTest(rec *record, t harness.Test, same string, fail func(col, format string, args ...any),
+	field func(f harness.FieldError, idCol string)) {
 	id, idCol, ok, err := first(rec, p.id)
 	switch {
 	case err != nil:
@@ -414,22 +442,7 @@ func (p *parser) row(rec *record) {
 			return
 		}
 		for _, f := range ve.Fields {
-			col := ""
-			switch {
-			case f.Field == "prompt":
-				col = promptCol
-			case f.Field == "id":
-				col = idCol
-			case f.Field == "expected.type":
-				col = typeCol
-			case strings.HasPrefix(f.Field, "expected"):
-				col = answerCol
-			}
-			msg := f.Message
-			if col == "" && f.Field != "" {
-				msg = f.Field + ": " + msg
-			}
-			fail(col, "%s", msg)
+			field(f, idCol)
 		}
 		return
 	}
@@ -437,7 +450,7 @@ func (p *parser) row(rec *record) {
 		if idCol != "" {
 			fail(idCol, "id %q repeats row %d", t.ID, prev)
 		} else {
-			fail("", "same prompt and answer as row %d", prev)
+			fail("", "%s as row %d", same, prev)
 		}
 		return
 	}
